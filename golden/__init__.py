@@ -1,0 +1,1 @@
+"""golden package of Tessera (installed as tessera.golden)."""

@@ -1,0 +1,1 @@
+"""hdl package of Tessera (installed as tessera.hdl)."""

@@ -1,0 +1,1 @@
+"""sim_models package of Tessera (installed as tessera.sim_models)."""

@@ -1,0 +1,1 @@
+"""tb package of Tessera (installed as tessera.tb)."""

@@ -1,0 +1,84 @@
+"""The ``tessera`` command.
+
+``tessera blocks`` lists exportable RTL blocks; ``tessera verilog BLOCK
+[--param NAME=VALUE ...] --out DIR`` exports one.  System models add their
+own sub-commands: any ``tessera.sim_models.<pkg>.cli`` module with a function
+``add_parser(subparsers)`` is discovered (the parser it adds must set
+``func=callable(args) -> int``).  Bad arguments exit with status 2 and one line.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from .params import ParamError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):          # one line, exit 2 (argparse's default prints usage too)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _cmd_blocks(args) -> int:
+    from .registry import blocks
+    for name, spec in sorted(blocks().items()):
+        print(f"{name}: {spec.doc}")
+        for p in spec.params:
+            print(f"    {p.describe()}")
+    return 0
+
+
+def _cmd_verilog(args) -> int:
+    from .export import export
+    from .registry import get
+    try:
+        spec = get(args.block)
+        params = spec.resolve(args.param or [])
+        paths = export(spec, params, args.out)
+    except ParamError as err:
+        print(f"tessera verilog: error: {err}", file=sys.stderr)
+        return 2
+    for kind, path in paths.items():
+        print(f"{kind:9s} {path}")
+    return 0
+
+
+def _discover_model_clis(sub):
+    import tessera.sim_models as pkg
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if not info.ispkg:
+            continue
+        try:
+            mod = importlib.import_module(f"tessera.sim_models.{info.name}.cli")
+        except ModuleNotFoundError as err:
+            if err.name == f"tessera.sim_models.{info.name}.cli":
+                continue
+            raise
+        if hasattr(mod, "add_parser"):
+            mod.add_parser(sub)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="tessera", description="Tessera: chiplet accelerator RTL and models")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = sub.add_parser("blocks", help="list exportable RTL blocks and their parameters")
+    p.set_defaults(func=_cmd_blocks)
+    p = sub.add_parser("verilog", help="export a block: BLOCK.v, BLOCK.manifest.json, BLOCK.f")
+    p.add_argument("block")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.set_defaults(func=_cmd_verilog)
+    _discover_model_clis(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
