@@ -9,7 +9,7 @@ file lock; different sets run in parallel under pytest-xdist.
 The testbench gets ``TESSERA_PARAMS`` (JSON), ``TESSERA_SEED`` and
 ``TESSERA_RESULT`` (a JSON file it appends its check/cycle counts to, read by
 ``make demo``).  ``WAVES=1`` in the environment (or ``waves=True``) makes
-Verilator write an FST next to the build (``dump.fst``).
+Verilator write a VCD in the build dir (``obj_waves/dump.vcd``).
 """
 from __future__ import annotations
 
@@ -71,13 +71,17 @@ def run(block: str, params: dict | None, module: str, *, testcase: str | None = 
         env["TESSERA_RESULT"] = str(Path(result_file).resolve())
     env.update(extra_env or {})
     build_dir = sim_dir / ("obj_waves" if waves else "obj")
+    # Waves are VCD (dump.vcd in the build dir): the wheel's FST writer needs
+    # lz4.h from the system, which a PyPI-only toolchain does not have.
+    trace_args = ["--trace", "--trace-structs"] if waves else []
     with _locked(sim_dir / ".lock"):
         cocotb_run(
             toplevel=block, module=module, testcase=testcase,
             verilog_sources=[str(vpath)], toplevel_lang="verilog", simulator="verilator",
             sim_build=str(build_dir), work_dir=str(build_dir),
-            compile_args=SIM_WAIVERS + ["-O2", "--x-assign", "fast", "--x-initial", "fast"],
-            make_args=["-j2"], extra_env=env, waves=waves, seed=seed,
+            compile_args=SIM_WAIVERS + ["-O2", "--x-assign", "fast", "--x-initial", "fast"]
+            + trace_args, plus_args=["--trace"] if waves else [],
+            make_args=["-j2"], extra_env=env, waves=False, seed=seed,
             timescale="1ns/1ps",
         )
     return build_dir

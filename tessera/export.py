@@ -66,10 +66,10 @@ def _streams(signature, prefix=(), flipped=False):
                     "name": base,
                     "role": "sink" if now_flipped else "source",
                     "valid": f"{base}__valid",
-                    "ready": f"{base}__ready" if sig.always_ready is False else None,
+                    "ready": f"{base}__ready",
                     "payload": f"{base}__payload",
-                    "payload_width": Shape.cast(sig.payload_shape).width,
-                    "payload_fields": _layout_fields(sig.payload_shape),
+                    "payload_width": Shape.cast(sig.members["payload"].shape).width,
+                    "payload_fields": _layout_fields(sig.members["payload"].shape),
                 })
             else:
                 groups.extend(_streams(sig, path, now_flipped))
