@@ -46,6 +46,7 @@ reading chosen; each is pinned by a test in ``tests/test_golden_pe.py``):
 7. "power-of-two depths" is read as: wbuf_entries, ibuf_words, abuf_entries
    and ppu_depth must be powers of two (and wbuf_bytes / ibuf_bytes multiples
    of K0*C0 / C0); :func:`validate_params` raises ValueError otherwise.
+   acc_width is limited to [2, 62] by this model (not by the contract).
 8. Roles and optional inputs: psum_in is required for MIDDLE/LAST and refused
    (ValueError) for FIRST/ONLY (a stream the PE would never consume);
    bias/scale are required for LAST/ONLY and ignored for FIRST/MIDDLE (they
@@ -54,6 +55,11 @@ reading chosen; each is pinned by a test in ``tests/test_golden_pe.py``):
    without looking at the data (the PE computes nothing).
 9. :func:`ppu` takes ``v`` shaped [K1, ..., K0] (axis 0 = k1, last axis = k0)
    so that the channel of each value is k1*K0 + k0.
+10. pool=1 with role FIRST/MIDDLE: partial sums are not pooled, but they
+   stream in the pooled pixel order (stream order is defined by pixel_order,
+   which depends on pool); BAD_POOL applies to every role.
+11. :func:`loop_macs` takes ``(cfg, params)`` (the order in its brief), unlike
+   the other functions; a swapped call raises TypeError.
 """
 from __future__ import annotations
 
@@ -419,11 +425,12 @@ def random_case(params: PEParams, rng, **overrides):
     return cfg, W, X, bias, scale
 
 
-def random_psum(params: PEParams, cfg: PEConfig, rng) -> np.ndarray:
-    """Random psum_in stream [K1*P1*Q1, K0] of signed acc_width-bit values."""
+def random_psum(params: PEParams, cfg: PEConfig, rng, bits: int | None = None) -> np.ndarray:
+    """Random psum_in stream [K1*P1*Q1, K0] of signed ``bits``-bit values (default acc_width)."""
     rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    half = 1 << (params.acc_width - 1)
+    bits = params.acc_width if bits is None else bits
+    if not 1 <= bits <= params.acc_width:
+        raise ValueError(f"random_psum: bits={bits} must be in [1, acc_width={params.acc_width}]")
+    half = 1 << (bits - 1)
     n = cfg.K1 * cfg.P1 * cfg.Q1
-    if params.acc_width <= 62:
-        return rng.integers(-half, half, size=(n, params.K0), dtype=np.int64)
-    raise ValueError("random_psum supports acc_width <= 62")
+    return rng.integers(-half, half, size=(n, params.K0), dtype=np.int64)
