@@ -440,3 +440,57 @@ def test_random_case_is_legal_seeded_and_honours_overrides():
         g.random_case(P, 0, stride=3)
     with pytest.raises(ValueError):
         g.random_case(P, 0, bogus=1)
+
+
+def direct_tile(params, cfg, W, X, psum_in, bias, scale):
+    """Whole tile with plain loops: direct conv, psum add, scalar PPU, 2x2 max pool."""
+    K0, aw = params.K0, params.acc_width
+    m = 1 << aw
+    acc = direct_conv(params, cfg, W, X)                   # [K1, P1, Q1, K0]
+    if cfg.pool:
+        pix = [(2 * pb + dy, 2 * qb + dx) for pb in range(cfg.P1 // 2) for qb in range(cfg.Q1 // 2)
+               for dy in (0, 1) for dx in (0, 1)]
+    else:
+        pix = [(p, q) for p in range(cfg.P1) for q in range(cfg.Q1)]
+    beats = []
+    for k1 in range(cfg.K1):
+        for i, (p, q) in enumerate(pix):
+            beat = []
+            for k0 in range(K0):
+                v = int(acc[k1, p, q, k0])
+                if psum_in is not None:
+                    v = (v + int(psum_in[k1 * len(pix) + i][k0]) + m // 2) % m - m // 2
+                beat.append(v)
+            beats.append(beat)
+    if cfg.role in (Role.FIRST, Role.MIDDLE):
+        return beats
+    outs = []
+    for j, beat in enumerate(beats):
+        k1 = j // len(pix)
+        row = []
+        for k0, v in enumerate(beat):
+            ch = k1 * K0 + k0
+            y = (v + int(bias[ch])) * int(scale[ch])
+            if cfg.shift:
+                y = (y + 2 ** (cfg.shift - 1)) // 2 ** cfg.shift
+            if cfg.relu:
+                y = max(y, 0)
+            row.append(min(max(y, -128), 127))
+        outs.append(row)
+    if cfg.pool:
+        outs = [[max(outs[4 * b + i][k0] for i in range(4)) for k0 in range(K0)]
+                for b in range(len(outs) // 4)]
+    return outs
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_run_tile_vs_direct_tile(seed):
+    params = [PEParams(K0=2, C0=2), PEParams(K0=4, C0=2, acc_width=16),
+              PEParams(K0=1, C0=4, acc_width=12), PEParams(K0=8, C0=8)][(seed // 4) % 4]
+    rng = np.random.default_rng(2000 + seed)
+    cfg, W, X, bias, scale = g.random_case(params, rng, role=Role(seed % 4))
+    psum = g.random_psum(params, cfg, rng) if cfg.role in (Role.MIDDLE, Role.LAST) else None
+    r = g.run_tile(params, cfg, W, X, psum_in=psum, bias=bias, scale=scale)
+    assert r["error"] == ErrorCause.NONE
+    key = "psum_out" if cfg.role in (Role.FIRST, Role.MIDDLE) else "out"
+    assert r[key].tolist() == direct_tile(params, cfg, W, X, psum, bias, scale)
