@@ -81,7 +81,10 @@ def run(block: str, params: dict | None, module: str, *, testcase: str | None = 
             sim_build=str(build_dir), work_dir=str(build_dir),
             compile_args=SIM_WAIVERS + ["-O2", "--x-assign", "fast", "--x-initial", "fast"]
             + trace_args, plus_args=["--trace"] if waves else [],
-            make_args=["-j2"], extra_env=env, waves=False, seed=seed,
+            # The wheel's verilated.mk has an empty CFG_CXXFLAGS_PCH_I, so
+            # multi-file models fail to compile ("Vtop__pch.h.fast: linker
+            # input file not found"); give g++ its -include flag back.
+            make_args=["-j2", "CFG_CXXFLAGS_PCH_I=-include"], extra_env=env, waves=False, seed=seed,
             timescale="1ns/1ps",
         )
     return build_dir

@@ -1,0 +1,23 @@
+"""Simba processing element (issue 2): vector-MAC array, sequencer, PPU, top."""
+from tessera.params import Param
+from tessera.registry import BlockSpec
+
+from .pe import SimbaPE
+
+PARAMS = [
+    Param("K0", 8, "vector MACs (output channels in parallel)", min=1, max=16),
+    Param("C0", 8, "lanes per vector MAC (input channels in parallel)", min=1, max=16),
+    Param("acc_width", 24, "accumulator / partial-sum width (wraps)", min=17, max=32),
+    Param("wbuf_bytes", 32768, "weight buffer bytes", min=1, max=1 << 22),
+    Param("ibuf_bytes", 8192, "input buffer bytes", min=1, max=1 << 20),
+    Param("abuf_entries", 128, "accumulation buffer entries (x K0 x acc_width)", min=1, max=4096,
+          power_of_two=True),
+    Param("ppu_depth", 16, "PPU bias/scale entries (max K1 on a LAST/ONLY PE)", min=1, max=256,
+          power_of_two=True),
+]
+
+BLOCKS = [
+    BlockSpec("pe", SimbaPE, PARAMS,
+              doc="Simba PE: K0xC0 int8 vector MACs, weight-stationary, psum chain, PPU",
+              demo_module="tessera.tb.pe.test_pe", demo_testcase="demo"),
+]

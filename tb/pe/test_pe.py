@@ -1,0 +1,336 @@
+"""cocotb testbench of the Simba PE against the golden model (tessera.golden.pe).
+
+A :class:`PETB` owns clock, reset, one driver per load / psum-in stream, a
+monitor per output stream with random back-pressure, and a scoreboard: every
+output beat of every tile is compared with ``golden.pe.run_tile``, and the
+cycles from start to done are recorded.  Tests (selected by cocotb-test's
+``testcase``): ``demo``, ``random_tiles``, ``directed``, ``chain3``, ``ppu_corners``,
+``illegal``, ``reset_mid_tile``, ``back_to_back``, ``bench`` (timing of tiles from
+$TESSERA_BENCH_IN, used by bench/pe_utilization.py).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import cocotb
+import numpy as np
+from cocotb.triggers import RisingEdge
+
+from tessera.golden import pe as golden
+from tessera.hdl.pe.config import ErrorCause, PEConfig, PEParams, Role
+from tessera.tb.common import StreamSink, StreamSource, TBBase, load_manifest, pack
+
+
+def _flat(beat: dict) -> dict:
+    out = {}
+    for k, v in beat.items():
+        if isinstance(v, (list, tuple, np.ndarray)):
+            for i, x in enumerate(v):
+                out[f"{k}.{i}"] = int(x)
+        else:
+            out[k] = int(v)
+    return out
+
+
+def _lanes(beat: dict, n: int) -> list[int]:
+    return [beat[str(i)] for i in range(n)]
+
+
+class PETB(TBBase):
+    def __init__(self, dut, ready_prob=1.0, idle_prob=0.0):
+        super().__init__(dut)
+        self.p = PEParams(**self.params)
+        man = load_manifest()
+        streams = {s["name"]: s for s in man["streams"]}
+        self.cfg_fields = next(x for x in man["ports"] if x["name"] == "cfg")["fields"]
+        f = lambda n: streams[n]["payload_fields"]
+        self.w_src = StreamSource(dut, "w_load", self.clk, f("w_load"), idle_prob, self.rng)
+        self.i_src = StreamSource(dut, "i_load", self.clk, f("i_load"), idle_prob, self.rng)
+        self.p_src = StreamSource(dut, "p_load", self.clk, f("p_load"), idle_prob, self.rng)
+        self.ps_src = StreamSource(dut, "psum_in", self.clk, f("psum_in"), idle_prob, self.rng)
+        self.ps_snk = StreamSink(dut, "psum_out", self.clk, f("psum_out"), ready_prob, self.rng)
+        self.o_snk = StreamSink(dut, "out", self.clk, f("out"), ready_prob, self.rng)
+        self.edge = 0
+        dut.start.value = 0
+        dut.cfg.value = 0
+        cocotb.start_soon(self._count())
+
+    async def _count(self):
+        while True:
+            await RisingEdge(self.clk)
+            self.edge += 1
+
+    def set_back_pressure(self, ready_prob, idle_prob):
+        for s in (self.ps_snk, self.o_snk):
+            s.ready_prob = ready_prob
+        for s in (self.w_src, self.i_src, self.p_src, self.ps_src):
+            s.idle_prob = idle_prob
+
+    async def load(self, cfg, W, X, bias=None, scale=None):
+        for b in golden.weight_beats(self.p, cfg, W):
+            self.w_src.send_nowait(_flat(b))
+        for b in golden.input_beats(self.p, cfg, X):
+            self.i_src.send_nowait(_flat(b))
+        if bias is not None:
+            for b in golden.ppu_beats(self.p, cfg, bias, scale):
+                self.p_src.send_nowait(_flat(b))
+        for s in (self.w_src, self.i_src, self.p_src):
+            await s.wait_idle()
+
+    async def start_tile(self, cfg: PEConfig):
+        self.dut.cfg.value = pack(self.cfg_fields, cfg.as_dict())
+        self.dut.start.value = 1
+        await RisingEdge(self.clk)
+        t0 = self.edge
+        self.dut.start.value = 0
+        return t0
+
+    async def run_tile(self, cfg, psum_in=None, timeout=200000):
+        """Start a tile and wait for done (or error). Returns (outputs, cycles, error_cause)."""
+        if psum_in is not None:
+            for row in psum_in:
+                self.ps_src.send_nowait({str(i): int(v) for i, v in enumerate(row)})
+        n_ps, n_o = len(self.ps_snk.items), len(self.o_snk.items)
+        t0 = await self.start_tile(cfg)
+        await RisingEdge(self.clk)
+        if int(self.dut.error.value):
+            cause = int(self.dut.error_cause.value)
+            self.check(not int(self.dut.busy.value), "busy after illegal config")
+            return None, 0, cause
+        self.check(int(self.dut.busy.value) == 1, "busy did not rise")
+        while True:
+            await RisingEdge(self.clk)
+            if int(self.dut.done.value):
+                break
+            if self.edge - t0 > timeout:
+                raise AssertionError(f"tile did not finish in {timeout} cycles")
+        cycles = self.edge - 1 - t0          # done was set at the previous edge
+        self.cycles += cycles
+        await RisingEdge(self.clk)
+        self.check(not int(self.dut.busy.value), "busy after done")
+        to_ppu = cfg.role in (Role.LAST, Role.ONLY)
+        items = self.o_snk.items[n_o:] if to_ppu else self.ps_snk.items[n_ps:]
+        self.check_equal(len(self.o_snk.items[n_o:] if not to_ppu else self.ps_snk.items[n_ps:]),
+                         0, "beats on the unused output")
+        return np.array([_lanes(b, self.p.K0) for b in items], dtype=np.int64), cycles, 0
+
+    async def check_tile(self, cfg, W, X, bias, scale, psum_in=None, name="tile"):
+        exp = golden.run_tile(self.p, cfg, W, X, psum_in=psum_in, bias=bias, scale=scale)
+        await self.load(cfg, W, X, bias if cfg.role in (Role.LAST, Role.ONLY) else None, scale)
+        got, cycles, cause = await self.run_tile(cfg, psum_in)
+        self.check_equal(cause, int(exp["error"]), f"{name}: error cause")
+        key = "out" if cfg.role in (Role.LAST, Role.ONLY) else "psum_out"
+        want = np.asarray(exp[key], dtype=np.int64).reshape(-1, self.p.K0)
+        self.check_equal(got.shape, want.shape, f"{name}: beat count {cfg}")
+        for i, (g, w) in enumerate(zip(got, want)):
+            self.check_equal(list(g), list(w), f"{name}: beat {i} of {cfg}")
+        return got, cycles
+
+
+def _case(tb, **over):
+    return golden.random_case(tb.p, np.random.default_rng(tb.rng.randrange(1 << 30)), **over)
+
+
+async def _setup(dut, ready_prob=1.0, idle_prob=0.0):
+    tb = PETB(dut, ready_prob, idle_prob)
+    await tb.reset()
+    return tb
+
+
+@cocotb.test()
+async def demo(dut):
+    """Three random tiles (one pooled) with random back-pressure."""
+    tb = await _setup(dut, 0.7, 0.2)
+    for over in ({"role": Role.ONLY}, {"role": Role.ONLY, "pool": True}, {"role": Role.FIRST}):
+        cfg, W, X, b, s = _case(tb, **over)
+        await tb.check_tile(cfg, W, X, b, s, name="demo")
+    tb.report("demo")
+
+
+@cocotb.test()
+async def random_tiles(dut):
+    """Seeded random legal tiles of every role, random ready on every output."""
+    tb = await _setup(dut, 0.6, 0.3)
+    n = int(os.environ.get("PE_RANDOM_TILES", "12"))
+    for i in range(n):
+        cfg, W, X, b, s = _case(tb)
+        ps = golden.random_psum(tb.p, cfg, tb.rng.randrange(1 << 30)) \
+            if cfg.role in (Role.MIDDLE, Role.LAST) else None
+        await tb.check_tile(cfg, W, X, b, s, ps, name=f"random{i}")
+    tb.report("random_tiles")
+
+
+@cocotb.test()
+async def directed(dut):
+    """Stride 2, padding on both sides, 1x1 and 3x3 filters, P1*Q1 = 1 (back-to-back
+    accumulation into one entry), K1 > 1 with C1 > 1, buffers filled exactly."""
+    tb = await _setup(dut, 0.8, 0.1)
+    p = tb.p
+    cases = [
+        dict(R=3, S=3, stride=2, pad_top=1, pad_left=1, P1=4, Q1=4, role=Role.ONLY),
+        dict(R=1, S=1, stride=1, pad_top=0, pad_left=0, P1=8, Q1=8, role=Role.ONLY, pool=False),
+        dict(R=1, S=1, stride=2, pad_top=0, pad_left=0, P1=3, Q1=5, role=Role.FIRST, pool=False),
+        dict(R=3, S=3, stride=1, pad_top=1, pad_left=2, P1=6, Q1=6, H_in=6, W_in=6,
+             role=Role.ONLY, pool=True),
+        dict(R=3, S=1, P1=1, Q1=1, C1=3, K1=2, stride=1, pad_top=0, pad_left=0, H_in=3, W_in=1,
+             role=Role.ONLY, pool=False),
+        dict(R=1, S=1, P1=1, Q1=1, C1=4, K1=1, H_in=1, W_in=1, stride=1, pad_top=0, pad_left=0,
+             role=Role.FIRST, pool=False),
+    ]
+    # accumulation buffer exactly full: K1 * P1 * Q1 == abuf_entries
+    if p.abuf_entries >= 16 and p.abuf_entries % 16 == 0 and p.abuf_entries // 16 <= 255:
+        cases.append(dict(R=1, S=1, P1=4, Q1=4, K1=p.abuf_entries // 16, C1=1, H_in=4, W_in=4,
+                          stride=1, pad_top=0, pad_left=0, role=Role.FIRST, pool=False))
+    for i, over in enumerate(cases):
+        cfg, W, X, b, s = _case(tb, **over)
+        await tb.check_tile(cfg, W, X, b, s, name=f"directed{i}")
+    tb.report("directed")
+
+
+@cocotb.test()
+async def chain3(dut):
+    """A chain of 3 PEs doing cross-PE reduction (FIRST -> MIDDLE -> LAST), run on
+    this PE in turn: each stage's psum_out feeds the next one's psum_in, with
+    random gaps on psum_in; the final activations must equal a single PE doing
+    the whole reduction (golden ONLY over the concatenated channels)."""
+    tb = await _setup(dut, 0.7, 0.3)
+    p = tb.p
+    for pool in (False, True):
+        base, W0, X0, b, s = _case(tb, role=Role.FIRST, pool=pool, relu=True)
+        parts = [(W0, X0)] + [(_case(tb, **{**base.as_dict(), "role": Role.FIRST})[1:3]) for _ in range(2)]
+        psum = None
+        for idx, (role, (W, X)) in enumerate(zip((Role.FIRST, Role.MIDDLE, Role.LAST), parts)):
+            cfg = PEConfig(**{**base.as_dict(), "role": int(role)})
+            got, _ = await tb.check_tile(cfg, W, X, b, s, psum, name=f"chain{idx}")
+            psum = got
+        # the whole reduction on one PE: channels concatenated along C
+        Wc = np.concatenate([w for w, _ in parts], axis=1)
+        Xc = np.concatenate([x for _, x in parts], axis=0)
+        cfg1 = PEConfig(**{**base.as_dict(), "role": int(Role.ONLY), "C1": base.C1 * 3})
+        whole = golden.run_tile(p, cfg1, Wc, Xc, bias=b, scale=s)["out"]
+        tb.check_equal(psum.tolist(), np.asarray(whole).reshape(-1, p.K0).tolist(),
+                       "chain of 3 != one PE over all channels")
+    tb.report("chain3")
+
+
+@cocotb.test()
+async def ppu_corners(dut):
+    """PPU: saturation both ways, negative halves rounding, ReLU, shift 0, large bias."""
+    tb = await _setup(dut, 0.5, 0.0)
+    p = tb.p
+    K = p.K0
+    for shift, relu in ((0, False), (1, False), (3, True), (20, False), (31, False)):
+        cfg, W, X, _, _ = _case(tb, role=Role.ONLY, K1=1, pool=False, shift=shift, relu=relu,
+                                R=1, S=1, C1=1, P1=4, Q1=4, stride=1, pad_top=0, pad_left=0)
+        W = np.zeros_like(W)
+        W[:, 0, 0, 0] = 1                   # out[k] = X[0] (+ bias) (* scale)
+        X[0] = np.array([[-128, -5, -3, -1], [0, 1, 3, 5], [127, -2, 2, -4], [7, -7, 64, -64]],
+                        dtype=np.int8)[:cfg.H_in, :cfg.W_in] if cfg.H_in >= 4 and cfg.W_in >= 4 else X[0]
+        bias = np.array([(-1) ** k * (k * 1000) for k in range(K)], dtype=np.int64)
+        scale = np.array([[1, -1, 32767, -32768, 3, -3, 100, -100][k % 8] for k in range(K)],
+                         dtype=np.int64)
+        await tb.check_tile(cfg, W, X, bias, scale, name=f"ppu_shift{shift}")
+    tb.report("ppu_corners")
+
+
+@cocotb.test()
+async def illegal(dut):
+    """Every error cause: error flag + cause, busy stays low, nothing emitted;
+    then a legal tile still runs."""
+    tb = await _setup(dut)
+    p = tb.p
+    good, W, X, b, s = _case(tb, role=Role.ONLY)
+    g = good.as_dict()
+    bad = [
+        ({"R": 0}, ErrorCause.ZERO_BOUND), ({"W_in": 0}, ErrorCause.ZERO_BOUND),
+        ({"stride": 3}, ErrorCause.BAD_STRIDE), ({"stride": 0}, ErrorCause.BAD_STRIDE),
+        ({"pad_top": g["R"]}, ErrorCause.BAD_PAD),
+        ({"R": 15, "S": 15, "K1": 255, "C1": 100}, ErrorCause.WBUF_OVERFLOW),
+        ({"C1": 1, "H_in": 2047, "W_in": 2047}, ErrorCause.IBUF_OVERFLOW),
+        ({"K1": 2, "P1": 255, "Q1": 255}, ErrorCause.ABUF_OVERFLOW),
+        ({"K1": p.ppu_depth + 1, "P1": 1, "Q1": 1, "R": 1, "S": 1, "C1": 1, "pad_top": 0,
+          "pad_left": 0, "role": int(Role.LAST)}, ErrorCause.PPU_OVERFLOW),
+        ({"pool": 1, "P1": 3, "Q1": 2}, ErrorCause.BAD_POOL),
+        ({"R": 0, "stride": 3}, ErrorCause.ZERO_BOUND),          # priority: smallest code
+    ]
+    for over, want in bad:
+        cfg = PEConfig(**{**g, **over})
+        tb.check_equal(golden.check_config(p, cfg), want, f"golden cause for {over}")
+        n_o, n_p = len(tb.o_snk.items), len(tb.ps_snk.items)
+        got, _, cause = await tb.run_tile(cfg)
+        tb.check_equal(cause, int(want), f"cause for {over}")
+        tb.check(int(tb.dut.error.value) == 1, "error flag")
+        await tb.clocks(20)
+        tb.check_equal((len(tb.o_snk.items), len(tb.ps_snk.items)), (n_o, n_p), "output after error")
+    await tb.check_tile(good, W, X, b, s, name="after-errors")
+    tb.check(int(tb.dut.error.value) == 0, "error cleared by a legal start")
+    tb.report("illegal")
+
+
+@cocotb.test()
+async def reset_mid_tile(dut):
+    """Synchronous reset in the middle of a tile aborts it; the next tile is exact."""
+    tb = await _setup(dut, 0.5, 0.0)
+    cfg, W, X, b, s = _case(tb, role=Role.ONLY, C1=4, K1=2, P1=8, Q1=8, R=3, S=3)
+    await tb.load(cfg, W, X, b, s)
+    await tb.start_tile(cfg)
+    await tb.clocks(cfg.R * cfg.S * cfg.C1 * cfg.K1 * cfg.P1 * cfg.Q1 // 2)
+    await tb.reset()
+    tb.check(int(tb.dut.busy.value) == 0 and int(tb.dut.out__valid.value) == 0, "reset state")
+    tb.o_snk.items.clear()
+    tb.ps_snk.items.clear()
+    # weights/inputs survive reset: run the same tile again without reloading
+    exp = golden.run_tile(tb.p, cfg, W, X, bias=b, scale=s)["out"]
+    got, _, _ = await tb.run_tile(cfg)
+    tb.check_equal(got.tolist(), np.asarray(exp).reshape(-1, tb.p.K0).tolist(), "after reset")
+    cfg2, W2, X2, b2, s2 = _case(tb, role=Role.ONLY)
+    await tb.check_tile(cfg2, W2, X2, b2, s2, name="fresh after reset")
+    tb.report("reset_mid_tile")
+
+
+@cocotb.test()
+async def busy_rules(dut):
+    """Loads are refused (ready low) while busy; start while busy is ignored."""
+    tb = await _setup(dut, 1.0, 0.0)
+    cfg, W, X, b, s = _case(tb, role=Role.ONLY, C1=2, K1=2, P1=4, Q1=4)
+    await tb.load(cfg, W, X, b, s)
+    exp = golden.run_tile(tb.p, cfg, W, X, bias=b, scale=s)["out"]
+    t0 = await tb.start_tile(cfg)
+    await RisingEdge(tb.clk)
+    seen = 0
+    while int(tb.dut.busy.value):
+        tb.check(int(tb.dut.w_load__ready.value) == 0 and int(tb.dut.i_load__ready.value) == 0
+                 and int(tb.dut.p_load__ready.value) == 0, "load ready while busy")
+        if seen == 5:
+            tb.dut.cfg.value = 0                         # an illegal config, while busy
+            tb.dut.start.value = 1
+        if seen == 6:
+            tb.dut.start.value = 0
+        seen += 1
+        await RisingEdge(tb.clk)
+    tb.check(int(tb.dut.error.value) == 0, "start while busy must be ignored")
+    await tb.clocks(2)
+    tb.check_equal(np.array([_lanes(x, tb.p.K0) for x in tb.o_snk.items]).tolist(),
+                   np.asarray(exp).reshape(-1, tb.p.K0).tolist(), "tile with ignored start")
+    tb.report("busy_rules")
+
+
+@cocotb.test()
+async def bench(dut):
+    """Timing of the tiles listed in $TESSERA_BENCH_IN (weights preloaded, no back-pressure);
+    writes cycles per tile to $TESSERA_BENCH_OUT."""
+    path = os.environ.get("TESSERA_BENCH_IN")
+    if not path:
+        return
+    tb = await _setup(dut, 1.0, 0.0)
+    tiles = json.loads(open(path).read())
+    results = []
+    for t in tiles:
+        cfg = PEConfig(**t["cfg"])
+        _, W, X, b, s = golden.random_case(tb.p, np.random.default_rng(t.get("seed", 0)),
+                                           **cfg.as_dict())
+        got, cycles = await tb.check_tile(cfg, W, X, b, s, name=t["name"])
+        results.append({**t, "cycles": cycles})
+    open(os.environ["TESSERA_BENCH_OUT"], "w").write(json.dumps(results, indent=1))
+    tb.report("bench")
