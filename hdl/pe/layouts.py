@@ -9,6 +9,9 @@ from amaranth.lib import data
 from .config import CFG_FIELDS, PEParams
 
 
+BIAS_WIDTH = 24     # config.py: per-channel bias is int24 whatever acc_width is
+
+
 def bits_for(n: int) -> int:
     """Address bits for n entries (at least 1)."""
     return max(1, (n - 1).bit_length())
@@ -33,7 +36,7 @@ def iload_layout(p: PEParams) -> data.StructLayout:
 
 def pload_layout(p: PEParams) -> data.StructLayout:
     return data.StructLayout({"addr": bits_for(p.ppu_depth), "row": bits_for(p.K0),
-                              "bias": signed(p.acc_width), "scale": signed(16)})
+                              "bias": signed(BIAS_WIDTH), "scale": signed(16)})
 
 
 def psum_layout(p: PEParams) -> data.ArrayLayout:

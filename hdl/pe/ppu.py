@@ -5,7 +5,7 @@ Stream in: K0 wrapped ``acc_width``-bit results with their k1 group; stream
 out: K0 int8 activations.  Arithmetic (exact, see config.py):
 ``t = v + bias; y = t*scale; y = (y + 2**(shift-1)) >> shift`` (shift > 0,
 round half up), ``relu``, saturate to int8, optional 2x2 max pooling over 4
-consecutive beats.  Per-channel bias (acc_width bits) and scale (int16) live
+consecutive beats.  Per-channel bias (int24) and scale (int16) live
 in a ``ppu_depth``-entry memory indexed by k1, written through ``load``.
 Pipeline: read params | bias+scale | round/relu/sat/pool into the output register,
 each stage with valid/ready (full back-pressure, no loss).
@@ -19,7 +19,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .config import PEParams
-from .layouts import act_layout, bits_for, pload_layout, psum_layout
+from .layouts import BIAS_WIDTH, act_layout, bits_for, pload_layout, psum_layout
 
 
 class PPU(wiring.Component):
@@ -40,7 +40,7 @@ class PPU(wiring.Component):
         m = Module()
         p = self.params
         K0, AW = p.K0, p.acc_width
-        pw = AW + 16                                   # one channel's {bias, scale}
+        pw = BIAS_WIDTH + 16                           # one channel's {bias, scale}
         m.submodules.mem = mem = Memory(shape=K0 * pw, depth=p.ppu_depth, init=[])
         wr = mem.write_port(granularity=pw)
         rd = mem.read_port()
@@ -56,7 +56,8 @@ class PPU(wiring.Component):
         a_v = Signal(psum_layout(p))
         # stage B: y = (v + bias) * scale
         b_valid = Signal()
-        b_y = Signal(data.ArrayLayout(signed(AW + 1 + 16), K0))
+        TW = max(AW, BIAS_WIDTH) + 1                   # t = v + bias, exact
+        b_y = Signal(data.ArrayLayout(signed(TW + 16), K0))
         o_adv = ~self.o.valid | self.o.ready
         pool_cnt = Signal(2)
         pool_max = Signal(act_layout(p))
@@ -68,7 +69,8 @@ class PPU(wiring.Component):
         with m.If(i_adv):
             m.d.sync += [a_valid.eq(self.i.valid), a_v.eq(self.i.payload.v)]
 
-        params = data.ArrayLayout(data.StructLayout({"bias": signed(AW), "scale": signed(16)}), K0)
+        params = data.ArrayLayout(data.StructLayout({"bias": signed(BIAS_WIDTH),
+                                                     "scale": signed(16)}), K0)
         prm = params(rd.data)
         with m.If(a_adv):
             m.d.sync += b_valid.eq(a_valid)
@@ -80,7 +82,7 @@ class PPU(wiring.Component):
         half = Signal(32)
         m.d.comb += half.eq(Mux(self.shift == 0, 0, Const(1, 32) << (self.shift - 1)[:5]))
         for k in range(K0):
-            rounded = Signal(signed(AW + 16 + 2), name=f"rnd{k}")
+            rounded = Signal(signed(TW + 16 + 1), name=f"rnd{k}")
             m.d.comb += rounded.eq((b_y[k] + half) >> self.shift)
             relu_y = Mux(self.relu & (rounded < 0), 0, rounded)
             m.d.comb += act[k].eq(Mux(relu_y > 127, 127, Mux(relu_y < -128, -128, relu_y)))
