@@ -53,7 +53,7 @@ def _streams(signature, prefix=(), flipped=False):
         if member.is_port:
             continue
         sig, f = _unflip(member.signature)
-        now_flipped = flipped ^ f ^ (member.flow is wiring.In)
+        now_flipped = flipped ^ f        # In(sig) members report a flipped signature
         dims = member.dimensions
         indices = [()]
         for d in dims:

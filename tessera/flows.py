@@ -60,8 +60,12 @@ def _model_demos():
 
 
 def cmd_demo(out: Path) -> int:
+    import logging
     from tessera.tb.runner import run
     out.mkdir(parents=True, exist_ok=True)
+    # cocotb-test relays the simulator's log at INFO; the summary is what matters
+    # here (failures still print at WARNING/ERROR).
+    logging.getLogger("cocotb").setLevel(logging.WARNING)
     rows, failed = [], 0
     for name, spec in sorted(blocks().items()):
         export(spec, {}, out / "verilog" / name)
@@ -79,6 +83,7 @@ def cmd_demo(out: Path) -> int:
             status = f"FAIL ({err})"
             failed += 1
         recs = [json.loads(line) for line in result.read_text().splitlines()] if result.exists() else []
+        print(f"{name}: {status} ({time.time() - t0:.0f} s)", flush=True)
         rows.append({"block": name, "checks": sum(r["checks"] for r in recs),
                      "cycles": sum(r["cycles"] for r in recs), "status": status,
                      "seconds": round(time.time() - t0, 1)})
