@@ -2,6 +2,7 @@
 from tessera.params import Param
 from tessera.registry import BlockSpec
 
+from .chain import PEChain, chain_verilog
 from .pe import SimbaPE
 
 PARAMS = [
@@ -21,3 +22,11 @@ BLOCKS = [
               doc="Simba PE: K0xC0 int8 vector MACs, weight-stationary, psum chain, PPU",
               demo_module="tessera.tb.pe.test_pe", demo_testcase="demo"),
 ]
+
+BLOCKS.append(
+    BlockSpec("pe_chain", PEChain,
+              [Param("n", 3, "PEs in the reduction chain", min=1, max=16)] + PARAMS,
+              doc="N Simba PEs chained for cross-PE reduction (PE module emitted once)",
+              verilog=chain_verilog,
+              extra_manifest=lambda params: {"leaf_modules": ["pe"], "instances": params["n"]},
+              demo_module="tessera.tb.pe.test_pe_chain", demo_testcase="demo"))

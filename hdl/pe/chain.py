@@ -1,0 +1,104 @@
+"""A chain of N Simba PEs doing cross-PE reduction (Simba §3.1: partial sums
+flow PE to PE over the NoC; Listing 1's C2 spatial loop over PEs).
+
+All PEs get the same tile configuration; the chain sets the roles by position
+(first PE FIRST, then MIDDLE, the last one LAST; ONLY for N = 1) and
+broadcasts ``start``.  PE i's ``psum_out`` feeds PE i+1's ``psum_in`` directly
+(the NoC hop is left out), so the N PEs compute concurrently and the
+reduction streams through at one beat per cycle.  Loads carry the target PE
+index; PPU parameters and the output stream belong to the last PE.
+
+Export: the PE is emitted once as module ``pe`` and instantiated N times
+(``Instance``), not duplicated as text.  Left out: NoC transport between the
+PEs, per-PE tile configurations.
+"""
+from __future__ import annotations
+
+from amaranth import Cat, ClockSignal, Module, Mux, ResetSignal, Signal
+from amaranth.back import verilog
+from amaranth.hdl import Instance
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from tessera.params import ParamError
+
+from .config import Role
+from .layouts import act_layout, bits_for, cfg_layout, iload_layout, pload_layout, wload_layout
+from .pe import SimbaPE
+
+LEAF = "pe"
+
+
+def _ports(sig, iface):
+    """(verilog port name, is_input, value) of every port of a component interface."""
+    for path, member, value in sig.flatten(iface):
+        yield "__".join(str(p) for p in path), member.flow is In, value
+
+
+class PEChain(wiring.Component):
+    def __init__(self, n=3, **pe_params):
+        if not 1 <= n <= 16:
+            raise ParamError("n", f"must be in 1..16, got {n}")
+        self.n = n
+        self.leaf = SimbaPE(**pe_params)            # validates the PE parameters
+        p = self.leaf.params
+        sel = bits_for(n)
+        super().__init__({
+            "w_load": In(stream.Signature(data.StructLayout({"pe": sel, "beat": wload_layout(p)}))),
+            "i_load": In(stream.Signature(data.StructLayout({"pe": sel, "beat": iload_layout(p)}))),
+            "p_load": In(stream.Signature(pload_layout(p))),
+            "out": Out(stream.Signature(act_layout(p))),
+            "cfg": In(cfg_layout()),
+            "start": In(1),
+            "busy": Out(1),
+            "done": Out(1),
+            "error": Out(1),
+            "error_cause": Out(4),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.n
+        sig = self.leaf.signature
+        pes = [sig.create(path=(f"pe{i}",)) for i in range(n)]
+        for i, pe in enumerate(pes):
+            kw = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
+            for name, is_in, value in _ports(sig, pe):
+                kw[("i_" if is_in else "o_") + name] = value
+            m.submodules[f"pe{i}"] = Instance(LEAF, **kw)
+            role = Role.ONLY if n == 1 else Role.FIRST if i == 0 else \
+                Role.LAST if i == n - 1 else Role.MIDDLE
+            m.d.comb += [pe.cfg.eq(self.cfg), pe.cfg.role.eq(role), pe.start.eq(self.start)]
+            # loads addressed to this PE
+            for name in ("w_load", "i_load"):
+                src, dst = getattr(self, name), getattr(pe, name)
+                hit = src.payload.pe == i
+                m.d.comb += [dst.valid.eq(src.valid & hit), dst.payload.eq(src.payload.beat)]
+            if i + 1 < n:
+                wiring.connect(m, pe.psum_out, pes[i + 1].psum_in)
+                m.d.comb += pe.out.ready.eq(0)          # FIRST/MIDDLE never emit on out
+        m.d.comb += [pes[0].psum_in.valid.eq(0), pes[-1].psum_out.ready.eq(0)]
+        for name in ("w_load", "i_load"):
+            src = getattr(self, name)
+            m.d.comb += src.ready.eq(Cat(*[getattr(pe, name).ready for pe in pes]).bit_select(
+                src.payload.pe, 1) if n > 1 else getattr(pes[0], name).ready)
+        for pe in pes[:-1]:
+            m.d.comb += [pe.p_load.valid.eq(0)]
+        wiring.connect(m, wiring.flipped(self.p_load), pes[-1].p_load)
+        wiring.connect(m, pes[-1].out, wiring.flipped(self.out))
+        cause = 0
+        for pe in reversed(pes):                       # first PE's cause wins
+            cause = Mux(pe.error, pe.error_cause, cause)
+        m.d.comb += [self.busy.eq(Cat(*[pe.busy for pe in pes]).any()),
+                     self.error.eq(Cat(*[pe.error for pe in pes]).any()),
+                     self.error_cause.eq(cause),
+                     self.done.eq(pes[-1].done)]
+        return m
+
+
+def chain_verilog(params: dict):
+    """Leaf PE module once + the chain top that instantiates it."""
+    top = PEChain(**params)
+    leaf_text = verilog.convert(top.leaf, name=LEAF, emit_src=False)
+    top_text = verilog.convert(top, name="pe_chain", emit_src=False)
+    return leaf_text + "\n" + top_text, top
