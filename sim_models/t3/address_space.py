@@ -39,7 +39,8 @@ import numpy as np
 
 __all__ = [
     "OP_STORE", "OP_UPDATE", "OutputLayout", "RemoteMap", "DmaMap", "TrackerProgram", "DmaTable",
-    "DeviceConfig", "AddressSpaceConfig", "stagger_order", "configure_gemm_rs", "wf_tile_segments",
+    "DeviceConfig", "AddressSpaceConfig", "stagger_order", "chunk_wg_bounds", "stage_wg_cuts",
+    "configure_gemm_rs", "wf_tile_segments",
 ]
 
 OP_STORE = 0        #: DMA / remote operation: plain store
@@ -238,11 +239,17 @@ def stagger_order(n_devices: int) -> np.ndarray:
     return (np.arange(n)[:, None] + np.arange(n)[None, :]) % n
 
 
-def _chunk_bounds(n_wg: int, n: int) -> np.ndarray:
-    # balanced contiguous split: the first (n_wg % n) chunks get one extra WG
+def chunk_wg_bounds(n_wg: int, n: int) -> np.ndarray:
+    """Chunk ``c`` = WG ids ``[b[c], b[c+1])``: balanced contiguous split, the first
+    ``n_wg % n`` chunks get one extra WG."""
     sizes = np.full(n, n_wg // n, dtype=np.int64)
     sizes[: n_wg % n] += 1
     return np.concatenate(([0], np.cumsum(sizes)))
+
+
+def stage_wg_cuts(n_wg: int, stages: int) -> np.ndarray:
+    """Stage ``j`` = positions ``[cut[j], cut[j+1])`` of a device's (rotated) WG dispatch order."""
+    return np.linspace(0, n_wg, stages + 1).round().astype(np.int64)
 
 
 def configure_gemm_rs(m: int, n: int, wg_tile: tuple[int, int], wf_tile: tuple[int, int],
@@ -273,7 +280,7 @@ def configure_gemm_rs(m: int, n: int, wg_tile: tuple[int, int], wf_tile: tuple[i
     if any(b < 0 for b in bases):
         raise ValueError("buffer_base must be non-negative")
 
-    bounds = _chunk_bounds(layout.n_wg, nd)
+    bounds = chunk_wg_bounds(layout.n_wg, nd)
     order = stagger_order(nd)
     wpf = layout.wf_per_wg
     devices = []
@@ -281,7 +288,7 @@ def configure_gemm_rs(m: int, n: int, wg_tile: tuple[int, int], wf_tile: tuple[i
         dst = (d - 1) % nd
         corder = order[d]
         wg_order = np.concatenate([np.arange(bounds[c], bounds[c + 1]) for c in corder])
-        cut = np.linspace(0, layout.n_wg, stages + 1).round().astype(np.int64)
+        cut = stage_wg_cuts(layout.n_wg, stages)
         stage_wgs = [wg_order[cut[j]:cut[j + 1]] for j in range(stages)]
         chunk_of_wg = np.searchsorted(bounds, np.arange(layout.n_wg), side="right") - 1
         stage_chunks = [tuple(dict.fromkeys(int(c) for c in chunk_of_wg[w])) for w in stage_wgs]
