@@ -119,7 +119,8 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
     slot_ready = np.full(n, np.nan)
     dram = dict(gemm_reads=0.0, gemm_writes=0.0, gemm_updates=0.0, rs_reads=0.0, rs_updates=0.0)
     busy = 0.0
-    tr = {k: [] for k in ("t", "gemm_read", "gemm_write", "comm", "link")} if record else {}
+    tr = ({k: [] for k in ("t", "gemm_read", "gemm_write", "comm", "link", "produced", "incoming")}
+          if record else {})
 
     j, prog, t, i = 0, 0.0, 0.0, 0
     stage_start[0] = 0.0
@@ -237,6 +238,8 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
             tr["gemm_write"].append((gc - g_read) / dt)
             tr["comm"].append(gm / dt)
             tr["link"].append((snd.sum() if comm else 0.0) / dt)
+            tr["produced"].append(produced.copy())
+            tr["incoming"].append(written_in.copy())
         # ---- bookkeeping / termination
         if comm:
             tol = 1e-6 * slot_total + 1e-9

@@ -79,6 +79,7 @@ def evaluate(sysm: System, model: Model, tp: int, sublayer: str, record: bool = 
     times = {"sequential": iso.time + rs.time + ag.time,
              "ideal": max(iso.time, rs.time) + ag.time,
              "ideal-rs-nmc": max(iso.time, rsn.time) + ag.time}
+    times = {k: v for k, v in times.items() if k in configs or k == "sequential"}
     gin = {"sequential": iso.time}
     fused = {}
     agt = dict(ag_reads=ag.dram_reads, ag_writes=ag.dram_writes)
