@@ -221,6 +221,18 @@ def main() -> int:
         sens[str(share)] = dict(geomean=g, max=m)
         print(f"  share {share:4.2f}: geomean {g:5.1f}%  max {m:5.1f}%")
     F["mca_share_sensitivity"] = sens
+    print("Sensitivity: uncached (NMC) write buffering before storing WGs stall (assumed 1 MB)")
+    wbs = {}
+    for wb in (128 * 2 ** 10, 2 ** 20, 4 * 2 ** 20, 16 * 2 ** 20):
+        ss = sysm.scaled(write_buffer_uncached=wb)
+        rr = [study.evaluate(ss, config.model(k[0]), k[1], k[2], configs=("sequential", "t3", "t3-mca"))
+              for k in base]
+        wbs[str(wb)] = {c: dict(geomean=pct(study.geomean(r.speedup(c) for r in rr)),
+                                max=pct(max(r.speedup(c) for r in rr))) for c in ("t3", "t3-mca")}
+        print(f"  {wb / 2 ** 20:6.3f} MB: T3 geomean {wbs[str(wb)]['t3']['geomean']:5.1f}% max "
+              f"{wbs[str(wb)]['t3']['max']:5.1f}% | T3-MCA geomean {wbs[str(wb)]['t3-mca']['geomean']:5.1f}% "
+              f"max {wbs[str(wb)]['t3-mca']['max']:5.1f}%")
+    F["write_buffer_sensitivity"] = wbs
 
     # ---------------- cross-check: cycle-level tracker reference on a 4-GPU, 4-stage instance
     sx = config.system(4).scaled(cus=8)

@@ -43,6 +43,7 @@ class System:
     wgs_per_cu: int
     stage_overhead: float     # s
     write_buffer_cached: float
+    write_buffer_uncached: float
     mca_thresholds: tuple
     mca_bounds: tuple
     mca_min_comm_share: float
@@ -85,6 +86,7 @@ def system(n_gpus: int = 8, **overrides) -> System:
         wg_tile=tuple(_v(d, "wg_tile")), wf_tile=tuple(_v(d, "wf_tile")),
         wgs_per_cu=_v(d, "wgs_per_cu"), stage_overhead=_v(d, "stage_overhead_ns") * 1e-9,
         write_buffer_cached=_v(d, "write_buffer_cached_bytes"),
+        write_buffer_uncached=_v(d, "write_buffer_uncached_bytes"),
         mca_thresholds=tuple(_v(d, "mca_thresholds_entries")), mca_bounds=tuple(_v(d, "mca_intensity_bounds")),
         mca_min_comm_share=_v(d, "mca_min_comm_share"), elem_bytes=_v(d, "elem_bytes"))
     return s.scaled(**overrides) if overrides else s

@@ -10,10 +10,11 @@ reads, consumed in proportion to progress.  Its reads are limited by (a) the DRA
 arbitration grants the compute stream and (b) Little's law: at most ``gemm_mlp_bytes`` in flight, so
 its read rate is ``mlp / (latency + queueing delay)``; the queueing delay is the DRAM-queue occupancy
 ahead of it (its own queued writes and the communication requests the policy lets in) divided by the
-DRAM bandwidth.  At the end of a stage its output is written: plain stores into a write-back L2
-(baseline, buffered up to ``write_buffer_cached``) or uncached NMC updates costing
-``nmc_update_cost`` DRAM slots each (T3, buffered only by the MC queue, so the CUs stall until the
-burst drains).  Slot 0's chunk is stored straight into the neighbour (``remote_map``, no local
+DRAM bandwidth.  At the end of a stage its output is written (epilogue): plain stores into a write-back
+L2 (baseline, buffered up to ``write_buffer_cached``) or uncached NMC updates costing
+``nmc_update_cost`` DRAM slots each (T3, buffered only by the MC queue); the stage's WGs retire and
+the next stage starts only once the stores fit in that buffer, so an uncached write burst is on the
+critical path and competes with communication traffic for DRAM.  Slot 0's chunk is stored straight into the neighbour (``remote_map``, no local
 write).
 
 Communication: the Tracker marks bytes of slot ``s >= 1`` ready once both the local update and the
@@ -91,11 +92,11 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
     B = sysm.dram_bw
     u = sysm.nmc_update_cost if nmc else 1.0
     wcost = u if not plan.cached_output else 1.0
-    wbuf = sysm.write_buffer_cached if plan.cached_output else sysm.mc_queue_bytes
+    wbuf = sysm.write_buffer_cached if plan.cached_output else sysm.write_buffer_uncached
     Q = sysm.mc_queue_bytes
     occ_cap = {"rr": Q / 2, "compute_first": Q, "mca": min(threshold_bytes, Q)}[policy]
     est = plan.t_compute_total + (plan.out_bytes.sum() / sysm.link_bw if comm else 0.0)
-    dt = dt or max(0.2e-6, est / 6000)
+    dt = dt or max(0.2e-6, est / 4000)
     cap = B * dt
     link_cap = sysm.link_bw * dt
     lat_steps = max(0, int(round(sysm.link_latency / dt)))
@@ -123,6 +124,7 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
           if record else {})
 
     j, prog, t, i = 0, 0.0, 0.0, 0
+    epilogue = False
     stage_start[0] = 0.0
     gemm_done_t = np.nan
     max_steps = int(50 * est / dt) + 100000
@@ -217,8 +219,10 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
         wq_bytes = sum(b for _, b in wq)
         t += dt
         i += 1
-        if gemm_active and prog >= 1.0 - 1e-12 and wq_bytes <= wbuf and remote_q <= Q:
-            stage_end[j] = t
+        if gemm_active and prog >= 1.0 - 1e-12 and not epilogue:
+            # epilogue: the stage's WGs store their tiles; they retire (and the next stage's WGs
+            # launch) only once the stores are accepted by the write buffer (L2 or MC queue)
+            epilogue = True
             for s in range(n):
                 b = plan.slot_bytes[j, s]
                 if b <= 0:
@@ -228,6 +232,9 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
                 else:
                     wq.append([s, b])
                     wq_bytes += b
+        if epilogue and wq_bytes <= wbuf + 1e-3 and remote_q <= Q:
+            stage_end[j] = t
+            epilogue = False
             j += 1
             prog = 0.0
             if j < S:
