@@ -221,6 +221,12 @@ def main() -> int:
         sens[str(share)] = dict(geomean=g, max=m)
         print(f"  share {share:4.2f}: geomean {g:5.1f}%  max {m:5.1f}%")
     F["mca_share_sensitivity"] = sens
+    cf = [study.evaluate(sysm, config.model(k[0]), k[1], k[2], configs=("sequential", "t3-cf")) for k in base]
+    F["policy_compute_first"] = dict(geomean=pct(study.geomean(r.speedup("t3-cf") for r in cf)),
+                                     max=pct(max(r.speedup("t3-cf") for r in cf)))
+    print(f"Arbitration policies (Mega/T-NLG geomean/max): round-robin (T3) {sm['t3']['geomean']:.1f}%/"
+          f"{sm['t3']['max']:.1f}%, compute-first {F['policy_compute_first']['geomean']:.1f}%/"
+          f"{F['policy_compute_first']['max']:.1f}%, MCA {sm['t3-mca']['geomean']:.1f}%/{sm['t3-mca']['max']:.1f}%")
     print("Sensitivity: uncached (NMC) write buffering before storing WGs stall (assumed 1 MB)")
     wbs = {}
     for wb in (128 * 2 ** 10, sysm.write_buffer_uncached, 4 * 2 ** 20, 16 * 2 ** 20):

@@ -257,3 +257,13 @@ def test_data_files_have_sources():
     for k, v in config.load("models")["models"].items():
         assert v["source"]
     assert config.system().peak_flops == 80 * 1024 * 1.4e9
+
+
+def test_study_config_selection():
+    s = config.system()
+    m = config.model("t-nlg")
+    r = study.evaluate(s, m, 16, "OP", configs=("sequential", "t3-cf"))
+    assert set(r.times) == {"sequential", "t3-cf"}
+    assert r.times["t3-cf"] >= r.fused["t3-cf"].gemm_end
+    with pytest.raises(ValueError, match="unknown config"):
+        study.evaluate(s, m, 16, "OP", configs=("sequential", "magic"))

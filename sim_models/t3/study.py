@@ -4,7 +4,7 @@
 * T3: fused GEMM-RS (uncached NMC output, staggered WGs, tracker-triggered DMAs), round-robin DRAM
   arbitration, then AG.
 * T3-MCA: as T3 with communication-aware arbitration (threshold from the isolated GEMM's DRAM
-  utilisation).
+  utilisation).  (Extra, not in the paper's figures: ``t3-cf``, plain compute-first arbitration.)
 * Ideal-GEMM-RS-Overlap: ``max(GEMM, RS) + AG`` (isolated times, no dependency or contention).
 * Ideal-RS+NMC: ``max(GEMM, RS_nmc) + AG``.
 
@@ -24,6 +24,7 @@ from .gemm import GemmDims, gemm_isolated_roofline, plan, sublayer_dims
 from .overlap import mca_threshold, simulate
 
 CONFIGS = ("sequential", "t3", "t3-mca", "ideal", "ideal-rs-nmc")
+EXTRA = ("t3-cf",)          # T3 with plain compute-first arbitration (no occupancy threshold)
 
 
 @dataclass
@@ -66,9 +67,9 @@ class SublayerResult:
 
 def evaluate(sysm: System, model: Model, tp: int, sublayer: str, record: bool = False,
              configs=CONFIGS) -> SublayerResult:
-    bad = [c for c in configs if c not in CONFIGS]
+    bad = [c for c in configs if c not in CONFIGS + EXTRA]
     if bad:
-        raise ValueError(f"unknown config {bad[0]!r}; choose from {', '.join(CONFIGS)}")
+        raise ValueError(f"unknown config {bad[0]!r}; choose from {', '.join(CONFIGS + EXTRA)}")
     d = sublayer_dims(model, tp, sublayer)
     if record:
         return _evaluate(sysm, model.key, tp, d, True, tuple(configs))
@@ -100,7 +101,7 @@ def _evaluate(sysm: System, key: str, tp: int, d: GemmDims, record: bool, config
     traffic = {"sequential": dict(gemm_reads=iso.dram["gemm_reads"], gemm_writes=pc.out_bytes.sum(),
                                   rs_reads=rs.dram_reads, rs_writes=rs.dram_writes, **agt)}
     pu = None
-    for cfg, pol in (("t3", "rr"), ("t3-mca", "mca")):
+    for cfg, pol in (("t3", "rr"), ("t3-mca", "mca"), ("t3-cf", "compute_first")):
         if cfg not in configs:
             continue
         pu = pu or plan(s, d, cached_output=False)
