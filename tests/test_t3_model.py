@@ -51,6 +51,10 @@ def test_rs_dram_accesses_per_gpu():
     assert (nmc.dram_reads, nmc.dram_writes, nmc.dram_updates) == pytest.approx((7 * c, 0, 7 * c))
     ag = C.ring("ag", s, S64)
     assert (ag.dram_reads, ag.dram_writes) == pytest.approx((7 * c, 7 * c))
+    # per step (Fig 10): baseline steady step reads 2 copies + 1 incoming write; NMC 1 read + 1 update
+    assert rs.per_step[0] == (c, c, 0.0) and rs.per_step[3] == (2 * c, c, 0.0)
+    assert len(rs.per_step) == 8 and len(nmc.per_step) == 7 and nmc.per_step[2] == (c, 0.0, c)
+    assert len(C.ring("ar", s, S64).per_step) == 15
 
 
 def test_rs_dram_bound_and_nmc_tail():

@@ -40,6 +40,8 @@ class CollectiveResult:
     dram_reads: float         # bytes per GPU
     dram_writes: float        # bytes per GPU (plain writes)
     dram_updates: float       # bytes per GPU (NMC op-and-store)
+    per_step: tuple = ()      # ((reads, writes, updates), ...) per step; baseline RS adds the tail
+
 
     @property
     def dram_bytes(self) -> float:
@@ -59,7 +61,8 @@ def ring(kind: str, sysm: System, size: float, n: int | None = None) -> Collecti
         ag = ring("ag", sysm, size, n)
         return CollectiveResult("ar", n, size, rs.time + ag.time, rs.steps + ag.steps,
                                 rs.step_time, rs.tail_time, rs.dram_reads + ag.dram_reads,
-                                rs.dram_writes + ag.dram_writes, rs.dram_updates + ag.dram_updates)
+                                rs.dram_writes + ag.dram_writes, rs.dram_updates + ag.dram_updates,
+                                rs.per_step + ag.per_step)
     c = size / n
     a, bw, B = sysm.link_latency, sysm.link_bw, sysm.dram_bw
     steps = n - 1
@@ -68,21 +71,20 @@ def ring(kind: str, sysm: System, size: float, n: int | None = None) -> Collecti
         steady = a + max(c / bw, 3 * c / B)                # 2 reads + incoming write
         tail = 3 * c / B                                   # final local reduction
         time = first + (steps - 1) * steady + tail
-        reads = c + 2 * c * (steps - 1) + 2 * c
-        writes = c * steps + c
-        updates = 0.0
+        per = ((c, c, 0.0),) + ((2 * c, c, 0.0),) * (steps - 1) + ((2 * c, c, 0.0),)
     elif kind == "rs_nmc":
         u = sysm.nmc_update_cost
         steady = a + max(c / bw, (c + u * c) / B)
         tail = 0.0
         time = steps * steady
-        reads, writes, updates = c * steps, 0.0, c * steps
+        per = ((c, 0.0, c),) * steps
     else:  # ag
         steady = a + max(c / bw, 2 * c / B)
         tail = 0.0
         time = steps * steady
-        reads, writes, updates = c * steps, c * steps, 0.0
-    return CollectiveResult(kind, n, size, time, steps, steady, tail, reads, writes, updates)
+        per = ((c, c, 0.0),) * steps
+    reads, writes, updates = (float(sum(p[i] for p in per)) for i in range(3))
+    return CollectiveResult(kind, n, size, time, steps, steady, tail, reads, writes, updates, per)
 
 
 def alpha_beta(kind: str, size: float, n: int, alpha: float, bw: float) -> float:
