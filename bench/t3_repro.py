@@ -1,0 +1,286 @@
+"""Reproduce T3 (Pati et al., ASPLOS'24) §6 with the Tessera system model.
+
+Prints every figure's model value next to the paper's and the difference, writes
+build/bench/t3_repro.json and PNG plots under build/bench/t3/ (Figs 15, 16, 18, 19, 20, a fused
+GEMM-RS timeline with DRAM traffic over time, and an MCA sensitivity).  Runs in well under 60 s.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from tessera.sim_models.t3 import address_space as A
+from tessera.sim_models.t3 import collectives as C
+from tessera.sim_models.t3 import config, e2e, gemm, overlap, plots, study, tracker_ref
+
+OUT = Path("build/bench")
+PLOTS = OUT / "t3"
+CFGS = ("t3", "t3-mca", "ideal", "ideal-rs-nmc")
+
+
+def pct(x):
+    return 100.0 * (x - 1.0)
+
+
+def line(name, model, paper, unit="%"):
+    diff = model - paper
+    print(f"  {name:44s} model {model:7.1f}{unit}  paper {paper:6.1f}{unit}  diff {diff:+6.1f}")
+    return dict(model=model, paper=paper, diff=diff)
+
+
+def run_set(sysm, keys):
+    res = {}
+    for key in keys:
+        mo = config.model(key)
+        for tp in mo.tp:
+            for sl in config.SUBLAYERS:
+                res[(key, tp, sl)] = study.evaluate(sysm, mo, tp, sl)
+    return res
+
+
+def summary(rows, cfgs=CFGS):
+    return {c: dict(geomean=pct(study.geomean(r.speedup(c) for r in rows)),
+                    max=pct(max(r.speedup(c) for r in rows))) for c in cfgs}
+
+
+def main() -> int:
+    t0 = time.time()
+    OUT.mkdir(parents=True, exist_ok=True)
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    P = config.paper()
+    sysm = config.system()
+    out = {"system": {"peak_fp16_TFLOPs": sysm.peak_flops / 1e12, "ring_step_bw_GBps": sysm.link_bw / 1e9,
+                      "dram_sustained_GBps": sysm.dram_bw / 1e9}, "figures": {}}
+    F = out["figures"]
+
+    # ---------------- Fig 15/16: Mega-GPT-2 and T-NLG, TP 8 and 16
+    base = run_set(sysm, ("mega-gpt-2", "t-nlg"))
+    rows = list(base.values())
+    js = [r.to_json() for r in rows]
+    print("Fig 15/16: sub-layer runtime (us, Sequential) and speedup over Sequential")
+    print(f"  {'model':10s} {'TP':>3s} {'sub':5s} {'GEMM':>7s} {'RS':>6s} {'AG':>6s} "
+          + " ".join(f"{plots.CFG_LABEL[c][:12]:>12s}" for c in CFGS))
+    for r in rows:
+        print(f"  {r.model:10s} {r.tp:3d} {r.sublayer:5s} {r.gemm * 1e6:7.0f} {r.rs * 1e6:6.0f} "
+              f"{r.ag * 1e6:6.0f} " + " ".join(f"{r.speedup(c):12.3f}" for c in CFGS))
+    sm = summary(rows)
+    f16 = {}
+    for c, key in (("ideal", "fig16_ideal"), ("t3", "fig16_t3"), ("t3-mca", "fig16_t3mca")):
+        f16[f"{c}_geomean"] = line(f"{plots.CFG_LABEL[c]} geomean speedup", sm[c]["geomean"],
+                                   100 * P[f"{key}_geomean"])
+        f16[f"{c}_max"] = line(f"{plots.CFG_LABEL[c]} max speedup", sm[c]["max"], 100 * P[f"{key}_max"])
+    op16 = base[("mega-gpt-2", 16, "OP")]
+    f16["ideal_mega_op_tp16"] = line("Ideal, Mega-GPT-2 OP TP16 (paper's minimum)",
+                                     pct(op16.speedup("ideal")), 100 * P["fig16_ideal_min_case"])
+    tf1 = base[("t-nlg", 16, "FC-1")]
+    f16["ideal_tnlg_fc1_tp16"] = line("Ideal, T-NLG FC-1 TP16 (paper's maximum)",
+                                      pct(tf1.speedup("ideal")), 100 * P["fig16_ideal_max"])
+    extra = max(r.speedup("ideal-rs-nmc") / r.speedup("ideal") for r in rows)
+    f16["nmc_extra_max"] = line("Ideal-RS+NMC over Ideal, max", pct(extra), 100 * P["nmc_extra_speedup_max"])
+    F["fig15_16"] = dict(rows=js, summary=sm, vs_paper=f16)
+    plots.breakdown(js, PLOTS / "fig15_breakdown.png")
+    plots.speedups(js, PLOTS / "fig16_speedup.png")
+
+    # ---------------- NMC RS gain (§6.1.1) and bus bandwidth
+    print("RS with NMC vs baseline RS (§6.1.1)")
+    nm = {}
+    for tp in (8, 16):
+        rr = [r for r in rows if r.tp == tp]
+        g = study.geomean(r.rs / r.rs_nmc for r in rr)
+        nm[f"tp{tp}"] = line(f"NMC RS speedup TP{tp} (geomean)", pct(g), 100 * P[f"nmc_rs_gain_tp{tp}"])
+    s8 = sysm.scaled(n_gpus=8)
+    S = 64 * 2 ** 20
+    ag = C.ring("ag", s8, S)
+    nm["busbw_ag_64MB_GBps"] = C.busbw("ag", S, ag.time, 8) / 1e9
+    print(f"  AG 64 MiB on 8 GPUs: busbw {nm['busbw_ag_64MB_GBps']:.1f} GB/s "
+          f"(ring step bandwidth {sysm.link_bw / 1e9:.0f} GB/s, latency-bound share = the gap)")
+    F["nmc_rs"] = nm
+
+    # ---------------- Fig 18: DRAM traffic
+    print("Fig 18: DRAM traffic per sub-layer, T3-MCA vs Sequential")
+    red, rs_red, gr_red = [], [], []
+    for r in rows:
+        seq = sum(r.traffic["sequential"].values())
+        mca = sum(r.traffic["t3-mca"].values())
+        red.append(1 - mca / seq)
+        rs_red.append(r.traffic["sequential"]["rs_reads"] / r.traffic["t3-mca"]["rs_reads"])
+        gr_red.append(r.traffic["sequential"]["gemm_reads"] / r.traffic["t3-mca"]["gemm_reads"])
+    f18 = {"reduction_geomean": line("traffic reduction geomean", 100 * (1 - study.geomean(1 - np.array(red))),
+                                     100 * P["fig18_traffic_reduction_geomean"]),
+           "reduction_max": line("traffic reduction max", 100 * max(red), 100 * P["fig18_traffic_reduction_max"]),
+           "rs_reads_x": line("RS reads reduction (x, geomean)", study.geomean(rs_red),
+                              P["fig18_rs_read_reduction_x"], unit="x"),
+           "gemm_reads_x": line("GEMM reads reduction (x, geomean)", study.geomean(gr_red), 1.56, unit="x")}
+    F["fig18"] = f18
+    plots.traffic(js, PLOTS / "fig18_traffic.png")
+
+    # ---------------- large models (§6.4) and Fig 19 end-to-end
+    big = run_set(sysm, ("gpt-3", "palm", "mt-nlg"))
+    brow = list(big.values())
+    bs = summary(brow)
+    print("Large models at TP 32 (§6.4)")
+    F["large"] = {"rows": [r.to_json() for r in brow], "summary": bs,
+                  "t3mca_geomean": line("T3-MCA sub-layer geomean", bs["t3-mca"]["geomean"],
+                                        100 * P["large_models_t3mca_geomean"]),
+                  "t3mca_max": line("T3-MCA sub-layer max", bs["t3-mca"]["max"], 100 * P["large_models_t3mca_max"]),
+                  "t3_geomean_model": bs["t3"]["geomean"]}
+    print("Fig 19 / Fig 4: end-to-end speedups and communication share (Sequential)")
+    allres = {**base, **big}
+    e2e_rows = []
+    for key in ("mega-gpt-2", "t-nlg", "gpt-3", "palm", "mt-nlg"):
+        mo = config.model(key)
+        for tp in mo.tp:
+            subs = {sl: allres[(key, tp, sl)] for sl in config.SUBLAYERS}
+            lt = e2e.layer_times(sysm, mo, tp, subs)
+            row = dict(model=key, tp=tp, comm_share=e2e.comm_fraction(lt, subs))
+            for c in ("t3", "t3-mca", "ideal"):
+                row[c] = {k: pct(v) for k, v in e2e.speedups(lt, subs, c).items()}
+            e2e_rows.append(row)
+            print(f"  {key:10s} TP{tp:<3d} comm share train {100 * row['comm_share']['train']:5.1f}% "
+                  f"infer {100 * row['comm_share']['infer']:5.1f}% | T3 train {row['t3']['train']:5.1f}% "
+                  f"infer {row['t3']['infer']:5.1f}% | T3-MCA train {row['t3-mca']['train']:5.1f}% "
+                  f"infer {row['t3-mca']['infer']:5.1f}%")
+    f19 = {"rows": e2e_rows}
+    small = [r for r in e2e_rows if r["tp"] in (8, 16)]
+    large = [r for r in e2e_rows if r["tp"] == 32]
+    f19["train_t3mca_max"] = line("train T3-MCA max (Mega/T-NLG)", max(r["t3-mca"]["train"] for r in small),
+                                  100 * P["fig19_train_t3mca_max"])
+    f19["train_t3_max"] = line("train T3 max (Mega/T-NLG)", max(r["t3"]["train"] for r in small),
+                               100 * P["fig19_train_t3_max"])
+    f19["infer_t3mca_max"] = line("inference T3-MCA max (Mega/T-NLG)", max(r["t3-mca"]["infer"] for r in small),
+                                  100 * P["fig19_infer_t3mca_max"])
+    f19["infer_t3_max"] = line("inference T3 max (Mega/T-NLG)", max(r["t3"]["infer"] for r in small),
+                               100 * P["fig19_infer_t3_max"])
+    f19["large_train_max"] = line("train T3-MCA max (TP32 models)", max(r["t3-mca"]["train"] for r in large),
+                                  100 * P["large_models_train_max"])
+    f19["large_infer_max"] = line("inference T3-MCA max (TP32 models)", max(r["t3-mca"]["infer"] for r in large),
+                                  100 * P["large_models_infer_max"])
+    f19["comm_share_mega_max"] = line("comm share Mega-GPT-2 max (Fig 4)",
+                                      100 * max(max(r["comm_share"].values()) for r in e2e_rows if r["model"] == "mega-gpt-2"), 34.0)
+    f19["comm_share_tnlg_max"] = line("comm share T-NLG max (Fig 4)",
+                                      100 * max(max(r["comm_share"].values()) for r in e2e_rows if r["model"] == "t-nlg"), 43.0)
+    F["fig19"] = f19
+    labels = [f"{r['model']} TP{r['tp']}" for r in e2e_rows]
+    plots.grouped(labels, {f"{plots.CFG_LABEL[c]} {ph}": [r[c][ph] for r in e2e_rows]
+                           for c in ("t3", "t3-mca") for ph in ("train", "infer")},
+                  PLOTS / "fig19_e2e.png", "end-to-end speedup (%)", "End-to-end speedups, Fig 19")
+
+    # ---------------- Fig 20: GPU-2X-CU
+    print("Fig 20: GPU-2X-CU (160 CUs, same memory and links) - T3-MCA speedup")
+    s2 = sysm.scaled(cus=2 * sysm.cus)
+    two = run_set(s2, ("mega-gpt-2", "t-nlg"))
+    f20 = []
+    for k, r in base.items():
+        r2 = two[k]
+        f20.append(dict(model=k[0], tp=k[1], sublayer=k[2], base=pct(r.speedup("t3-mca")),
+                        x2=pct(r2.speedup("t3-mca")), base_t3=pct(r.speedup("t3")), x2_t3=pct(r2.speedup("t3")),
+                        base_ideal=pct(r.speedup("ideal")), x2_ideal=pct(r2.speedup("ideal"))))
+        print(f"  {k[0]:10s} TP{k[1]:<3d} {k[2]:5s} T3-MCA {f20[-1]['base']:5.1f}% -> {f20[-1]['x2']:5.1f}%   "
+              f"T3 {f20[-1]['base_t3']:5.1f}% -> {f20[-1]['x2_t3']:5.1f}%   Ideal {f20[-1]['base_ideal']:5.1f}% -> "
+              f"{f20[-1]['x2_ideal']:5.1f}%")
+    fc2_up = sum(1 for r in f20 if r["sublayer"] == "FC-2" and r["x2"] > r["base"])
+    op_down = sum(1 for r in f20 if r["sublayer"] == "OP" and r["x2"] < r["base"])
+    print(f"  paper: FC-2 benefit grows with 2x CUs ({fc2_up}/4 cases in the model), OP benefit shrinks "
+          f"({op_down}/4 cases in the model)")
+    F["fig20"] = dict(rows=f20, fc2_benefit_grows=fc2_up, op_benefit_shrinks=op_down)
+    plots.grouped([f"{r['model']}\nTP{r['tp']} {r['sublayer']}" for r in f20],
+                  {"T3-MCA base": [r["base"] for r in f20], "T3-MCA 2X-CU": [r["x2"] for r in f20],
+                   "T3 base": [r["base_t3"] for r in f20], "T3 2X-CU": [r["x2_t3"] for r in f20]},
+                  PLOTS / "fig20_2xcu.png", "speedup over Sequential (%)", "GPU-2X-CU, Fig 20")
+
+    # ---------------- timeline (Fig 7/17 style) for T-NLG FC-2 TP8
+    tl = study.evaluate(sysm, config.model("t-nlg"), 8, "FC-2", record=True)
+    plots.timeline({c: tl.fused[c] for c in ("t3", "t3-mca")}, tl.ag * 1e6, PLOTS / "timeline_tnlg_fc2_tp8.png",
+                   "T-NLG FC-2 TP8")
+    tl2 = study.evaluate(s2, config.model("t-nlg"), 16, "FC-1", record=True)
+    plots.timeline({c: tl2.fused[c] for c in ("t3", "t3-mca")}, tl2.ag * 1e6,
+                   PLOTS / "timeline_tnlg_fc1_tp16_2xcu.png", "T-NLG FC-1 TP16, GPU-2X-CU")
+    F["timeline"] = {"case": "t-nlg TP8 FC-2", "t3_gemm_end_us": tl.gemm_in_fused["t3"] * 1e6,
+                     "t3mca_gemm_end_us": tl.gemm_in_fused["t3-mca"] * 1e6, "isolated_gemm_us": tl.gemm * 1e6,
+                     "2xcu_case": "t-nlg TP16 FC-1", "2xcu_isolated_gemm_us": tl2.gemm * 1e6,
+                     "2xcu_t3_gemm_end_us": tl2.gemm_in_fused["t3"] * 1e6,
+                     "2xcu_t3mca_gemm_end_us": tl2.gemm_in_fused["t3-mca"] * 1e6}
+    print(f"GEMM inside the fused kernel (contention): T-NLG FC-2 TP8 isolated {tl.gemm * 1e6:.0f} us, "
+          f"T3 {tl.gemm_in_fused['t3'] * 1e6:.0f} us, T3-MCA {tl.gemm_in_fused['t3-mca'] * 1e6:.0f} us; "
+          f"2X-CU T-NLG FC-1 TP16 isolated {tl2.gemm * 1e6:.0f}, T3 {tl2.gemm_in_fused['t3'] * 1e6:.0f}, "
+          f"T3-MCA {tl2.gemm_in_fused['t3-mca'] * 1e6:.0f} us")
+
+    # ---------------- MCA anti-starvation share sensitivity (assumption)
+    print("Sensitivity: MCA anti-starvation share (assumed 0.25) -> T3-MCA geomean/max (Mega/T-NLG)")
+    sens = {}
+    for share in (0.05, sysm.mca_min_comm_share, 0.5):
+        ss = sysm.scaled(mca_min_comm_share=share)
+        rr = rows if share == sysm.mca_min_comm_share else \
+            [study.evaluate(ss, config.model(k[0]), k[1], k[2], configs=("sequential", "t3-mca")) for k in base]
+        g = pct(study.geomean(r.speedup("t3-mca") for r in rr))
+        m = pct(max(r.speedup("t3-mca") for r in rr))
+        sens[str(share)] = dict(geomean=g, max=m)
+        print(f"  share {share:4.2f}: geomean {g:5.1f}%  max {m:5.1f}%")
+    F["mca_share_sensitivity"] = sens
+    cf = [study.evaluate(sysm, config.model(k[0]), k[1], k[2], configs=("sequential", "t3-cf")) for k in base]
+    F["policy_compute_first"] = dict(geomean=pct(study.geomean(r.speedup("t3-cf") for r in cf)),
+                                     max=pct(max(r.speedup("t3-cf") for r in cf)))
+    print(f"Arbitration policies (Mega/T-NLG geomean/max): round-robin (T3) {sm['t3']['geomean']:.1f}%/"
+          f"{sm['t3']['max']:.1f}%, compute-first {F['policy_compute_first']['geomean']:.1f}%/"
+          f"{F['policy_compute_first']['max']:.1f}%, MCA {sm['t3-mca']['geomean']:.1f}%/{sm['t3-mca']['max']:.1f}%")
+    print("Sensitivity: uncached (NMC) write buffering before storing WGs stall (assumed 1 MB)")
+    wbs = {}
+    for wb in (128 * 2 ** 10, sysm.write_buffer_uncached, 4 * 2 ** 20, 16 * 2 ** 20):
+        ss = sysm.scaled(write_buffer_uncached=wb)
+        rr = rows if wb == sysm.write_buffer_uncached else \
+            [study.evaluate(ss, config.model(k[0]), k[1], k[2], configs=("sequential", "t3", "t3-mca"))
+             for k in base]
+        wbs[str(wb)] = {c: dict(geomean=pct(study.geomean(r.speedup(c) for r in rr)),
+                                max=pct(max(r.speedup(c) for r in rr))) for c in ("t3", "t3-mca")}
+        print(f"  {wb / 2 ** 20:6.3f} MB: T3 geomean {wbs[str(wb)]['t3']['geomean']:5.1f}% max "
+              f"{wbs[str(wb)]['t3']['max']:5.1f}% | T3-MCA geomean {wbs[str(wb)]['t3-mca']['geomean']:5.1f}% "
+              f"max {wbs[str(wb)]['t3-mca']['max']:5.1f}%")
+    F["write_buffer_sensitivity"] = wbs
+
+    # ---------------- cross-check: cycle-level tracker reference on a 4-GPU, 4-stage instance
+    sx = config.system(4).scaled(cus=8)
+    dx = gemm.GemmDims("xcheck", 1024, 1024, 512)
+    px = gemm.plan(sx, dx, cached_output=False)
+    fx = overlap.simulate(sx, px, comm=True, record=True, dt=0.05e-6)
+    cx = A.configure_gemm_rs(1024, 1024, sx.wg_tile, sx.wf_tile, px.stages, 4)
+    xr = tracker_ref.replay(cx, fx, sx.clock)
+    print(f"Tracker cross-check (4 GPUs, {px.stages} stages, {xr['entries']} WF tiles): {xr['fired']} triggers, "
+          f"problems: {xr['problems'] or 'none'}")
+    F["tracker_crosscheck"] = xr
+
+    util = [r.gemm_dram_util for r in rows]
+    note = [
+        "Closing note (larger differences):",
+        f"* Ideal-GEMM-RS-Overlap, NMC RS gain and RS-read reduction match: they follow from alpha-beta "
+        f"rings at {sysm.link_bw / 1e9:.0f} GB/s per step (150 GB/s links used in both directions) and "
+        f"roofline GEMMs; 75 GB/s per step would give ~3.5%/1.6% NMC gains instead of 7%/3%.",
+        f"* T3 and T3-MCA are below the paper: the model's GEMMs are compute-bound (isolated DRAM "
+        f"utilisation {100 * min(util):.0f}-{100 * max(util):.0f}%), so the paper's main loss mechanism (RS "
+        "bursts stalling GEMM reads) is weak; the loss comes instead from the uncached NMC output burst "
+        "(2x DRAM cost, CCDWL) that each stage must drain before its WGs retire (1 MB buffering assumed) "
+        "while RS traffic competes for DRAM. MCA gains only by draining that burst first and loses on "
+        "comm-bound OP layers, where strict compute priority delays RS (25% anti-starvation share "
+        "assumed). With 4-16 MB buffering T3 comes within 7-4 points of Ideal's geomean and MCA falls "
+        "below T3 "
+        "(see the write-buffer sensitivity): this buffering is the model's dominant free parameter.",
+        "* FC-1 and FC-2 have identical GEMM shapes here (the paper's differ by transposed inputs and "
+        "kernels), so the paper's maximum case (T-NLG FC-1 TP16, 50%) is not the model's maximum.",
+        "* Fig 19 follows the sub-layer gaps above; the end-to-end layer is built from the same GEMM "
+        "model plus an unfused-attention estimate instead of MLPerf-BERT measurements.",
+        "* Fig 18 maximum reduction is larger: at TP8 the one-time first/last-step savings dominate and "
+        "our all-or-nothing L2 estimate flips some GEMMs to fully cached once the output bypasses L2.",
+    ]
+    print("\n".join(note))
+    out["closing_note"] = note
+    out["runtime_s"] = time.time() - t0
+    (OUT / "t3_repro.json").write_text(json.dumps(out, indent=1, default=float))
+    print(f"wrote {OUT / 't3_repro.json'} and plots in {PLOTS}/ ({out['runtime_s']:.1f} s)")
+    return 0 if not xr["problems"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""T3 system model (sim_models/t3): collectives against alpha-beta closed forms and the nccl-tests
+bus-bandwidth convention, GEMM dimensions / FLOPs / stages / L2 reuse, DRAM arbitration, and the
+fused GEMM-RS simulation's conservation laws and lower bounds."""
+import json
+
+import numpy as np
+import pytest
+
+from tessera.sim_models.t3 import collectives as C
+from tessera.sim_models.t3 import config, gemm, overlap, study
+
+S64 = 64 * 2 ** 20
+
+
+def no_dram(n=8, **kw):
+    return config.system(n).scaled(dram_bw=1e30, **kw)
+
+
+# ---------------- collectives
+def test_alpha_beta_hand_value():
+    # 8 GPUs, 64 MiB, 500 ns, 150 GB/s per ring step: 7 x (500 ns + 8 MiB / 150 GB/s)
+    assert C.alpha_beta("rs", S64, 8, 500e-9, 150e9) == pytest.approx(3.949683733333333e-4, rel=1e-15)
+    assert C.alpha_beta("ar", S64, 8, 500e-9, 150e9) == pytest.approx(2 * 3.949683733333333e-4, rel=1e-15)
+
+
+@pytest.mark.parametrize("n", [2, 4, 8, 16, 32])
+@pytest.mark.parametrize("kind", ["rs", "rs_nmc", "ag", "ar"])
+def test_ring_matches_alpha_beta_when_link_bound(kind, n):
+    s = no_dram(n)
+    ab = C.alpha_beta("ar" if kind == "ar" else "rs", S64, n, s.link_latency, s.link_bw)
+    assert C.ring(kind, s, S64).time == pytest.approx(ab, rel=1e-12)
+
+
+@pytest.mark.parametrize("kind,factor", [("rs", 7 / 8), ("ag", 7 / 8), ("ar", 14 / 8)])
+def test_busbw_convention(kind, factor):
+    s = no_dram(8, link_latency=0.0)
+    t = C.ring(kind, s, S64).time
+    assert C.busbw(kind, S64, t, 8) == pytest.approx(s.link_bw, rel=1e-12)
+    assert C.busbw(kind, S64, 2.0, 8) == S64 / 2.0 * factor
+    assert C.algbw(S64, 2.0) == S64 / 2.0
+
+
+def test_rs_dram_accesses_per_gpu():
+    s = config.system(8)
+    c = S64 / 8
+    rs = C.ring("rs", s, S64)
+    assert rs.dram_reads == pytest.approx(c * (2 * 8 - 1))        # C + 2C(N-2) + 2C
+    assert rs.dram_writes == pytest.approx(8 * c)                 # (N-1) received + final
+    assert rs.dram_updates == 0
+    nmc = C.ring("rs_nmc", s, S64)
+    assert (nmc.dram_reads, nmc.dram_writes, nmc.dram_updates) == pytest.approx((7 * c, 0, 7 * c))
+    ag = C.ring("ag", s, S64)
+    assert (ag.dram_reads, ag.dram_writes) == pytest.approx((7 * c, 7 * c))
+    # per step (Fig 10): baseline steady step reads 2 copies + 1 incoming write; NMC 1 read + 1 update
+    assert rs.per_step[0] == (c, c, 0.0) and rs.per_step[3] == (2 * c, c, 0.0)
+    assert len(rs.per_step) == 8 and len(nmc.per_step) == 7 and nmc.per_step[2] == (c, 0.0, c)
+    assert len(C.ring("ar", s, S64).per_step) == 15
+
+
+def test_rs_dram_bound_and_nmc_tail():
+    s = config.system(8).scaled(link_bw=1e30, link_latency=0.0)
+    c = S64 / 8
+    B = s.dram_bw
+    assert C.ring("rs", s, S64).time == pytest.approx(2 * c / B + 6 * 3 * c / B + 3 * c / B)
+    assert C.ring("rs_nmc", s, S64).time == pytest.approx(7 * (1 + s.nmc_update_cost) * c / B)
+
+
+def test_nmc_rs_gain_matches_paper():
+    p = config.paper()
+    size = 8192 * 4256 * 2
+    for tp, key in ((8, "nmc_rs_gain_tp8"), (16, "nmc_rs_gain_tp16")):
+        s = config.system(tp)
+        g = C.ring("rs", s, size).time / C.ring("rs_nmc", s, size).time - 1
+        assert abs(g - p[key]) < 0.005, (tp, g)
+
+
+@pytest.mark.parametrize("bad", [dict(kind="xx"), dict(n=1), dict(size=0)])
+def test_ring_rejects_bad_arguments(bad):
+    a = dict(kind="rs", sysm=config.system(8), size=S64, n=8)
+    a.update(bad)
+    with pytest.raises(ValueError):
+        C.ring(**a)
+
+
+# ---------------- GEMM
+def test_sublayer_dims_and_flops():
+    t = config.model("t-nlg")
+    d = gemm.sublayer_dims(t, 8, "FC-2")
+    assert (d.M, d.N, d.K) == (8192, 4256, 2128) and d.flops == 148386086912
+    m = gemm.sublayer_dims(config.model("mega-gpt-2"), 16, "OP")
+    assert (m.M, m.N, m.K) == (16384, 3072, 192) and m.flops == 19327352832
+    assert gemm.sublayer_dims(t, 16, "IP").K == 3 * 4256 // 16
+    assert gemm.sublayer_dims(t, 8, "FC-1") == gemm.GemmDims("FC-1", 8192, 4256, 2128)
+    with pytest.raises(ValueError, match="sub-layer"):
+        gemm.sublayer_dims(t, 8, "QKV")
+    with pytest.raises(ValueError, match="divisible"):
+        gemm.sublayer_dims(t, 5, "OP")
+
+
+def test_stages_and_output_bytes():
+    s = config.system(8)
+    p = gemm.plan(s, gemm.sublayer_dims(config.model("t-nlg"), 8, "FC-2"))
+    assert (p.n_wg, p.stages) == (64 * 34, 14)
+    assert p.stage_wgs.sum() == 2176 and p.stage_wgs.max() - p.stage_wgs.min() <= 1
+    assert p.out_bytes.sum() == 8192 * 4256 * 2
+    assert p.slot_bytes.sum() == 8192 * 4256 * 2
+    # wide output is tiled transposed: MT-NLG 2048 x 20480 -> 160 x 16 grid
+    q = gemm.plan(s, gemm.sublayer_dims(config.model("mt-nlg"), 32, "OP"), n_devices=32)
+    assert (q.n_wg, q.stages) == (2560, 16)
+
+
+def test_full_stage_compute_time():
+    s = config.system(8)
+    p = gemm.plan(s, gemm.GemmDims("x", 128 * 160, 128, 1024))      # exactly one full stage
+    per_wg = 2 * 128 * 128 * 1024 / (1024 * 1.4e9 * s.mma_eff)
+    assert p.stages == 1
+    assert p.t_compute[0] == pytest.approx(2 * per_wg + s.stage_overhead, rel=1e-12)
+
+
+def test_l2_reuse_estimate():
+    s = config.system(8)
+    small = gemm.plan(s, gemm.GemmDims("x", 1024, 1024, 256))
+    assert small.read_bytes.sum() == (1024 * 256 + 256 * 1024) * 2     # compulsory only
+    d = gemm.GemmDims("x", 8192, 4096, 1536)   # B = 12.6 MB: fits only if the output bypasses L2
+    cached = gemm.plan(s, d, cached_output=True)
+    unc = gemm.plan(s, d, cached_output=False)
+    assert unc.read_bytes.sum() == (8192 * 1536 + 1536 * 4096) * 2
+    assert cached.read_bytes.sum() > unc.read_bytes.sum()
+
+
+def test_more_cus_never_slower_gemm():
+    d = gemm.sublayer_dims(config.model("t-nlg"), 16, "IP")
+    times = [overlap.simulate(config.system(16).scaled(cus=c), gemm.plan(config.system(16).scaled(cus=c), d),
+                              comm=False).time for c in (20, 40, 80, 160)]
+    assert all(a >= b for a, b in zip(times, times[1:])), times
+
+
+# ---------------- arbitration
+def test_arbitrate_policies():
+    assert overlap.arbitrate("rr", 10, 8, 8, 0.25) == (5, 5)
+    assert overlap.arbitrate("rr", 10, 3, 8, 0.25) == (3, 7)
+    assert overlap.arbitrate("rr", 10, 8, 1, 0.25) == (8, 1)
+    assert overlap.arbitrate("compute_first", 10, 8, 8, 0.25) == (8, 2)
+    assert overlap.arbitrate("compute_first", 10, 12, 8, 0.25) == (10, 0)
+    assert overlap.arbitrate("mca", 10, 12, 8, 0.25) == (7.5, 2.5)
+    assert overlap.arbitrate("mca", 10, 12, 1, 0.25) == (9, 1)
+    with pytest.raises(ValueError, match="policy"):
+        overlap.arbitrate("fifo", 10, 1, 1, 0)
+
+
+def test_mca_threshold_selection():
+    s = config.system(8)
+    e = s.mc_entry_bytes
+    assert overlap.mca_threshold(s, 0.7) == 5 * e
+    assert overlap.mca_threshold(s, 0.5) == 10 * e
+    assert overlap.mca_threshold(s, 0.3) == 30 * e
+    assert overlap.mca_threshold(s, 0.1) == float("inf")
+
+
+# ---------------- fused simulation
+CASES = [("t-nlg", 8, "OP"), ("t-nlg", 16, "FC-1"), ("mega-gpt-2", 16, "OP"), ("gpt-3", 32, "IP")]
+
+
+@pytest.fixture(scope="module")
+def results():
+    s = config.system()
+    return {c: study.evaluate(s, config.model(c[0]), c[1], c[2]) for c in CASES}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_overlapped_respects_lower_bounds(results, case):
+    r = results[case]
+    s = config.system(case[1])
+    d = gemm.sublayer_dims(config.model(case[0]), case[1], case[2])
+    pu = gemm.plan(s, d, cached_output=False)
+    c = d.out_bytes() / case[1]
+    link_only = (case[1] - 1) * (s.link_latency + c / s.link_bw)
+    bound = max(pu.t_compute_total, link_only) + r.ag
+    for cfg in ("t3", "t3-mca"):
+        assert r.times[cfg] >= bound * (1 - 1e-9), (cfg, r.times[cfg], bound)
+        assert r.gemm_in_fused[cfg] >= pu.t_compute_total
+    assert r.times["ideal-rs-nmc"] <= r.times["ideal"] <= r.times["sequential"]
+    assert r.times["ideal"] == pytest.approx(max(r.gemm, r.rs) + r.ag)
+    assert r.times["sequential"] == pytest.approx(r.gemm + r.rs + r.ag)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_fused_traffic_conservation(results, case):
+    r = results[case]
+    n = case[1]
+    d = gemm.sublayer_dims(config.model(case[0]), n, case[2])
+    pu = gemm.plan(config.system(n), d, cached_output=False)
+    slots = pu.slot_bytes.sum(axis=0)
+    for cfg in ("t3", "t3-mca"):
+        t = r.traffic[cfg]
+        assert t["rs_reads"] == pytest.approx(slots[1:n - 1].sum(), rel=1e-6)     # DMA'd slots
+        assert t["rs_writes"] == pytest.approx(slots[1:].sum(), rel=1e-6)         # incoming updates
+        assert t["gemm_writes"] == pytest.approx(slots[1:].sum(), rel=1e-6)       # slot 0 is remote
+        assert t["gemm_reads"] == pytest.approx(pu.read_bytes.sum(), rel=1e-6)
+        f = r.fused[cfg]
+        assert np.all(np.diff(f.send_start[:n - 1]) >= 0)                     # ring order
+        assert np.all(f.slot_ready[2:] >= f.slot_ready[1:-1])
+
+
+def test_more_link_bandwidth_never_slower():
+    m = config.model("t-nlg")
+    prev = None
+    for bw in (75e9, 150e9, 300e9, 600e9):
+        s = config.system().scaled(link_bw=bw)
+        r = study.evaluate(s, m, 16, "OP", configs=("sequential", "t3"))
+        cur = (r.rs, r.ag, r.times["sequential"], r.times["t3"])
+        if prev:
+            assert all(a <= b * (1 + 1e-3) for a, b in zip(cur, prev)), (bw, cur, prev)
+        prev = cur
+
+
+def test_contention_slows_gemm_and_mca_relieves_it():
+    # GPU-2X-CU T-NLG FC-1 TP16: the GEMM's NMC write bursts compete with RS traffic
+    s = config.system().scaled(cus=160)
+    r = study.evaluate(s, config.model("t-nlg"), 16, "FC-1")
+    d = gemm.sublayer_dims(config.model("t-nlg"), 16, "FC-1")
+    alone = overlap.simulate(s.scaled(n_gpus=16), gemm.plan(s.scaled(n_gpus=16), d, cached_output=False),
+                             comm=False).time
+    assert r.gemm_in_fused["t3"] > 1.05 * alone
+    assert r.gemm_in_fused["t3-mca"] < r.gemm_in_fused["t3"]
+
+
+def test_tracker_crosscheck_small_instance():
+    from tessera.sim_models.t3 import address_space as A
+    from tessera.sim_models.t3 import tracker_ref
+    s = config.system(4).scaled(cus=8)
+    p = gemm.plan(s, gemm.GemmDims("x", 1024, 1024, 512), cached_output=False)
+    f = overlap.simulate(s, p, comm=True, record=True, dt=0.05e-6)
+    cfg = A.configure_gemm_rs(1024, 1024, s.wg_tile, s.wf_tile, p.stages, 4)
+    rep = tracker_ref.replay(cfg, f, s.clock)
+    assert p.stages == 4
+    assert rep["problems"] == []
+    assert rep["fired"] == rep["entries"] == 3 * 16 * 8
+    assert [x["slot"] for x in rep["slots"]] == [1, 2, 3]
+
+
+def test_tracker_ref_detects_overflow():
+    from tessera.sim_models.t3 import address_space as A
+    from tessera.sim_models.t3.tracker_ref import TrackerRef
+    cfg = A.configure_gemm_rs(256, 256, (64, 64), (32, 32), 4, 4)
+    ref = TrackerRef(cfg.devices[0].tracker)
+    wg = int(cfg.devices[0].tracker.wg_id[0])
+    assert ref.update(wg, 0, 1024) is None
+    assert ref.update(wg, 0, 1024) is not None        # 2 x 1024 = threshold
+    with pytest.raises(AssertionError, match="overflow"):
+        ref.update(wg, 0, 1)
+    with pytest.raises(KeyError):
+        ref.update(0, 0, 1)                            # chunk 0 of GPU-0 is remote, untracked
+
+
+def test_data_files_have_sources():
+    for name in ("system", "paper"):
+        for k, v in config.load(name).items():
+            if not k.startswith("_"):
+                assert set(v) == {"value", "source"} and v["source"], k
+    for k, v in config.load("models")["models"].items():
+        assert v["source"]
+    assert config.system().peak_flops == 80 * 1024 * 1.4e9
+
+
+def test_study_config_selection():
+    s = config.system()
+    m = config.model("t-nlg")
+    r = study.evaluate(s, m, 16, "OP", configs=("sequential", "t3-cf"))
+    assert set(r.times) == {"sequential", "t3-cf"}
+    assert r.times["t3-cf"] >= r.fused["t3-cf"].gemm_end
+    with pytest.raises(ValueError, match="unknown config"):
+        study.evaluate(s, m, 16, "OP", configs=("sequential", "magic"))
