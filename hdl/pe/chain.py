@@ -80,8 +80,8 @@ class PEChain(wiring.Component):
         m.d.comb += [pes[0].psum_in.valid.eq(0), pes[-1].psum_out.ready.eq(0)]
         for name in ("w_load", "i_load"):
             src = getattr(self, name)
-            m.d.comb += src.ready.eq(Cat(*[getattr(pe, name).ready for pe in pes]).bit_select(
-                src.payload.pe, 1) if n > 1 else getattr(pes[0], name).ready)
+            m.d.comb += src.ready.eq(Cat(*[getattr(pe, name).ready & (src.payload.pe == i)
+                                           for i, pe in enumerate(pes)]).any())
         for pe in pes[:-1]:
             m.d.comb += [pe.p_load.valid.eq(0)]
         wiring.connect(m, wiring.flipped(self.p_load), pes[-1].p_load)
