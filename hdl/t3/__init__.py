@@ -1,0 +1,34 @@
+"""T3 track & trigger RTL (Pati et al., ASPLOS'24, §4.2-4.5): wavefront Tracker (``tracker``),
+DMA trigger table (``dma_table``), memory-controller arbiter (``mca``) and a device node that chains
+Tracker -> DMA table (``t3_node``).  Golden models: ``tessera.golden.t3``; testbenches: ``tessera.tb.t3``;
+programming from the address-space API: ``tessera.hdl.t3.programming``."""
+from tessera.params import Param
+from tessera.registry import BlockSpec
+
+from .tracker import Tracker
+
+_TRACKER_PARAMS = [
+    Param("sets", 256, "Tracker sets, indexed by wg_id LSBs (paper: 256)", min=1, max=4096,
+          power_of_two=True),
+    Param("ways", 8, "ways per set (8 = one per WF of a WG; 19 KB total as in §4.2.1)", min=1, max=16),
+    Param("wg_width", 16, "wg_id bits", min=1, max=24),
+    Param("wf_width", 3, "wf_id bits (paper: 3, 8 WFs per WG)", min=1, max=4),
+    Param("addr_width", 48, "virtual address bits", min=8, max=64),
+    Param("count_width", 16, "element-update counter bits", min=2, max=24),
+    Param("n_width", 8, "element-count field of an update", min=1, max=16),
+    Param("overflow", 4, "fully-associative overflow entries for set conflicts", min=0, max=64),
+    Param("trig_depth", 4, "trigger output FIFO depth", min=1, max=64),
+]
+
+
+def _build_tracker(**p):
+    return Tracker(**p)
+
+
+BLOCKS = [
+    BlockSpec(name="tracker", build=_build_tracker, params=_TRACKER_PARAMS,
+              doc="T3 wavefront Tracker: set-associative update counting, trigger on threshold (§4.2.1)",
+              demo_module="tessera.tb.t3.test_tracker", demo_testcase="tracker_random",
+              demo_params={"sets": 8, "ways": 2, "wg_width": 8, "addr_width": 24, "count_width": 10,
+                           "overflow": 2, "trig_depth": 2}),
+]

@@ -1,0 +1,14 @@
+"""T3 track & trigger RTL (tracker, mca, dma_table, ring reduce-scatter) on Verilator via cocotb,
+compared cycle by cycle with the golden models of ``tessera.golden.t3``."""
+import pytest
+
+from tessera.tb.runner import run
+
+TRACKER_SMALL = {"sets": 8, "ways": 2, "wg_width": 8, "addr_width": 24, "count_width": 10,
+                 "overflow": 2, "trig_depth": 2}
+
+
+@pytest.mark.parametrize("testcase", ["tracker_random", "tracker_trigger_backpressure",
+                                      "tracker_overcount_and_conflict"])
+def test_tracker(testcase):
+    run("tracker", TRACKER_SMALL, "tessera.tb.t3.test_tracker", testcase=testcase, seed=3)
