@@ -12,3 +12,10 @@ TRACKER_SMALL = {"sets": 8, "ways": 2, "wg_width": 8, "addr_width": 24, "count_w
                                       "tracker_overcount_and_conflict"])
 def test_tracker(testcase):
     run("tracker", TRACKER_SMALL, "tessera.tb.t3.test_tracker", testcase=testcase, seed=3)
+
+
+MCA_SMALL = {"req_width": 16, "occ_width": 5, "wait_width": 8, "learn_log2": 4}
+
+
+def test_mca_policies():
+    run("mca", MCA_SMALL, "tessera.tb.t3.test_mca", testcase="mca_policies", seed=2)

@@ -5,6 +5,7 @@ programming from the address-space API: ``tessera.hdl.t3.programming``."""
 from tessera.params import Param
 from tessera.registry import BlockSpec
 
+from .mca import MCA
 from .tracker import Tracker
 
 _TRACKER_PARAMS = [
@@ -21,6 +22,15 @@ _TRACKER_PARAMS = [
 ]
 
 
+_MCA_PARAMS = [
+    Param("req_width", 32, "request payload bits (address/command, passed through)", min=1, max=512),
+    Param("occ_width", 6, "DRAM command-queue occupancy bits (queue depth < 2**occ_width)", min=1,
+          max=16),
+    Param("wait_width", 10, "starvation counter bits", min=1, max=24),
+    Param("learn_log2", 8, "isolated-compute learning window = 2**learn_log2 cycles", min=0, max=16),
+]
+
+
 def _build_tracker(**p):
     return Tracker(**p)
 
@@ -31,4 +41,9 @@ BLOCKS = [
               demo_module="tessera.tb.t3.test_tracker", demo_testcase="tracker_random",
               demo_params={"sets": 8, "ways": 2, "wg_width": 8, "addr_width": 24, "count_width": 10,
                            "overflow": 2, "trig_depth": 2}),
+    BlockSpec(name="mca", build=lambda **p: MCA(**p), params=_MCA_PARAMS,
+              doc="T3 memory-controller arbiter: RR / compute-first / MCA with threshold, "
+                  "starvation limit, dynamic threshold, drain (§4.5)",
+              demo_module="tessera.tb.t3.test_mca", demo_testcase="mca_policies",
+              demo_params={"req_width": 16, "occ_width": 5, "wait_width": 8, "learn_log2": 4}),
 ]
