@@ -19,3 +19,10 @@ MCA_SMALL = {"req_width": 16, "occ_width": 5, "wait_width": 8, "learn_log2": 4}
 
 def test_mca_policies():
     run("mca", MCA_SMALL, "tessera.tb.t3.test_mca", testcase="mca_policies", seed=2)
+
+
+DMA_SMALL = {"entries": 8, "wg_width": 8, "addr_width": 24, "dev_width": 2, "tiles_width": 4}
+
+
+def test_dma_table():
+    run("dma_table", DMA_SMALL, "tessera.tb.t3.test_dma_table", testcase="dma_table_random", seed=4)

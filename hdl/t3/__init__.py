@@ -5,7 +5,9 @@ programming from the address-space API: ``tessera.hdl.t3.programming``."""
 from tessera.params import Param
 from tessera.registry import BlockSpec
 
+from .dma_table import DmaTable
 from .mca import MCA
+from .node import T3Node
 from .tracker import Tracker
 
 _TRACKER_PARAMS = [
@@ -22,6 +24,15 @@ _TRACKER_PARAMS = [
 ]
 
 
+_DMA_PARAMS = [
+    Param("entries", 16, "DMA table entries", min=1, max=256),
+    Param("wg_width", 16, "wg_id bits", min=1, max=24),
+    Param("wf_width", 3, "wf_id bits", min=1, max=4),
+    Param("addr_width", 48, "virtual address bits", min=8, max=64),
+    Param("dev_width", 4, "destination device id bits", min=1, max=8),
+    Param("tiles_width", 8, "WF tiles per DMA block field", min=1, max=16),
+]
+
 _MCA_PARAMS = [
     Param("req_width", 32, "request payload bits (address/command, passed through)", min=1, max=512),
     Param("occ_width", 6, "DRAM command-queue occupancy bits (queue depth < 2**occ_width)", min=1,
@@ -29,6 +40,16 @@ _MCA_PARAMS = [
     Param("wait_width", 10, "starvation counter bits", min=1, max=24),
     Param("learn_log2", 8, "isolated-compute learning window = 2**learn_log2 cycles", min=0, max=16),
 ]
+
+
+# The node's defaults are testbench scale (16 sets x 4 ways): the paper-size Tracker is exported
+# and synthesised as ``tracker``; synthesising it twice would double the export test time.
+_NODE_DEFAULTS = {"sets": 16, "ways": 4, "wg_width": 8, "addr_width": 24, "count_width": 10,
+                  "entries": 8, "dev_width": 2, "tiles_width": 4}
+_NODE_PARAMS = [Param(p.name, _NODE_DEFAULTS.get(p.name, p.default), p.help, p.kind, p.min, p.max,
+                      p.choices, p.power_of_two)
+                for p in _TRACKER_PARAMS + [q for q in _DMA_PARAMS
+                                            if q.name not in ("wg_width", "wf_width", "addr_width")]]
 
 
 def _build_tracker(**p):
@@ -41,6 +62,15 @@ BLOCKS = [
               demo_module="tessera.tb.t3.test_tracker", demo_testcase="tracker_random",
               demo_params={"sets": 8, "ways": 2, "wg_width": 8, "addr_width": 24, "count_width": 10,
                            "overflow": 2, "trig_depth": 2}),
+    BlockSpec(name="dma_table", build=lambda **p: DmaTable(**p), params=_DMA_PARAMS,
+              doc="T3 DMA trigger table: tile-range lookup, multi-tile blocks, store/update/none (§4.2.2)",
+              demo_module="tessera.tb.t3.test_dma_table", demo_testcase="dma_table_random",
+              demo_params={"entries": 8, "wg_width": 8, "addr_width": 24, "dev_width": 2,
+                           "tiles_width": 4}),
+    BlockSpec(name="t3_node", build=lambda **p: T3Node(**p), params=_NODE_PARAMS,
+              doc="T3 device node: Tracker -> DMA trigger table (§4.2)",
+              demo_module="tessera.tb.t3.test_ring", demo_testcase="ring_reduce_scatter",
+              demo_params={}),
     BlockSpec(name="mca", build=lambda **p: MCA(**p), params=_MCA_PARAMS,
               doc="T3 memory-controller arbiter: RR / compute-first / MCA with threshold, "
                   "starvation limit, dynamic threshold, drain (§4.5)",

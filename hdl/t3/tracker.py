@@ -150,11 +150,12 @@ class Tracker(wiring.Component):
                 m.d.comb += hit_way.eq(i)
             with m.If(free_v[i]):
                 m.d.comb += free_way.eq(i)
+        ohit_1h, ofree_1h = Signal(max(P, 1)), Signal(max(P, 1))   # one-hot of the above
         for j in reversed(range(P)):
             with m.If(ohit_v[j]):
-                m.d.comb += ohit_j.eq(j)
+                m.d.comb += [ohit_j.eq(j), ohit_1h.eq(1 << j)]
             with m.If(ofree_v[j]):
-                m.d.comb += ofree_j.eq(j)
+                m.d.comb += [ofree_j.eq(j), ofree_1h.eq(1 << j)]
         old = Signal(self.entry_layout)
         with m.If(shit):
             m.d.comb += old.eq(Array(ways[i] for i in range(W))[hit_way])
@@ -212,11 +213,11 @@ class Tracker(wiring.Component):
             m.d.comb += [wp.addr.eq(idx), wp.data.eq(new_set),
                          wp.en.eq(go & ~to_ovf & (act_free | act_alloc | act_upd))]
         # overflow entries
-        wr_j = Mux(ohit, ohit_j, ofree_j)
+        wr_1h = Mux(ohit, ohit_1h, ofree_1h)
         for j in range(P):
             with m.If(clearing):
                 m.d.sync += ovf[j].valid.eq(0)
-            with m.Elif(go & to_ovf & (wr_j == j)):
+            with m.Elif(go & to_ovf & wr_1h[j]):
                 with m.If(act_free):
                     m.d.sync += ovf[j].valid.eq(0)
                 with m.Else():
