@@ -26,3 +26,12 @@ DMA_SMALL = {"entries": 8, "wg_width": 8, "addr_width": 24, "dev_width": 2, "til
 
 def test_dma_table():
     run("dma_table", DMA_SMALL, "tessera.tb.t3.test_dma_table", testcase="dma_table_random", seed=4)
+
+
+NODE_SMALL = {}     # t3_node defaults are testbench scale (16 sets x 4 ways, 8 DMA entries)
+
+
+@pytest.mark.parametrize("rtl_dev,gran", [(0, 1), (2, 8)])
+def test_ring_reduce_scatter(rtl_dev, gran):
+    run("t3_node", NODE_SMALL, "tessera.tb.t3.test_ring", testcase="ring_reduce_scatter", seed=5,
+        extra_env={"TESSERA_RING_RTL_DEV": str(rtl_dev), "TESSERA_RING_GRANULARITY": str(gran)})
