@@ -35,3 +35,9 @@ NODE_SMALL = {}     # t3_node defaults are testbench scale (16 sets x 4 ways, 8 
 def test_ring_reduce_scatter(rtl_dev, gran):
     run("t3_node", NODE_SMALL, "tessera.tb.t3.test_ring", testcase="ring_reduce_scatter", seed=5,
         extra_env={"TESSERA_RING_RTL_DEV": str(rtl_dev), "TESSERA_RING_GRANULARITY": str(gran)})
+
+
+@pytest.mark.slow
+def test_tracker_paper_size_throughput():
+    """Default (paper-size, 256 x 8) Tracker: 1 update/cycle, trigger 2 cycles after the update."""
+    run("tracker", {}, "tessera.tb.t3.test_tracker", testcase="tracker_throughput", seed=1)

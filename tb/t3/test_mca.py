@@ -162,4 +162,4 @@ async def mca_policies(dut):
         tb.check_equal(st["thr_violations"], 0, f"{label} threshold respected")
         tb.check(st["max_wait_excess"] <= 0, f"{label} starvation limit")
     tb.check(learned[0] < learned[1], f"learned thresholds {learned} not ordered by intensity")
-    tb.report("mca_policies")
+    tb.report("mca_policies", saturated_grants_per_cycle=sat["grants"] / 400)
