@@ -94,7 +94,7 @@ async def dma_table_random(dut):
     E, wfw = tb.params["entries"], tb.params["wf_width"]
     await tb.start()
     total_cmds = 0
-    for rnd in range(3):
+    for rnd in range(6):
         entries, tiles = program(rng, E, wfw)
         for i, e in enumerate(entries + [None]):
             await tb.cycle(None, True, (i, e))
