@@ -6,6 +6,9 @@
   (target 1.0 grant/cycle).
 * rs_cycles, dma_commands: 4-device ring reduce-scatter fused with a 64x64 GEMM (16x16 WG tiles,
   8x8 WF tiles, 4 stages), device 0 in RTL, the others golden; every final chunk checked exact.
+  rs_gemm_cycles is when the last GEMM store issued: the reduce-scatter finishes
+  rs_tail_after_gemm_cycles later (fine-grained overlap, Fig 7; the tail is the last chunk's DMA
+  plus link latency).
 
 Writes build/bench/t3_rtl.json.  Cycle counts are from the simulation, not wall-clock.
 """
@@ -39,6 +42,8 @@ def main() -> int:
         "tracker_updates_measured": tr["updates"],
         "arbiter_grants_per_cycle": mca["saturated_grants_per_cycle"],
         "rs_cycles": ring["rs_cycles"],
+        "rs_gemm_cycles": ring["gemm_cycles"],
+        "rs_tail_after_gemm_cycles": ring["rs_cycles"] - ring["gemm_cycles"],
         "dma_commands": ring["dma_commands"],
         "rs_rtl_device_dma_commands": ring["rtl_dma_commands"],
         "rs_config": "4 devices, GEMM 64x64 fp16, WG 16x16, WF 8x8, 4 stages, DMA granularity 1, "

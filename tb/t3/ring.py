@@ -69,6 +69,7 @@ class RingRS:
         self.dma_q = [deque() for _ in range(n_devices)]    # pending segments
         self.gemm_rate, self.lat, self.cmd_ready_prob = gemm_rate, link_latency, cmd_ready_prob
         self.cycle = 0
+        self.gemm_cycles = None                             # cycle the last GEMM store issued
         self.commands = [[] for _ in range(n_devices)]
         self.cmd_ready = [True] * n_devices
         self.status = [None] * n_devices
@@ -139,6 +140,8 @@ class RingRS:
                 i = (sva - self.bases[d]) // self.eb
                 vals = self.mem[d][i:i + n].copy()        # the one read of the local copy (Fig 10)
                 self.link.append((self.cycle + self.lat, dst, (wg, wf, dva, n, SRC_DMA), vals))
+        if self.gemm_cycles is None and not any(self.gemm):
+            self.gemm_cycles = self.cycle + 1
         keep = []
         for item in self.link:
             if item[0] <= self.cycle:

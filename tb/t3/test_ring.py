@@ -88,5 +88,5 @@ async def ring_reduce_scatter(dut):
         tb.check_equal((s["err_count"], s["misses"], s["occupancy"]), (0, 0, 0),
                        f"device {d} errors/misses/leftover entries")
         tb.check_equal(s["done"], tiles_per_chunk[d], f"device {d} completed tiles")
-    tb.report("ring_reduce_scatter", rs_cycles=sim.cycle, dma_commands=sum(n_cmds),
+    tb.report("ring_reduce_scatter", rs_cycles=sim.cycle, gemm_cycles=sim.gemm_cycles, dma_commands=sum(n_cmds),
               rtl_device=rtl, rtl_dma_commands=n_cmds[rtl], granularity=gran)
