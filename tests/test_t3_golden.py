@@ -111,3 +111,16 @@ def test_node_program_rejects_what_the_rtl_cannot_do():
                                        dma_granularity=2).devices[0], entries=8)
     with pytest.raises(ValueError, match="count_width"):
         node_program(cfg.devices[0], count_width=10)
+
+
+def test_rtl_parameters_validated():
+    from tessera.params import ParamError
+    from tessera.registry import get
+    with pytest.raises(ParamError, match="sets"):
+        get("tracker").resolve(["sets=3"])
+    with pytest.raises(ParamError, match="wg_width"):
+        get("tracker").elaborate_checked(get("tracker").resolve(["sets=512", "wg_width=8"]))
+    with pytest.raises(ParamError, match="learn_log2"):
+        get("mca").resolve(["learn_log2=40"])
+    with pytest.raises(ParamError, match="entries"):
+        get("dma_table").resolve(["entries=0"])
