@@ -115,6 +115,7 @@ async def tracker_random(dut):
         await tb.start()
         drv = await run_stream(tb, stream, seed, idle_prob=0.15, ready_prob=0.6, max_cycles=8000)
         check_triggers(tb, drv, expected)
+        tb.check_equal([u for _, u in drv.accepted], stream, "updates accepted in order, none dropped")
         tb.check_equal(tb.model.occupancy, 0, "entries left")
         total_conf += tb.model.conflicts
     tb.check(total_conf > 0, "no set conflict exercised the overflow entries")
