@@ -5,7 +5,7 @@ not from the RTL code: plain Python state machines, one ``step()`` per clock cyc
 the inputs that are valid during the cycle, returns the outputs the hardware drives during that
 cycle (combinational from state and inputs) and advances the state to the next cycle.
 
-* :class:`TrackerModel` -- set-associative WF Tracker with park FIFO, trigger FIFO, over-count
+* :class:`TrackerModel` -- set-associative WF Tracker with overflow entries, trigger FIFO, over-count
   detection, reset clear sweep (§4.2.1).
 * :class:`DmaTableModel` -- DMA trigger table: tile-id range lookup, multi-tile blocks (§4.2.2).
 * :class:`ArbiterModel` -- memory-controller arbitration: round-robin with fall-back, compute-first,

@@ -28,8 +28,10 @@ behaviour from this description):
 * Back-pressure: S1 holds (and ``upd.ready`` drops) when its trigger finds the trigger FIFO full,
   or on a set conflict with no free overflow entry (``stall``); the update is retried every cycle
   and never dropped.  A conflict stall clears only when an entry of that set or an overflow entry
-  is freed, which needs updates queued behind it, so a producer must keep at most ``ways`` live
-  tiles per set plus ``overflow`` in total (the paper sizes the Tracker for a GEMM stage, §4.2.1).
+  is freed, which needs updates queued behind it: with one in-order update stream it lasts until
+  reset.  A producer must therefore keep at most ``ways`` live tiles per set plus ``overflow`` in
+  total (the paper sizes the Tracker for a GEMM stage, §4.2.1; the overflow entries are our
+  addition, not in the paper, to absorb occasional conflicts without stalling).
 
 Latency: an update accepted in cycle t that completes its tile makes ``trig.valid`` rise in cycle
 t+2.  Left out: address translation, per-entry thresholds (one programmable threshold; clipped edge
