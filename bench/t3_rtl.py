@@ -36,6 +36,8 @@ def main() -> int:
                    "tessera.tb.t3.test_mca", "mca_policies", seed=2)[-1]
     ring = _records("t3_node", {}, "tessera.tb.t3.test_ring", "ring_reduce_scatter", seed=5,
                     extra_env={"TESSERA_RING_RTL_DEV": "0", "TESSERA_RING_GRANULARITY": "1"})[-1]
+    ring8 = _records("t3_node", {}, "tessera.tb.t3.test_ring", "ring_reduce_scatter", seed=5,
+                     extra_env={"TESSERA_RING_RTL_DEV": "0", "TESSERA_RING_GRANULARITY": "8"})[-1]
     out = {
         "tracker_updates_per_cycle": tr["updates_per_cycle"],
         "tracker_update_to_trigger_cycles": tr["update_to_trigger_cycles"],
@@ -46,6 +48,8 @@ def main() -> int:
         "rs_tail_after_gemm_cycles": ring["rs_cycles"] - ring["gemm_cycles"],
         "dma_commands": ring["dma_commands"],
         "rs_rtl_device_dma_commands": ring["rtl_dma_commands"],
+        "rs_cycles_granularity8": ring8["rs_cycles"],
+        "dma_commands_granularity8": ring8["dma_commands"],
         "rs_config": "4 devices, GEMM 64x64 fp16, WG 16x16, WF 8x8, 4 stages, DMA granularity 1, "
                      "GEMM store rate 0.6/cycle, link latency 8",
     }
