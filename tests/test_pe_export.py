@@ -53,3 +53,16 @@ def test_python_api_validates():
         SimbaPE(wbuf_bytes=3000)
     with pytest.raises(ParamError, match="acc_width"):
         SimbaPE(C0=16, acc_width=20)
+
+
+def test_full_generic_synthesis_small_pe(tmp_path):
+    """The complete `synth` flow (with memory mapping and techmap) on a small PE:
+    no latches, no loops, no multiple drivers."""
+    from tessera.export import export
+    from tessera.registry import get
+    from tessera.toolchain import yosys_check
+    # the smallest legal PE: ~35 s of CPU in generic synthesis (multipliers)
+    paths = export(get("pe"), {"K0": 1, "C0": 1, "acc_width": 18, "wbuf_bytes": 16,
+                               "ibuf_bytes": 16, "abuf_entries": 4, "ppu_depth": 1}, tmp_path)
+    r = yosys_check([paths["verilog"]], "pe", full=True)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]

@@ -13,7 +13,7 @@ SMALL = {"K0": 4, "C0": 2, "acc_width": 20, "wbuf_bytes": 512, "ibuf_bytes": 256
          "abuf_entries": 64, "ppu_depth": 4}
 
 TESTS = ["random_tiles", "directed", "chain3", "ppu_corners", "illegal", "reset_mid_tile",
-         "busy_rules"]
+         "busy_rules", "latency"]
 
 
 @pytest.mark.cocotb

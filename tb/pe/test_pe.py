@@ -337,3 +337,20 @@ async def bench(dut):
         results.append({**t, "cycles": cycles})
     open(os.environ["TESSERA_BENCH_OUT"], "w").write(json.dumps(results, indent=1))
     tb.report("bench")
+
+
+@cocotb.test()
+async def latency(dut):
+    """Without back-pressure a tile takes exactly (MAC operations + pipeline) cycles
+    from start to done: one operation per cycle, no bubble when the weight block
+    changes (double-buffered weight registers), drain overlapped with compute.
+    Pipeline: +6 through the PPU (LAST/ONLY), +4 to psum_out (FIRST/MIDDLE)."""
+    tb = await _setup(dut, 1.0, 0.0)
+    for role, extra in ((Role.ONLY, 6), (Role.FIRST, 4)):
+        for over in ({"P1": 1, "Q1": 1}, {"P1": 4, "Q1": 4}, {"R": 3, "S": 3, "C1": 2, "K1": 2}):
+            cfg, W, X, b, s = _case(tb, role=role, pool=False, **over)
+            ops = cfg.R * cfg.S * cfg.C1 * cfg.K1 * cfg.P1 * cfg.Q1
+            ps = golden.random_psum(tb.p, cfg, 1) if role in (Role.MIDDLE, Role.LAST) else None
+            _, cycles = await tb.check_tile(cfg, W, X, b, s, ps, name="latency")
+            tb.check_equal(cycles, ops + extra, f"cycles for {ops} ops, role {role.name}")
+    tb.report("latency")
