@@ -139,28 +139,34 @@ def place_sequential(sizes, cap, order, used=None):
     return homes, used
 
 
-def place_greedy(sizes, dests, cap, hops, used=None):
-    """Communication-aware placement (Sec. 5.2): largest block first, home = chiplet with
-    room that minimises the aggregate hop count to the block's destinations (tie: max hop)."""
+def place_greedy(sizes, dests, cap, hops, used=None, max_homes=None):
+    """Communication-aware placement (Sec. 5.2): largest block first, home = the chiplet with
+    room that minimises the aggregate hop count to the block's destinations (tie: max hop).
+    As in the paper (Fig. 11c: "the four in the middle"), at most ``max_homes`` Global PEs
+    are opened -- the number the sequential baseline needs -- so the optimisation moves data
+    rather than spreading it over more buffers; it spills to more only if blocks do not pack."""
     used = {} if used is None else used
     n = hops.shape[0]
+    opened = []
     homes = [None] * len(sizes)
     for b in sorted(range(len(sizes)), key=lambda b: -sizes[b]):
         d = np.asarray(dests[b], int)
         cost = hops[:, d].sum(axis=1) * 1000 + hops[:, d].max(axis=1)
         parts, left = [], float(sizes[b])
-        for h in np.argsort(cost, kind="stable"):
-            room = cap - used.get(int(h), 0)
-            if room <= 0:
-                continue
-            take = min(room, left)
-            used[int(h)] = used.get(int(h), 0) + take
-            parts.append((int(h), take / sizes[b] if sizes[b] else 1.0))
+        while left > 0:
+            room = lambda h: cap - used.get(int(h), 0)
+            cand = [h for h in opened if room(h) > 0]
+            if max_homes is None or len(opened) < max_homes or not cand:
+                cand = cand + [h for h in range(n) if h not in opened and room(h) > 0]
+            if not cand:
+                raise MappingError("activations do not fit in the Global PE buffers")
+            h = int(min(cand, key=lambda h: (cost[h], h)))
+            if h not in opened:
+                opened.append(h)
+            take = min(room(h), left)
+            used[h] = used.get(h, 0) + take
+            parts.append((h, take / sizes[b] if sizes[b] else 1.0))
             left -= take
-            if left <= 0:
-                break
-        if left > 0:
-            raise MappingError("activations do not fit in the Global PE buffers")
         homes[b] = parts if parts else [(int(np.argmin(cost)), 1.0)]
     return homes, used
 
@@ -201,8 +207,10 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
         order2 = order[start:] + order[:start]
         oa_homes, _ = place_sequential(oa_sizes, cap, order2, used)
     elif placement == "greedy":
-        ia_homes, used = place_greedy(ia_sizes, ia_dest, cap, m.hops)
-        oa_homes, _ = place_greedy(oa_sizes, oa_src, cap, m.hops, used)
+        n_ia = -(-int(sum(ia_sizes)) // cap)
+        n_oa = -(-int(sum(oa_sizes)) // cap)
+        ia_homes, used = place_greedy(ia_sizes, ia_dest, cap, m.hops, max_homes=n_ia)
+        oa_homes, _ = place_greedy(oa_sizes, oa_src, cap, m.hops, used, max_homes=n_oa)
     else:
         raise MappingError(f"unknown placement {placement!r}")
     st = Structure(layer, kc, cc, pc, qc, k, c, p, q, phys,
