@@ -52,11 +52,14 @@ def chiplet_counts(n_max: int) -> list[int]:
     return sorted(set(out + [n_max]))
 
 
+CHUNK = 1024
+
+
 def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
            binding="row-major", placement="sequential", keep_per_count: bool = False):
     """Random search.  ``counts``: chiplet counts to try (int or list).  Returns the best
     LayerResult (or a dict count -> best if keep_per_count).  ``samples`` valid mappings are
-    drawn in total (fewer only if the whole space is smaller)."""
+    evaluated at least (64 chunks of candidates at most)."""
     if isinstance(counts, int):
         counts = [counts]
     if samples < 1:
@@ -69,14 +72,16 @@ def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
     best = {}
     n_valid = 0
     structures = {}
-    for attempt in range(6):
-        need = samples - n_valid
-        if need <= 0:
+    # Candidates come in fixed-size chunks from one seeded stream, so a larger budget evaluates
+    # a superset of a smaller one; every valid candidate evaluated counts (>= samples).
+    for chunk in range(64):
+        if n_valid >= samples:
             break
-        draw = max(need * (2 if attempt == 0 else 4), 64)
-        which = rng.integers(0, len(groups), draw)
+        which = rng.integers(0, len(groups), CHUNK)
+        pe_i = rng.integers(0, len(pes), CHUNK)
+        u = rng.random((CHUNK, 2))
         for g in np.unique(which):
-            cnt = int((which == g).sum())
+            sel = which == g
             n, (kc, cc, pc, qc) = groups[g]
             key = (n, kc, cc, pc, qc)
             if key not in structures:
@@ -88,16 +93,11 @@ def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
             st = structures[key]
             if st is None:
                 continue
-            pe = pes[rng.integers(0, len(pes), cnt)]
-            pmax = -(-int(st.p.max()) // 1)
-            qmax = int(st.q.max())
-            p1 = rng.integers(1, pmax + 1, cnt)
-            q1 = rng.integers(1, qmax + 1, cnt)
+            pe = pes[pe_i[sel]]
+            p1 = 1 + (u[sel, 0] * int(st.p.max())).astype(int)
+            q1 = 1 + (u[sel, 1] * int(st.q.max())).astype(int)
             r = evaluate_batch(st, arch, pe[:, 0], pe[:, 1], pe[:, 2], pe[:, 3], p1, q1)
             ok = np.flatnonzero(r.valid)
-            if ok.size == 0:
-                continue
-            ok = ok[: max(0, samples - n_valid)] if n_valid + ok.size > samples else ok
             n_valid += ok.size
             if ok.size == 0:
                 continue

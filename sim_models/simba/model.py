@@ -298,14 +298,21 @@ def _prepare(st: Structure, arch: Arch) -> dict:
                 lat_ps[i] = lat(src, d, (1, noc.nop_to_pe_max), noc.nop_to_pe_max)
             else:
                 lat_oa[i] = max(lat_oa[i], lat(src, d, (noc.gpe_to_pe_max, noc.nop_to_pe_max), noc.gpe_to_nop))
-    kinds = ("ia", "ps", "oa")
-    pair_route = np.array([p[3] for p in pairs], float)                  # [Pn, nl]
-    pair_flow = np.array([p[0] for p in pairs], int)
-    pair_src = np.array([flows[p[0]][0] for p in pairs], int)
-    pair_dst = np.array([flows[p[0]][1][0] if p[2] == "oa" else 0 for p in pairs], int)
-    pair_mask = {k: np.zeros((len(pairs), N)) for k in kinds}
-    for j, (f, i, kind, _) in enumerate(pairs):
-        pair_mask[kind][j, i] = 1
+    # pairs grouped by kind and sorted by chiplet, for segment-max reductions
+    seg = {}
+    maxlen = max(1, max(int(p[3].sum()) for p in pairs))
+    for kind in ("ia", "ps", "oa"):
+        sel = sorted((p[1], j) for j, p in enumerate(pairs) if p[2] == kind)
+        js = [j for _, j in sel]
+        chip = np.array([i for i, _ in sel], int)
+        route_idx = np.full((len(js), maxlen), nl, int)          # index nl = a zero column
+        for r, j in enumerate(js):
+            li = np.flatnonzero(pairs[j][3])
+            route_idx[r, :li.size] = li
+        starts = np.flatnonzero(np.r_[True, chip[1:] != chip[:-1]]) if len(js) else np.zeros(0, int)
+        seg[kind] = dict(route_idx=route_idx, chip=chip[starts] if len(js) else chip, starts=starts,
+                         src=np.array([flows[pairs[j][0]][0] for j in js], int),
+                         dst=np.array([flows[pairs[j][0]][1][0] for j in js], int))
     # reduction chains: chiplet -> chain head; drain terms
     heads = [i for i in range(N) if st.idx[i, 1] == 0]
     G = np.zeros((len(heads), N), bool); Gps = np.zeros((len(heads), N)); last = []
@@ -317,9 +324,7 @@ def _prepare(st: Structure, arch: Arch) -> dict:
         Gps[g, members[:-1]] = 1
         last.append(members[-1])
     sync = arch.layer_sync_cycles + 2 * h_nop * m.hops[phys[0], phys].max()
-    prep = dict(W_ia=W_ia, b0=b0, trees=trees, m_out=m_out, m_in=m_in, m_rem=m_rem,
-                pair_route=pair_route, pair_flow=pair_flow, pair_src=pair_src, pair_dst=pair_dst,
-                pair_mask=pair_mask, lat_in=lat_in, lat_ps=lat_ps, lat_oa=lat_oa, G=G, Gps=Gps,
+    prep = dict(W_ia=W_ia, b0=b0, trees=trees, m_out=m_out, m_in=m_in, m_rem=m_rem, seg=seg, lat_in=lat_in, lat_ps=lat_ps, lat_oa=lat_oa, G=G, Gps=Gps,
                 last=np.array(last, int), sync=sync, noc_hops=noc_hops, F=F,
                 is_ia=np.array([f[2] == "ia" for f in flows]), is_oa=np.array([f[2] == "oa" for f in flows]),
                 ntree=trees.sum(axis=1))
@@ -358,14 +363,22 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     B = ia_chip @ pr["W_ia"] + pr["b0"][None, :]                          # [S, F] bytes per flow
     load = B @ pr["trees"]                                                 # [S, links]
     gpe_out, gpe_in, nop_in = B @ pr["m_out"], B @ pr["m_in"], B @ pr["m_rem"]
-    bott = (load[:, None, :] * pr["pair_route"][None]).max(axis=2) / nop_bw      # [S, pairs]
-    port_ia = gpe_out[:, pr["pair_src"]] / noc_bw
-    port_oa = gpe_in[:, pr["pair_dst"]] / noc_bw
-    pm = pr["pair_mask"]
-    scat = lambda t, mask: (t[:, :, None] * mask[None]).max(axis=1) if mask.size else np.zeros((S, st.n))
-    t_in = scat(np.maximum(bott, port_ia), pm["ia"])
-    t_ps = scat(bott, pm["ps"])
-    t_oa = scat(np.maximum(bott, port_oa), pm["oa"])
+    load0 = np.concatenate([load, np.zeros((S, 1))], axis=1) / nop_bw
+
+    def per_chiplet(kind, port=None, port_idx=None):
+        sg = pr["seg"][kind]
+        out = np.zeros((S, st.n))
+        if sg["starts"].size == 0:
+            return out
+        t = load0[:, sg["route_idx"]].max(axis=2)                            # bottleneck link
+        if port is not None:
+            t = np.maximum(t, port[:, sg[port_idx]] / noc_bw)
+        out[:, sg["chip"]] = np.maximum.reduceat(t, sg["starts"], axis=1)
+        return out
+
+    t_in = per_chiplet("ia", gpe_out, "src")
+    t_ps = per_chiplet("ps")
+    t_oa = per_chiplet("oa", gpe_in, "dst")
     phys = np.asarray(st.phys)
     t_in = np.maximum.reduce([t_in, nop_in[:, phys] / noc_bw, ia_pe / noc_bw])
     ps_pe_step = arch.psum_bytes * kpe * p1e * q1e                          # one step, one PE
