@@ -226,3 +226,38 @@ def test_mac_work_covers_layer():
     npe = np.array([16, 16])
     issued = (r.comp * npe[:, None]).sum(axis=1) * 64
     assert (issued >= l.macs).all()
+
+
+def test_reduction_chain_hand_computed():
+    """cc = 2: chiplet 0 (c 0..7) sends 24-bit psums (3 x 16 x 36 = 1728 B) to chiplet 1 over
+    the 0->1 link, which also carries chiplet 1's IA (512 B); chiplet 1 writes the outputs to
+    its own Global PE (sequential OA placement continues after the IA home, chiplet 0)."""
+    st = build_structure(SMALL, ARCH, 1, 2, 1, 1)
+    assert st.ia_homes == {(0, 0, 0): [(0, 1.0)], (1, 0, 0): [(0, 1.0)]}
+    assert st.oa_homes == {(0, 0, 0): [(1, 1.0)]}
+    r = evaluate_batch(st, ARCH, [1], [1], [1], [1], [6], [6])
+    bw = 4 * 11 / 8 / 1.03
+    comp = 9 * 2 * 1 * 36                               # K1 = 2, C1 = 1
+    link = (512 + 1728) / bw                             # 0->1 link load
+    own0 = 12 + 1024 / 16 + comp                         # GPE 0 sends 2 x 512 B
+    lat1 = 2 * (1 + 6) + 20
+    own1 = lat1 + link + comp
+    assert r.own[0].tolist() == [pytest.approx(own0), pytest.approx(own1)]
+    chain = max(own0, own1) + (2 * (6 + 6) + 20) + link  # psum hop: latency + transfer
+    tail = 12 + 576 / 16                                  # OA to the local GPE
+    sync = 300 + 2 * 20 * 1
+    assert r.latency[0] == pytest.approx(chain + tail + sync)
+
+
+def test_pipeline_time_hand_computed():
+    from tessera.sim_models.simba.model import LayerResult
+    from tessera.sim_models.simba.optim import pipeline_time
+    a = Layer("a", C=8, K=8, R=1, S=1, H=8, W=8)
+    b = Layer("b", C=8, K=8, R=3, S=3, H=8, W=8, pad=1)
+    ra = LayerResult("a", Mapping(1, 1, 1, 1, 1, 1, 1, 1, 2, 8), 1, 1000.0, 0.0, {}, [])
+    rb = LayerResult("b", Mapping(1, 1, 1, 1, 1, 1, 1, 1, 2, 8), 1, 800.0, 0.0, {}, [])
+    # b needs R - pad = 2 input rows = 1 of a's 4 row-steps: starts at 250; finishes no earlier
+    # than a's end + one of its own 4 steps
+    assert pipeline_time([(ra, a), (rb, b)]) == pytest.approx(max(250 + 800, 1000 + 800 / 4))
+    side = LayerResult("s", Mapping(1, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 1500.0, 0.0, {}, [])
+    assert pipeline_time([(ra, a), (rb, b)], [side]) == 1500.0
