@@ -198,6 +198,13 @@ NOTE = """Differences from the paper and why:
   those of an ideal PE pipeline (pe_utilization 1.0 unless the RTL bench provides one).
 - Fig 5: res5[a-c]_branch2b needs 2.36 MB of weights; with weights preloaded in 32 KB PE buffers (as
   measured, Sec. 4.1) it fits on >= 8 chiplets only, so its curve is normalised to 8 chiplets.
+- Fig 5: the model reproduces the shapes qualitatively (res2 layers flatten from 4-8 chiplets, res2a_branch1
+  keeps a small gain to 32), but its 32-chiplet points are lower than the paper's because the model's PEs
+  are ideal (no per-tile control or synchronisation overhead beyond a fixed per-layer sync).
+- Fig 6: at 32 chiplets the model's best baseline tilings are NoP-bandwidth bound on the links leaving
+  the Global PEs that hold the activations (sequential placement from the first chiplet, Fig 11b), so
+  both layers gain ~50 % from 2.3x bandwidth (paper 27 % and 5 %).  Ideal compute makes communication the
+  dominant term; a measured PE utilisation from the RTL (pe_utilization) moves it the paper's way.
 - Fig 7: a 6x6 mesh has at most 10 hops between chiplets (the paper quotes 12).  The model adds hop
   latency once per transfer and per credit round trip; the real system's 2.5x implies much larger
   effective per-hop costs (see the hop-latency sweep).

@@ -15,7 +15,7 @@ Timing, in PE cycles, for each chiplet d (its slowest PE):
   t_ps_d, t_oa_d = the same for its cross-chiplet partial-sum and output-activation flows
   period_d = max(comp_d, t_in_d, t_ps_d, t_oa_d, t_pechain_d) / steps_d, and at least
              (2 lat_in_d + t_in_d/steps_d) / input_buffer_slots  (credit round trip)
-  own_d    = lat_in_d + t_in_d/steps_d + steps_d * period_d
+  own_d    = lat_in_d + (t_in_d + comp_d)/steps_d + (steps_d - 1) * period_d   (tile pipeline)
 A reduction chain (same k, p, q; c = 0..cc-1) finishes at max(own) + chain hops
 (latency + one step of psums each) + intra-chiplet PE chain drain + output latency; layer
 latency = slowest chain + per-layer sync.  Weights are preloaded (as in the measurements).
@@ -208,9 +208,8 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
         oa_homes, _ = place_sequential(oa_sizes, cap, order2, used)
     elif placement == "greedy":
         n_ia = -(-int(sum(ia_sizes)) // cap)
-        n_oa = -(-int(sum(oa_sizes)) // cap)
         ia_homes, used = place_greedy(ia_sizes, ia_dest, cap, m.hops, max_homes=n_ia)
-        oa_homes, _ = place_greedy(oa_sizes, oa_src, cap, m.hops, used, max_homes=n_oa)
+        oa_homes, _ = place_greedy(oa_sizes, oa_src, cap, m.hops, used)   # spread (Fig. 11d)
     else:
         raise MappingError(f"unknown placement {placement!r}")
     st = Structure(layer, kc, cc, pc, qc, k, c, p, q, phys,
@@ -386,7 +385,10 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     busy = np.maximum.reduce([comp, t_in, t_ps, t_oa, t_pechain])
     lat_in = pr["lat_in"]
     period = np.maximum(busy / steps, (2 * lat_in + t_in / steps) / arch.input_buffer_slots)
-    own = lat_in + t_in / steps + steps * period
+    # pipeline of (deliver input tile, compute, send results) over `steps` tiles: fill with the
+    # first tile's delivery and compute, then one period per further tile; the last tile's
+    # results are sent in the chain drain below
+    own = lat_in + t_in / steps + comp / steps + (steps - 1) * period
     # reduction chains: slowest member + psum hops + PE-chain drain + output delivery
     h_noc = arch.noc_hop_cycles
     pe_drain = np.where(cp > 1, (cp - 1) * (h_noc + ps_pe_step / noc_bw), 0.0)
