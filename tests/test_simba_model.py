@@ -262,3 +262,28 @@ def test_pipeline_time_hand_computed():
     assert pipeline_time([(ra, a), (rb, b)]) == pytest.approx(max(250 + 800, 1000 + 800 / 4))
     side = LayerResult("s", Mapping(1, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 1500.0, 0.0, {}, [])
     assert pipeline_time([(ra, a), (rb, b)], [side]) == 1500.0
+
+
+def test_resnet50_every_layer_consistent():
+    """Every layer: output size by stage, channel chaining inside and across blocks, and MACs
+    = P*Q*K*C*R*S with P from the stage table (He et al. Table 1)."""
+    stage_p = {"2": 56, "3": 28, "4": 14, "5": 7}
+    prev_out = 64                                            # conv1 output channels
+    for name, l in NET.items():
+        if name in ("conv1", "fc1000"):
+            continue
+        stage, blk, br = name[3], name[4], name.split("_")[1]
+        assert l.P == l.Q == stage_p[stage], name
+        assert l.macs == stage_p[stage] ** 2 * l.K * l.C * l.R * l.S, name
+        mid = {"2": 64, "3": 128, "4": 256, "5": 512}[stage]
+        if br in ("branch1", "branch2a"):
+            assert l.C == prev_out, name                     # reads the block input
+        elif br == "branch2b":
+            assert (l.C, l.K, l.R) == (mid, mid, 3), name
+        if br in ("branch1", "branch2c"):
+            assert l.K == 4 * mid, name
+        if br == "branch2a":
+            assert l.K == mid and l.R == 1, name
+        if br == "branch2c":
+            prev_out = l.K
+    assert NET["fc1000"].C == prev_out == 2048

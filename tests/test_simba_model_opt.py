@@ -130,6 +130,7 @@ def test_cli_bad_choice_exits_2(capsys):
 
 
 def test_cli_runs_and_writes(tmp_path, capsys):
+    (tmp_path / "pe_utilization.json").write_text(json.dumps({"min_utilization_large_tiles": 0.8}))
     rc = main(["simba", "--layer", "res5a_branch1", "--opt", "all", "--samples", "100", "--jobs", "1",
                "--out", str(tmp_path), "--bench-dir", str(tmp_path)])
     assert rc == 0
@@ -139,3 +140,4 @@ def test_cli_runs_and_writes(tmp_path, capsys):
     assert doc["layers"][0]["name"] == "res5a_branch1"
     assert doc["layers"][0]["best"]["latency_cycles"] <= doc["layers"][0]["uniform"]["latency_cycles"]
     assert (tmp_path / "simba_resnet50_all.png").stat().st_size > 1000
+    assert "pe_utilization.json" in doc["params"]["pe_utilization"]     # RTL bench value used
