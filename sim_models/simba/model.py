@@ -20,8 +20,9 @@ A reduction chain (same k, p, q; c = 0..cc-1) finishes at max(own) + chain hops
 (latency + one step of psums each) + intra-chiplet PE chain drain + output latency; layer
 latency = slowest chain + per-layer sync.  Weights are preloaded (as in the measurements).
 
-Energy (pJ): useful MACs (padded lanes are clock-gated), buffer accesses of issued cycles, input/weight/accumulation buffer accesses, Global PE reads/writes,
-NoC bit-hops, NoP bit-links (multicast counted once per tree link).
+Energy (pJ): useful MACs (padded lanes are clock-gated); input/weight/accumulation buffer
+accesses of the issued cycles; Global PE reads/writes; NoC bit-hops (average hops); NoP
+bit-links (multicast counted once per tree link).  Core terms scale with (V / Vref)^2.
 
 Left out: flit-level arbitration, wormhole blocking, DRAM (Simba has none), pooling and
 element-wise layers, ragged per-PE work inside a chiplet (every PE is charged the largest tile).
