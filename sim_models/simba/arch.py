@@ -1,0 +1,157 @@
+"""Simba architecture parameters (seed paper Sec. 3.1-3.2, Sec. 4.1) loaded from data/simba_arch.json.
+
+Every number lives in the JSON with its source; this module only validates, converts units
+(GRS Gb/s -> bytes per PE cycle) and applies overrides.  Two parameters can be measured on
+the project's RTL and are then taken from the RTL benchmarks' JSON in ``build/bench/``:
+
+* ``build/bench/noc_throughput.json`` key ``zero_load_cycles_per_hop`` -> ``noc_hop_cycles``
+* ``build/bench/pe_utilization.json`` key ``min_utilization_large_tiles`` -> ``pe_utilization``
+
+``load_arch(bench_dir=...)`` reads them when the files exist and records where each value came
+from in ``Arch.provenance``; absent files leave the JSON defaults.  Left out: per-unit clock
+domains (GALS) -- everything is expressed in PE cycles.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data"
+
+# RTL benchmark file -> (json key, Arch field)
+RTL_OVERRIDES = {
+    "noc_throughput.json": ("zero_load_cycles_per_hop", "noc_hop_cycles"),
+    "pe_utilization.json": ("min_utilization_large_tiles", "pe_utilization"),
+}
+
+
+class ArchError(ValueError):
+    """Invalid Simba parameter."""
+
+
+@dataclass(frozen=True)
+class Arch:
+    mesh_rows: int
+    mesh_cols: int
+    pes_per_chiplet: int
+    k0: int
+    c0: int
+    weight_buffer_bytes: int
+    input_buffer_bytes: int
+    accum_entries: int
+    psum_bytes: int
+    act_bytes: int
+    gpe_buffer_bytes: int
+    pe_clock_ghz: float
+    core_voltage: float
+    grs_gbps: float
+    nop_lanes_per_link: int
+    nop_pj_per_bit_at_11: float
+    nop_pj_per_bit_at_25: float
+    nop_hop_cycles: float
+    noc_hop_cycles: float
+    noc_link_bytes_per_cycle: float
+    noc_cols: int
+    noc_rows: int
+    noc_gpe_xy: tuple
+    noc_nop_xy: tuple
+    input_buffer_slots: int
+    pe_utilization: float
+    layer_sync_cycles: float
+    energy_ref_voltage: float
+    e_mac_pj: float
+    e_input_buffer_pj_per_byte: float
+    e_weight_buffer_pj_per_byte: float
+    e_accum_pj_per_access: float
+    e_gpe_pj_per_byte: float
+    e_noc_pj_per_bit_hop: float
+    provenance: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self):
+        pos = ["mesh_rows", "mesh_cols", "pes_per_chiplet", "k0", "c0", "weight_buffer_bytes",
+               "input_buffer_bytes", "accum_entries", "psum_bytes", "act_bytes", "gpe_buffer_bytes",
+               "pe_clock_ghz", "core_voltage", "grs_gbps", "nop_lanes_per_link",
+               "noc_link_bytes_per_cycle", "noc_cols", "noc_rows", "input_buffer_slots",
+               "energy_ref_voltage"]
+        for name in pos:
+            if not getattr(self, name) > 0:
+                raise ArchError(f"{name} must be > 0, got {getattr(self, name)!r}")
+        for name in ["nop_hop_cycles", "noc_hop_cycles", "layer_sync_cycles", "e_mac_pj",
+                     "e_input_buffer_pj_per_byte", "e_weight_buffer_pj_per_byte",
+                     "e_accum_pj_per_access", "e_gpe_pj_per_byte", "e_noc_pj_per_bit_hop",
+                     "nop_pj_per_bit_at_11", "nop_pj_per_bit_at_25"]:
+            if getattr(self, name) < 0:
+                raise ArchError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if not 0 < self.pe_utilization <= 1:
+            raise ArchError(f"pe_utilization must be in (0, 1], got {self.pe_utilization!r}")
+        if self.noc_rows * self.noc_cols < self.pes_per_chiplet + 2:
+            raise ArchError("chiplet NoC too small for the PEs + Global PE + NoP router")
+
+    # ---- derived quantities (pure functions of the parameters) ----
+    @property
+    def n_chiplets(self) -> int:
+        return self.mesh_rows * self.mesh_cols
+
+    @property
+    def macs_per_chiplet(self) -> int:
+        return self.pes_per_chiplet * self.k0 * self.c0
+
+    @property
+    def nop_link_bytes_per_cycle(self) -> float:
+        """One NoP link, one direction: lanes x Gb/s / 8 bits, in bytes per PE cycle."""
+        return self.nop_lanes_per_link * self.grs_gbps / 8.0 / self.pe_clock_ghz
+
+    @property
+    def nop_chiplet_gbytes_per_s(self) -> float:
+        """Total chiplet NoP bandwidth (4 links x 2 directions), GB/s; 100 at 25 Gb/s."""
+        return 8 * self.nop_lanes_per_link * self.grs_gbps / 8.0
+
+    @property
+    def nop_pj_per_bit(self) -> float:
+        lo, hi = self.nop_pj_per_bit_at_11, self.nop_pj_per_bit_at_25
+        return lo + (hi - lo) * (self.grs_gbps - 11.0) / (25.0 - 11.0)
+
+    @property
+    def energy_scale(self) -> float:
+        return (self.core_voltage / self.energy_ref_voltage) ** 2
+
+    def peak_tops(self, n_chiplets: int, clock_ghz: float | None = None) -> float:
+        f = self.pe_clock_ghz if clock_ghz is None else clock_ghz
+        return 2 * self.macs_per_chiplet * n_chiplets * f / 1e3
+
+    def with_(self, **kw) -> "Arch":
+        prov = dict(self.provenance)
+        prov.update({k: "override" for k in kw})
+        return dataclasses.replace(self, provenance=prov, **kw)
+
+
+def load_arch(path: str | Path | None = None, bench_dir: str | Path | None = None, **overrides) -> Arch:
+    """Arch from the JSON data file, then RTL-bench overrides (if ``bench_dir`` has the files),
+    then keyword overrides.  Unknown or missing keys are errors."""
+    path = Path(path) if path else DATA / "simba_arch.json"
+    raw = json.loads(path.read_text())["params"]
+    names = {f.name for f in dataclasses.fields(Arch)} - {"provenance"}
+    unknown = set(raw) - names
+    missing = names - set(raw)
+    if unknown or missing:
+        raise ArchError(f"{path.name}: unknown {sorted(unknown)} / missing {sorted(missing)}")
+    vals = {k: (tuple(v["value"]) if isinstance(v["value"], list) else v["value"]) for k, v in raw.items()}
+    prov = {k: v["source"] for k, v in raw.items()}
+    if bench_dir is not None:
+        for fname, (key, fld) in RTL_OVERRIDES.items():
+            f = Path(bench_dir) / fname
+            if not f.exists():
+                continue
+            data = json.loads(f.read_text())
+            if key not in data:
+                raise ArchError(f"{f}: missing key {key!r}")
+            vals[fld] = float(data[key])
+            prov[fld] = f"RTL bench {f} [{key}]"
+    bad = set(overrides) - names
+    if bad:
+        raise ArchError(f"unknown parameter(s) {sorted(bad)}")
+    vals.update(overrides)
+    prov.update({k: "override" for k in overrides})
+    return Arch(**vals, provenance=prov)

@@ -1,0 +1,125 @@
+"""Mapper and binder (seed paper Sec. 3.3): seeded random search over valid tilings.
+
+The mapper samples the Listing 1 factors -- chiplet-level spatial (kc, cc, pc, qc) over a
+chiplet count, PE-level spatial (kp, cp, pp, qp) and PE temporal tiles (P1, Q1) -- rejects
+those that overflow a PE buffer (weight 32 KB, input 8 KB double-buffered, accumulation
+128 entries per vector MAC) and scores the rest with the performance model (latency first,
+energy as tie-break).  Samples sharing chiplet-level factors are scored in one vectorised
+batch.  The binder maps logical chiplets to physical ones ('row-major' baseline).
+Left out: loop-order permutations (Listing 1's order is fixed), C/K temporal tiling above the
+PE (weights must fit in the PEs used, as in the preloaded-weight measurements).
+"""
+from __future__ import annotations
+
+import itertools
+from functools import lru_cache
+
+import numpy as np
+
+from .arch import Arch
+from .layers import Layer
+from .model import LayerResult, Mapping, MappingError, build_structure, evaluate_batch
+
+
+@lru_cache(maxsize=None)
+def factorisations(n: int, parts: int) -> tuple:
+    """Ordered factorisations of n into ``parts`` positive factors."""
+    if parts == 1:
+        return ((n,),)
+    out = []
+    for d in range(1, n + 1):
+        if n % d == 0:
+            out.extend((d,) + rest for rest in factorisations(n // d, parts - 1))
+    return tuple(out)
+
+
+def chiplet_splits(layer: Layer, n: int) -> list[tuple]:
+    return [f for f in factorisations(n, 4)
+            if f[0] <= layer.K and f[1] <= layer.C and f[2] <= layer.P and f[3] <= layer.Q]
+
+
+def pe_splits(arch: Arch) -> list[tuple]:
+    out = []
+    for used in range(1, arch.pes_per_chiplet + 1):
+        if arch.pes_per_chiplet % used == 0:
+            out.extend(factorisations(used, 4))
+    return out
+
+
+def chiplet_counts(n_max: int) -> list[int]:
+    """Chiplet counts the mapper may use: powers of two up to n_max (Sec. 4.1), plus n_max."""
+    out = [1 << i for i in range(n_max.bit_length()) if 1 << i <= n_max]
+    return sorted(set(out + [n_max]))
+
+
+CHUNK = 1024
+
+
+def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
+           binding="row-major", placement="sequential", keep_per_count: bool = False):
+    """Random search.  ``counts``: chiplet counts to try (int or list).  Returns the best
+    LayerResult (or a dict count -> best if keep_per_count).  ``samples`` valid mappings are
+    evaluated at least (64 chunks of candidates at most)."""
+    if isinstance(counts, int):
+        counts = [counts]
+    if samples < 1:
+        raise ValueError("samples must be >= 1")
+    rng = np.random.default_rng(seed)
+    pes = np.array(pe_splits(arch))
+    groups = [(n, s) for n in counts for s in chiplet_splits(layer, n)]
+    if not groups:
+        raise MappingError(f"{layer.name}: no chiplet split for counts {counts}")
+    best = {}
+    n_valid = 0
+    structures = {}
+    # Candidates come in fixed-size chunks from one seeded stream, so a larger budget evaluates
+    # a superset of a smaller one; every valid candidate evaluated counts (>= samples).
+    for chunk in range(64):
+        if n_valid >= samples:
+            break
+        which = rng.integers(0, len(groups), CHUNK)
+        pe_i = rng.integers(0, len(pes), CHUNK)
+        u = rng.random((CHUNK, 2))
+        for g in np.unique(which):
+            sel = which == g
+            n, (kc, cc, pc, qc) = groups[g]
+            key = (n, kc, cc, pc, qc)
+            if key not in structures:
+                try:
+                    structures[key] = build_structure(layer, arch, kc, cc, pc, qc, binding_for(binding, n),
+                                                      placement)
+                except MappingError:
+                    structures[key] = None
+            st = structures[key]
+            if st is None:
+                continue
+            pe = pes[pe_i[sel]]
+            p1 = 1 + (u[sel, 0] * int(st.p.max())).astype(int)
+            q1 = 1 + (u[sel, 1] * int(st.q.max())).astype(int)
+            r = evaluate_batch(st, arch, pe[:, 0], pe[:, 1], pe[:, 2], pe[:, 3], p1, q1)
+            ok = np.flatnonzero(r.valid)
+            n_valid += ok.size
+            if ok.size == 0:
+                continue
+            score = r.latency[ok] * (1 + 1e-9) + r.energy_total[ok] * 1e-12
+            j = ok[int(np.argmin(score))]
+            res = LayerResult(layer.name, Mapping(kc, cc, pc, qc, *map(int, pe[j]), int(p1[j]), int(q1[j])),
+                              n, float(r.latency[j]), float(r.energy_total[j]),
+                              {k: float(v[j]) for k, v in r.energy.items()}, r.own[j].tolist(),
+                              binding_for(binding, n), placement)
+            if n not in best or (res.latency_cycles, res.energy_pj) < (best[n].latency_cycles, best[n].energy_pj):
+                best[n] = res
+    if not best:
+        raise MappingError(f"{layer.name}: no valid mapping found on {counts} chiplets")
+    for b in best.values():
+        b.samples = n_valid
+    if keep_per_count:
+        return best
+    return min(best.values(), key=lambda b: (b.latency_cycles, b.energy_pj))
+
+
+def binding_for(binding, n):
+    """A binding given per count (dict) or one order for all."""
+    if isinstance(binding, dict):
+        return binding[n]
+    return binding

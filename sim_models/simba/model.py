@@ -1,0 +1,448 @@
+"""Simba performance and energy model for one layer and a batch of mappings (seed paper Sec. 3.3, Sec. 4).
+
+Mapping = Listing 1 loop nest:
+  package  : spatial kc x cc x pc x qc chiplets (K3, C3 and optionally P, Q split across chiplets)
+  chiplet  : spatial kp x cp x pp x qp PEs; temporal P2 x Q2 steps (chiplet-level p2, q2 loops)
+  PE       : temporal R, S, K1, C1, P1(=p1), Q1(=q1), weight-stationary
+  vector MAC: spatial K0 x C0 (8 x 8)
+Per-chiplet extents of K and P may be non-uniform (Sec. 5.1).
+
+Timing, in PE cycles, for each chiplet d (its slowest PE):
+  comp_d   = R S K1 C1 P_pe Q_pe / pe_utilization
+  t_in_d   = input delivery time under link sharing: max over its IA flows of the most loaded
+             NoP link on its XY route (load / link bandwidth), the source Global PE port, the
+             chiplet's NoP->NoC port and the PE port (bytes / NoC port bandwidth)
+  t_ps_d, t_oa_d = the same for its cross-chiplet partial-sum and output-activation flows
+  period_d = max(comp_d, t_in_d, t_ps_d, t_oa_d, t_pechain_d) / steps_d, and at least
+             (2 lat_in_d + t_in_d/steps_d) / input_buffer_slots  (credit round trip)
+  own_d    = lat_in_d + (t_in_d + comp_d)/steps_d + (steps_d - 1) * period_d   (tile pipeline)
+A reduction chain (same k, p, q; c = 0..cc-1) finishes at max(own) + chain hops
+(latency + one step of psums each) + intra-chiplet PE chain drain + output latency; layer
+latency = slowest chain + per-layer sync.  Weights are preloaded (as in the measurements).
+
+Energy (pJ): useful MACs (padded lanes are clock-gated); input/weight/accumulation buffer
+accesses of the issued cycles; Global PE reads/writes; NoC bit-hops (average hops); NoP
+bit-links (multicast counted once per tree link).  Core terms scale with (V / Vref)^2.
+
+Left out: flit-level arbitration, wormhole blocking, DRAM (Simba has none), pooling and
+element-wise layers, ragged per-PE work inside a chiplet (every PE is charged the largest tile).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .arch import Arch
+from .layers import Layer, rows_per_tile
+from .topology import bind, chiplet_noc, mesh
+
+
+class MappingError(ValueError):
+    """Invalid mapping."""
+
+
+@dataclass(frozen=True)
+class Mapping:
+    kc: int
+    cc: int
+    pc: int
+    qc: int
+    kp: int
+    cp: int
+    pp: int
+    qp: int
+    p1: int
+    q1: int
+    k_ext: tuple | None = None   # per k-index K extents (non-uniform partitioning)
+    p_ext: tuple | None = None   # per p-index P extents
+
+    @property
+    def n_chiplets(self) -> int:
+        return self.kc * self.cc * self.pc * self.qc
+
+    def short(self) -> str:
+        s = (f"chip K{self.kc}C{self.cc}P{self.pc}Q{self.qc} pe K{self.kp}C{self.cp}P{self.pp}Q{self.qp}"
+             f" P1={self.p1} Q1={self.q1}")
+        if self.k_ext or self.p_ext:
+            s += " nonuniform"
+        return s
+
+
+def split(total: int, parts: int) -> list[int]:
+    q, r = divmod(total, parts)
+    return [q + 1] * r + [q] * (parts - r)
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+@dataclass
+class Structure:
+    """Chiplet-level part of a mapping: extents, binding, data homes and flows."""
+    layer: Layer
+    kc: int
+    cc: int
+    pc: int
+    qc: int
+    k: np.ndarray       # [N] extents per logical chiplet
+    c: np.ndarray
+    p: np.ndarray
+    q: np.ndarray
+    phys: tuple         # logical -> physical chiplet
+    ia_homes: list      # per IA block (c,p,q): [(phys home, fraction)]
+    oa_homes: list      # per OA block (k,p,q): [(phys home, fraction)]
+    idx: np.ndarray     # [N, 4] (k, c, p, q) indices per logical chiplet
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.phys)
+
+
+def logical_index(kc, cc, pc, qc):
+    """Logical chiplet order: c innermost (reduction chain neighbours), then k, q, p."""
+    out = []
+    for p in range(pc):
+        for q in range(qc):
+            for k in range(kc):
+                for c in range(cc):
+                    out.append((k, c, p, q))
+    return np.array(out, int)
+
+
+def ia_block_bytes(layer: Layer, c: int, p: int, q: int) -> int:
+    return c * min(layer.H, rows_per_tile(p, layer.stride, layer.R)) * \
+        min(layer.W, rows_per_tile(q, layer.stride, layer.S))
+
+
+def place_sequential(sizes, cap, order, used=None):
+    """Fill Global PEs in ``order`` up to ``cap`` bytes each; a block may straddle homes."""
+    used = {} if used is None else used
+    homes, it = [], iter(order)
+    cur = next(it)
+    for size in sizes:
+        parts, left = [], float(size)
+        while left > 0:
+            room = cap - used.get(cur, 0)
+            if room <= 0:
+                try:
+                    cur = next(it)
+                except StopIteration:
+                    raise MappingError("activations do not fit in the Global PE buffers") from None
+                continue
+            take = min(room, left)
+            used[cur] = used.get(cur, 0) + take
+            parts.append((cur, take / size))
+            left -= take
+        homes.append(parts if parts else [(cur, 1.0)])
+    return homes, used
+
+
+def place_greedy(sizes, dests, cap, hops, used=None, max_homes=None):
+    """Communication-aware placement (Sec. 5.2): largest block first, home = the chiplet with
+    room that minimises the aggregate hop count to the block's destinations (tie: max hop).
+    As in the paper (Fig. 11c: "the four in the middle"), at most ``max_homes`` Global PEs
+    are opened -- the number the sequential baseline needs -- so the optimisation moves data
+    rather than spreading it over more buffers; it spills to more only if blocks do not pack."""
+    used = {} if used is None else used
+    n = hops.shape[0]
+    opened = []
+    homes = [None] * len(sizes)
+    for b in sorted(range(len(sizes)), key=lambda b: -sizes[b]):
+        d = np.asarray(dests[b], int)
+        cost = hops[:, d].sum(axis=1) * 1000 + hops[:, d].max(axis=1)
+        parts, left = [], float(sizes[b])
+        while left > 0:
+            room = lambda h: cap - used.get(int(h), 0)
+            cand = [h for h in opened if room(h) > 0]
+            if max_homes is None or len(opened) < max_homes or not cand:
+                cand = cand + [h for h in range(n) if h not in opened and room(h) > 0]
+            if not cand:
+                raise MappingError("activations do not fit in the Global PE buffers")
+            h = int(min(cand, key=lambda h: (cost[h], h)))
+            if h not in opened:
+                opened.append(h)
+            take = min(room(h), left)
+            used[h] = used.get(h, 0) + take
+            parts.append((h, take / sizes[b] if sizes[b] else 1.0))
+            left -= take
+        homes[b] = parts if parts else [(int(np.argmin(cost)), 1.0)]
+    return homes, used
+
+
+def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major",
+                    placement="sequential", k_ext=None, p_ext=None) -> Structure:
+    for name, f, dim in (("kc", kc, layer.K), ("cc", cc, layer.C), ("pc", pc, layer.P), ("qc", qc, layer.Q)):
+        if not 1 <= f <= dim:
+            raise MappingError(f"{layer.name}: {name}={f} outside [1, {dim}]")
+    n = kc * cc * pc * qc
+    m = mesh(arch.mesh_rows, arch.mesh_cols)
+    phys = bind(n, binding, arch.mesh_rows, arch.mesh_cols)
+    ke = list(k_ext) if k_ext is not None else split(layer.K, kc)
+    pe_ = list(p_ext) if p_ext is not None else split(layer.P, pc)
+    if len(ke) != kc or sum(ke) != layer.K or min(ke) < 1:
+        raise MappingError(f"{layer.name}: K extents {ke} must be {kc} positive parts summing to {layer.K}")
+    if len(pe_) != pc or sum(pe_) != layer.P or min(pe_) < 1:
+        raise MappingError(f"{layer.name}: P extents {pe_} must be {pc} positive parts summing to {layer.P}")
+    ce, qe = split(layer.C, cc), split(layer.Q, qc)
+    idx = logical_index(kc, cc, pc, qc)
+    k = np.array([ke[i] for i in idx[:, 0]])
+    c = np.array([ce[i] for i in idx[:, 1]])
+    p = np.array([pe_[i] for i in idx[:, 2]])
+    q = np.array([qe[i] for i in idx[:, 3]])
+    # IA blocks (c, p, q) -> destinations (all k); OA blocks (k, p, q) <- last chiplet of the chain
+    ia_keys = [(ci, pi, qi) for pi in range(pc) for qi in range(qc) for ci in range(cc)]
+    ia_sizes = [ia_block_bytes(layer, ce[ci], pe_[pi], qe[qi]) for ci, pi, qi in ia_keys]
+    ia_dest = [[phys[i] for i in range(n) if (idx[i, 1], idx[i, 2], idx[i, 3]) == key] for key in ia_keys]
+    oa_keys = [(ki, pi, qi) for pi in range(pc) for qi in range(qc) for ki in range(kc)]
+    oa_sizes = [ke[ki] * pe_[pi] * qe[qi] for ki, pi, qi in oa_keys]
+    last = {(idx[i, 0], idx[i, 2], idx[i, 3]): phys[i] for i in range(n) if idx[i, 1] == cc - 1}
+    oa_src = [[last[key]] for key in oa_keys]
+    cap = arch.gpe_buffer_bytes
+    if placement == "sequential":
+        order = list(phys) + [x for x in range(m.n) if x not in phys]
+        ia_homes, used = place_sequential(ia_sizes, cap, order)
+        start = max(order.index(h) for hs in ia_homes for h, _ in hs) + 1
+        order2 = order[start:] + order[:start]
+        oa_homes, _ = place_sequential(oa_sizes, cap, order2, used)
+    elif placement == "greedy":
+        n_ia = -(-int(sum(ia_sizes)) // cap)
+        ia_homes, used = place_greedy(ia_sizes, ia_dest, cap, m.hops, max_homes=n_ia)
+        oa_homes, _ = place_greedy(oa_sizes, oa_src, cap, m.hops, used)   # spread (Fig. 11d)
+    else:
+        raise MappingError(f"unknown placement {placement!r}")
+    st = Structure(layer, kc, cc, pc, qc, k, c, p, q, phys,
+                   dict(zip(ia_keys, ia_homes)), dict(zip(oa_keys, oa_homes)), idx)
+    st.extras["placement"] = placement
+    st.extras["binding"] = binding if isinstance(binding, str) else "explicit"
+    return st
+
+
+@dataclass
+class BatchResult:
+    valid: np.ndarray        # [S] bool: buffer capacities respected
+    latency: np.ndarray      # [S] cycles
+    own: np.ndarray          # [S, N] per-chiplet completion (before chain drain)
+    energy: dict             # name -> [S] pJ
+    comp: np.ndarray         # [S, N] compute cycles
+
+    @property
+    def energy_total(self) -> np.ndarray:
+        return sum(self.energy.values())
+
+
+def _prepare(st: Structure, arch: Arch) -> dict:
+    """Flow topology of a structure (constant over PE-level choices), cached on it."""
+    key = ("prep", arch)
+    if key in st.extras:
+        return st.extras[key]
+    m = mesh(arch.mesh_rows, arch.mesh_cols)
+    noc = chiplet_noc(arch)
+    h_noc, h_nop = arch.noc_hop_cycles, arch.nop_hop_cycles
+    N, phys = st.n, np.asarray(st.phys)
+    pos = {int(ph): i for i, ph in enumerate(phys)}
+
+    def lat(src, dst, src_hops, dst_hops):
+        if src == dst:
+            return h_noc * src_hops[0]
+        return h_noc * (src_hops[1] + dst_hops) + h_nop * m.hops[src, dst]
+
+    flows = []                       # (src, dests, kind, owner, ia_member, const_bytes)
+    rep = {}
+    for i in range(N):
+        rep.setdefault((st.idx[i, 1], st.idx[i, 2], st.idx[i, 3]), []).append(i)
+    for key_, members in rep.items():
+        dests = [int(phys[i]) for i in members]
+        for h, frac in st.ia_homes[key_]:
+            flows.append((h, dests, "ia", -1, (members[0], frac), 0.0))
+    chain_next = {}
+    for i in range(N):
+        kk, cc_, pp_, qq = st.idx[i]
+        if cc_ < st.cc - 1:
+            chain_next[i] = i + 1                               # c innermost in logical order
+            flows.append((int(phys[i]), [int(phys[i + 1])], "ps", i, None,
+                          float(arch.psum_bytes * st.k[i] * st.p[i] * st.q[i])))
+        else:
+            for h, frac in st.oa_homes[(kk, pp_, qq)]:
+                flows.append((int(phys[i]), [h], "oa", i, None,
+                              frac * arch.act_bytes * st.k[i] * st.p[i] * st.q[i]))
+    F, nl = len(flows), len(m.links)
+    W_ia = np.zeros((N, F)); b0 = np.zeros(F)
+    trees = np.zeros((F, nl)); m_out = np.zeros((F, m.n)); m_in = np.zeros((F, m.n)); m_rem = np.zeros((F, m.n))
+    pairs = []                      # (flow, logical chiplet, kind, route)
+    lat_in = np.zeros(N); lat_ps = np.zeros(N); lat_oa = np.zeros(N)
+    noc_hops = np.zeros(F)
+    for f, (src, dests, kind, owner, iam, c0_) in enumerate(flows):
+        if iam is not None:
+            W_ia[iam[0], f] = iam[1]
+        b0[f] = c0_
+        remote = [d for d in dests if d != src]
+        trees[f] = m.tree(src, remote)
+        for d in remote:
+            m_rem[f, d] = 1
+        if kind == "ia":
+            m_out[f, src] = 1
+        if kind == "oa":
+            m_in[f, dests[0]] = 1
+        first = noc.gpe_to_nop if kind != "ps" else noc.nop_to_pe_avg
+        last = noc.nop_to_pe_avg if kind != "oa" else noc.gpe_to_nop
+        noc_hops[f] = (first if remote else 0) + last * max(len(dests), 1)
+        for d in dests:
+            i = pos[d] if kind == "ia" else owner
+            pairs.append((f, i, kind, m.path[src, d]))
+            if kind == "ia":
+                lat_in[i] = max(lat_in[i], lat(src, d, (noc.gpe_to_pe_max, noc.gpe_to_nop), noc.nop_to_pe_max))
+            elif kind == "ps":
+                lat_ps[i] = lat(src, d, (1, noc.nop_to_pe_max), noc.nop_to_pe_max)
+            else:
+                lat_oa[i] = max(lat_oa[i], lat(src, d, (noc.gpe_to_pe_max, noc.nop_to_pe_max), noc.gpe_to_nop))
+    # pairs grouped by kind and sorted by chiplet, for segment-max reductions
+    seg = {}
+    maxlen = max(1, max(int(p[3].sum()) for p in pairs))
+    for kind in ("ia", "ps", "oa"):
+        sel = sorted((p[1], j) for j, p in enumerate(pairs) if p[2] == kind)
+        js = [j for _, j in sel]
+        chip = np.array([i for i, _ in sel], int)
+        route_idx = np.full((len(js), maxlen), nl, int)          # index nl = a zero column
+        for r, j in enumerate(js):
+            li = np.flatnonzero(pairs[j][3])
+            route_idx[r, :li.size] = li
+        starts = np.flatnonzero(np.r_[True, chip[1:] != chip[:-1]]) if len(js) else np.zeros(0, int)
+        seg[kind] = dict(route_idx=route_idx, chip=chip[starts] if len(js) else chip, starts=starts,
+                         src=np.array([flows[pairs[j][0]][0] for j in js], int),
+                         dst=np.array([flows[pairs[j][0]][1][0] for j in js], int))
+    # reduction chains: chiplet -> chain head; drain terms
+    heads = [i for i in range(N) if st.idx[i, 1] == 0]
+    G = np.zeros((len(heads), N), bool); Gps = np.zeros((len(heads), N)); last = []
+    for g, i in enumerate(heads):
+        members = [i]
+        while members[-1] in chain_next:
+            members.append(chain_next[members[-1]])
+        G[g, members] = True
+        Gps[g, members[:-1]] = 1
+        last.append(members[-1])
+    sync = arch.layer_sync_cycles + 2 * h_nop * m.hops[phys[0], phys].max()
+    prep = dict(W_ia=W_ia, b0=b0, trees=trees, m_out=m_out, m_in=m_in, m_rem=m_rem, seg=seg, lat_in=lat_in, lat_ps=lat_ps, lat_oa=lat_oa, G=G, Gps=Gps,
+                last=np.array(last, int), sync=sync, noc_hops=noc_hops, F=F,
+                is_ia=np.array([f[2] == "ia" for f in flows]), is_oa=np.array([f[2] == "oa" for f in flows]),
+                ntree=trees.sum(axis=1))
+    st.extras[key] = prep
+    return prep
+
+
+def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchResult:
+    """Score S PE-level choices (arrays) on one chiplet-level structure; see module doc."""
+    L = st.layer
+    pr = _prepare(st, arch)
+    col = lambda a: np.asarray(a, np.int64).reshape(-1, 1)
+    kp, cp, pp, qp, p1, q1 = map(col, (kp, cp, pp, qp, p1, q1))
+    kpe, cpe = cdiv(st.k[None, :], kp), cdiv(st.c[None, :], cp)
+    ppe, qpe = cdiv(st.p[None, :], pp), cdiv(st.q[None, :], qp)
+    K1, C1 = cdiv(kpe, arch.k0), cdiv(cpe, arch.c0)
+    p1e, q1e = np.minimum(p1, ppe), np.minimum(q1, qpe)
+    P2, Q2 = cdiv(ppe, p1e), cdiv(qpe, q1e)
+    steps = P2 * Q2
+    rpt = lambda n_, s_, r_: np.where(s_ >= r_, n_ * r_, (n_ - 1) * s_ + r_)
+    rows1, cols1 = rpt(p1e, L.stride, L.R), rpt(q1e, L.stride, L.S)
+    valid = ((L.R * L.S * K1 * C1 <= arch.weight_buffer_bytes // (arch.k0 * arch.c0))
+             & (arch.c0 * C1 * rows1 * cols1 * arch.act_bytes <= arch.input_buffer_bytes // arch.input_buffer_slots)
+             & (K1 * p1e * q1e <= arch.accum_entries)
+             & (kp * cp * pp * qp <= arch.pes_per_chiplet)).all(axis=1)
+    cyc = L.R * L.S * K1 * C1 * ppe * qpe
+    comp = cyc / arch.pe_utilization
+    # input bytes per PE over all steps (halo re-fetch between temporal tiles counted)
+    lastp, lastq = ppe - (P2 - 1) * p1e, qpe - (Q2 - 1) * q1e
+    rows_tot = (P2 - 1) * rows1 + rpt(lastp, L.stride, L.R)
+    cols_tot = (Q2 - 1) * cols1 + rpt(lastq, L.stride, L.S)
+    ia_pe = cpe * rows_tot * cols_tot * arch.act_bytes                      # [S, N]
+    ia_chip = ia_pe * (cp * pp * qp)                                       # distinct PE tiles, multicast over kp
+    S = ia_pe.shape[0]
+    noc_bw, nop_bw = arch.noc_link_bytes_per_cycle, arch.nop_link_bytes_per_cycle
+    B = ia_chip @ pr["W_ia"] + pr["b0"][None, :]                          # [S, F] bytes per flow
+    load = B @ pr["trees"]                                                 # [S, links]
+    gpe_out, gpe_in, nop_in = B @ pr["m_out"], B @ pr["m_in"], B @ pr["m_rem"]
+    load0 = np.concatenate([load, np.zeros((S, 1))], axis=1) / nop_bw
+
+    def per_chiplet(kind, port=None, port_idx=None):
+        sg = pr["seg"][kind]
+        out = np.zeros((S, st.n))
+        if sg["starts"].size == 0:
+            return out
+        t = load0[:, sg["route_idx"]].max(axis=2)                            # bottleneck link
+        if port is not None:
+            t = np.maximum(t, port[:, sg[port_idx]] / noc_bw)
+        out[:, sg["chip"]] = np.maximum.reduceat(t, sg["starts"], axis=1)
+        return out
+
+    t_in = per_chiplet("ia", gpe_out, "src")
+    t_ps = per_chiplet("ps")
+    t_oa = per_chiplet("oa", gpe_in, "dst")
+    phys = np.asarray(st.phys)
+    t_in = np.maximum.reduce([t_in, nop_in[:, phys] / noc_bw, ia_pe / noc_bw])
+    ps_pe_step = arch.psum_bytes * kpe * p1e * q1e                          # one step, one PE
+    t_pechain = np.where(cp > 1, ps_pe_step * steps / noc_bw, 0.0)
+    busy = np.maximum.reduce([comp, t_in, t_ps, t_oa, t_pechain])
+    lat_in = pr["lat_in"]
+    period = np.maximum(busy / steps, (2 * lat_in + t_in / steps) / arch.input_buffer_slots)
+    # pipeline of (deliver input tile, compute, send results) over `steps` tiles: fill with the
+    # first tile's delivery and compute, then one period per further tile; the last tile's
+    # results are sent in the chain drain below
+    own = lat_in + t_in / steps + comp / steps + (steps - 1) * period
+    # reduction chains: slowest member + psum hops + PE-chain drain + output delivery
+    h_noc = arch.noc_hop_cycles
+    pe_drain = np.where(cp > 1, (cp - 1) * (h_noc + ps_pe_step / noc_bw), 0.0)
+    G = pr["G"]
+    chain_max = np.where(G[None], own[:, None, :], -np.inf).max(axis=2)             # [S, groups]
+    hop = pr["lat_ps"][None, :] + t_ps / steps
+    chain_ps = hop @ pr["Gps"].T
+    z = pr["last"]
+    tail = pe_drain[:, z] + pr["lat_oa"][z][None, :] + t_oa[:, z] / steps[:, z]
+    latency = (chain_max + chain_ps + tail).max(axis=1) + pr["sync"]
+    # ---- energy (pJ) ----
+    es = arch.energy_scale
+    npe = (kp * cp * pp * qp).astype(float)                                 # PEs per chiplet
+    ib = ((cyc * arch.c0 + ia_pe) * npe).sum(axis=1) * arch.act_bytes
+    wb = (L.R * L.S * K1 * C1 * arch.k0 * arch.c0 * steps * npe).sum(axis=1) * arch.act_bytes
+    acc = (2 * arch.k0 * cyc * npe).sum(axis=1)
+    gpe_bytes = B[:, pr["is_ia"]].sum(axis=1) + B[:, pr["is_oa"]].sum(axis=1)
+    noc_bytehops = B @ pr["noc_hops"] + (ps_pe_step * steps * (cp - 1) * (kp * pp * qp)).sum(axis=1)
+    nop_bytelinks = B @ pr["ntree"]
+    energy = {
+        "mac": np.full(S, float(L.macs)) * arch.e_mac_pj * es,   # idle (padded) lanes gated
+        "input_buffer": ib * arch.e_input_buffer_pj_per_byte * es,
+        "weight_buffer": wb * arch.e_weight_buffer_pj_per_byte * es,
+        "accum_buffer": acc * arch.e_accum_pj_per_access * es,
+        "global_pe": gpe_bytes * arch.e_gpe_pj_per_byte * es,
+        "noc": noc_bytehops * 8 * arch.e_noc_pj_per_bit_hop * es,
+        "nop": nop_bytelinks * 8 * arch.nop_pj_per_bit,
+    }
+    return BatchResult(valid, latency, own, energy, comp)
+
+
+@dataclass
+class LayerResult:
+    layer: str
+    mapping: Mapping
+    n_chiplets: int
+    latency_cycles: float
+    energy_pj: float
+    energy: dict
+    own: list
+    binding: object = "row-major"
+    placement: str = "sequential"
+    samples: int = 0
+
+    def latency_us(self, arch: Arch) -> float:
+        return self.latency_cycles / (arch.pe_clock_ghz * 1e3)
+
+
+def evaluate(layer: Layer, arch: Arch, mp: Mapping, binding="row-major", placement="sequential") -> LayerResult:
+    """Evaluate one mapping; raises MappingError if it violates a buffer capacity."""
+    st = build_structure(layer, arch, mp.kc, mp.cc, mp.pc, mp.qc, binding, placement, mp.k_ext, mp.p_ext)
+    r = evaluate_batch(st, arch, [mp.kp], [mp.cp], [mp.pp], [mp.qp], [mp.p1], [mp.q1])
+    if not r.valid[0]:
+        raise MappingError(f"{layer.name}: mapping {mp.short()} exceeds a PE buffer capacity")
+    return LayerResult(layer.name, mp, mp.n_chiplets, float(r.latency[0]), float(r.energy_total[0]),
+                       {k: float(v[0]) for k, v in r.energy.items()}, r.own[0].tolist(), binding, placement)

@@ -1,0 +1,289 @@
+"""Simba model: layer shapes, parameters, routing and hand-computed performance/energy cases."""
+import json
+
+import numpy as np
+import pytest
+
+from tessera.sim_models.simba.arch import ArchError, load_arch
+from tessera.sim_models.simba.layers import Layer, LayerError, load_network, rows_per_tile
+from tessera.sim_models.simba.model import (Mapping, MappingError, build_structure, evaluate,
+                                            evaluate_batch, place_greedy, place_sequential, split)
+from tessera.sim_models.simba.topology import bind, chiplet_noc, mesh, xy_route
+
+ARCH = load_arch()
+NET = {l.name: l for l in load_network("resnet50")}
+ES = (0.72 / 0.42) ** 2
+
+
+# ---------------- workloads ----------------
+def test_resnet50_layer_list():
+    assert len(NET) == 54                       # 53 convolutions (paper Sec. 4.3) + fc1000
+    assert sum(n != "fc1000" for n in NET) == 53
+    for n in ["res2a_branch1", "res2a_branch2a", "res2c_branch2c", "res3d_branch2b", "res4f_branch2c",
+              "res5c_branch2c"]:
+        assert n in NET
+
+
+@pytest.mark.parametrize("name,P,C,K,R,macs", [
+    ("conv1", 112, 3, 64, 7, 112 * 112 * 64 * 3 * 49),
+    ("res2a_branch1", 56, 64, 256, 1, 56 * 56 * 256 * 64),
+    ("res2a_branch2b", 56, 64, 64, 3, 115_605_504),
+    ("res3a_branch1", 28, 256, 512, 1, 28 * 28 * 512 * 256),
+    ("res3a_branch2a", 28, 256, 128, 1, 28 * 28 * 128 * 256),
+    ("res4a_branch1", 14, 512, 1024, 1, 14 * 14 * 1024 * 512),
+    ("res5b_branch2b", 7, 512, 512, 3, 7 * 7 * 512 * 512 * 9),
+    ("fc1000", 1, 2048, 1000, 1, 2_048_000),
+])
+def test_layer_shapes_and_macs(name, P, C, K, R, macs):
+    l = NET[name]
+    assert (l.P, l.Q, l.C, l.K, l.R, l.S) == (P, P, C, K, R, R)
+    assert l.macs == macs
+
+
+def test_resnet50_total_macs():
+    # Caffe ResNet-50 v1: 3.858 G multiply-accumulates (the "3.8 GFLOPs" of He et al.)
+    assert sum(l.macs for l in NET.values()) == 3_857_973_248
+
+
+def test_ia_bytes_read_strided_1x1():
+    # res4a_branch1 (1x1 stride 2 on 28x28x512) reads only every other row/column
+    assert NET["res4a_branch1"].ia_bytes_read == 14 * 14 * 512
+    assert NET["res2a_branch2b"].ia_bytes_read == 56 * 56 * 64
+    assert rows_per_tile(4, 2, 1) == 4 and rows_per_tile(4, 1, 3) == 6 and rows_per_tile(3, 2, 7) == 11
+
+
+def test_layer_validation():
+    with pytest.raises(LayerError):
+        Layer("x", C=0, K=1, R=1, S=1, H=1, W=1)
+    with pytest.raises(LayerError):
+        load_network("vgg_nope")
+
+
+# ---------------- parameters ----------------
+def test_arch_derived():
+    assert ARCH.macs_per_chiplet == 1024
+    assert ARCH.nop_link_bytes_per_cycle == pytest.approx(4 * 11 / 8 / 1.03)
+    assert ARCH.with_(grs_gbps=25.0).nop_chiplet_gbytes_per_s == pytest.approx(100.0)   # Sec. 3.2
+    assert ARCH.peak_tops(1, 2.0) == pytest.approx(4.096)
+    assert ARCH.peak_tops(36, 1.8) == pytest.approx(132.7104)
+    assert ARCH.with_(grs_gbps=25.0).nop_pj_per_bit == pytest.approx(1.75)
+    assert ARCH.nop_pj_per_bit == pytest.approx(0.82)
+
+
+def test_arch_validation():
+    with pytest.raises(ArchError, match="pe_utilization"):
+        load_arch(pe_utilization=1.5)
+    with pytest.raises(ArchError, match="unknown"):
+        load_arch(bogus=1)
+    with pytest.raises(ArchError, match="grs_gbps"):
+        load_arch(grs_gbps=0)
+
+
+def test_rtl_bench_overrides(tmp_path):
+    assert load_arch(bench_dir=tmp_path) == ARCH                      # absent files: defaults
+    (tmp_path / "noc_throughput.json").write_text(json.dumps({"zero_load_cycles_per_hop": 3}))
+    (tmp_path / "pe_utilization.json").write_text(json.dumps({"min_utilization_large_tiles": 0.9}))
+    a = load_arch(bench_dir=tmp_path)
+    assert a.noc_hop_cycles == 3.0 and a.pe_utilization == 0.9
+    assert "noc_throughput.json" in a.provenance["noc_hop_cycles"]
+    (tmp_path / "pe_utilization.json").write_text(json.dumps({"other": 1}))
+    with pytest.raises(ArchError, match="min_utilization_large_tiles"):
+        load_arch(bench_dir=tmp_path)
+
+
+# ---------------- topology ----------------
+def test_xy_route_and_hops():
+    assert xy_route(6, 0, 14) == [(0, 1), (1, 2), (2, 8), (8, 14)]      # X first, then Y
+    m = mesh(6, 6)
+    assert len(m.links) == 120
+    assert m.hops[0, 35] == 10 and m.path[0, 35].sum() == 10
+    # multicast tree from 0 to {2, 14}: 0->1->2 shared, then 2->8->14
+    assert m.tree(0, [2, 14]).sum() == 4
+
+
+def test_chiplet_noc_hops():
+    n = chiplet_noc(ARCH)
+    # GPE at (4,1), PEs in columns 0..3 x rows 0..3: farthest PE (0,3) is 4 + 2 hops away
+    assert (n.gpe_to_pe_max, n.nop_to_pe_max, n.gpe_to_nop) == (6, 6, 1)
+    assert n.gpe_to_pe_avg == pytest.approx(3.375)
+
+
+def test_binder_orders():
+    assert bind(4) == (0, 1, 2, 3)
+    assert bind(8, "snake") == (0, 1, 2, 3, 4, 5, 11, 10)
+    assert set(bind(4, "centre")) == {14, 15, 20, 21}
+    with pytest.raises(ValueError):
+        bind(2, (0, 0))
+
+
+def test_placement_sequential_and_greedy():
+    homes, used = place_sequential([40000, 40000], 65536, [5, 6, 7])
+    assert homes[0] == [(5, 1.0)]
+    assert homes[1][0] == (5, pytest.approx(25536 / 40000)) and homes[1][1][0] == 6
+    m = mesh(6, 6)
+    h, _ = place_greedy([100], [[0, 5, 30, 35]], 65536, m.hops)
+    assert m.hops[h[0][0][0], [0, 5, 30, 35]].sum() == 20          # any chiplet minimises the sum on a
+    assert h[0][0][0] in (14, 15, 20, 21)                          # ...square; tie-break: centre (max 5)
+
+
+# ---------------- performance / energy: hand-computed ----------------
+SMALL = Layer("t", C=16, K=16, R=3, S=3, H=6, W=6, stride=1, pad=1)
+
+
+def test_one_pe_hand_computed():
+    """1 chiplet, 1 PE, one 6x6 tile: K1 = C1 = 2, compute 9*2*2*36 = 1296 cycles.
+    IA (16 ch x 8 x 8 = 1024 B) is local: GPE port 1024/16 = 64 cycles, latency 6 hops x 2.
+    OA (16 x 36 = 576 B) goes to chiplet 1 (sequential placement): 1 NoP link at 5.34 B/cycle,
+    latency 2*(6+1) + 20; sync 300 cycles."""
+    r = evaluate(SMALL, ARCH, Mapping(1, 1, 1, 1, 1, 1, 1, 1, 6, 6))
+    nop_bw = 4 * 11 / 8 / 1.03
+    own = 12 + 64 + 1296
+    assert r.own == [pytest.approx(own)]
+    assert r.latency_cycles == pytest.approx(own + 34 + 576 / nop_bw + 300)
+    macs = 16 * 16 * 9 * 36
+    assert r.energy["mac"] == pytest.approx(macs * 0.10 * ES)
+    assert r.energy["input_buffer"] == pytest.approx((1296 * 8 + 1024) * 0.25 * ES)
+    assert r.energy["weight_buffer"] == pytest.approx(9 * 2 * 2 * 64 * 0.25 * ES)
+    assert r.energy["accum_buffer"] == pytest.approx(2 * 8 * 1296 * 0.15 * ES)
+    assert r.energy["global_pe"] == pytest.approx((1024 + 576) * 0.5 * ES)
+    assert r.energy["nop"] == pytest.approx(576 * 8 * 0.82)
+    # NoC: IA local 1024 B x 3.5 avg hops; OA 576 B x (1 + 1) hops
+    assert r.energy["noc"] == pytest.approx((1024 * 3.5 + 576 * 2) * 8 * 0.05 * ES)
+
+
+def test_temporal_tiles_and_halo():
+    """P1 = Q1 = 3 on a 6x6 output: 4 steps, each input tile 5x5 -> 16 ch x 10 x 10 = 1600 B
+    delivered (halo re-fetched); compute unchanged (1296)."""
+    st = build_structure(SMALL, ARCH, 1, 1, 1, 1)
+    r = evaluate_batch(st, ARCH, [1], [1], [1], [1], [3], [3])
+    t_in = 1600 / 16
+    lat_in = 12
+    period = max(1296 / 4, (2 * lat_in + t_in / 4) / 2)
+    # fill: first tile delivered and computed; then 3 more periods
+    assert r.own[0, 0] == pytest.approx(lat_in + t_in / 4 + 1296 / 4 + 3 * period)
+
+
+def test_remote_multicast_link_sharing():
+    """2 chiplets split on K (kc=2): IA (1024 B) stored on chiplet 0, multicast to chiplets 0
+    and 1; chiplet 1 waits for 1 NoP hop and the 0->1 link at 5.34 B/cycle, which it shares
+    with chiplet 0's output activations (8 x 36 = 288 B, placed on chiplet 1)."""
+    st = build_structure(SMALL, ARCH, 2, 1, 1, 1)
+    r = evaluate_batch(st, ARCH, [1], [1], [1], [1], [6], [6])
+    nop_bw = 4 * 11 / 8 / 1.03
+    comp = 9 * 1 * 2 * 36                                # K per chiplet 8 -> K1 = 1
+    assert r.comp[0].tolist() == [comp, comp]
+    assert r.own[0, 0] == pytest.approx(12 + 64 + comp)
+    lat1 = 2 * (1 + 6) + 20
+    t1 = (1024 + 288) / nop_bw
+    assert r.own[0, 1] == pytest.approx(lat1 + t1 + comp)          # one step: deliver, then compute
+
+
+def test_buffer_capacities_enforced():
+    big = NET["res5a_branch2b"]                      # 2.36 MB of weights > 16 x 32 KB
+    with pytest.raises(MappingError, match="buffer"):
+        evaluate(big, ARCH, Mapping(1, 1, 1, 1, 4, 4, 1, 1, 7, 7))
+    l = NET["res2a_branch2b"]                        # accumulation: K1*P1*Q1 <= 128
+    with pytest.raises(MappingError):
+        evaluate(l, ARCH, Mapping(1, 1, 1, 1, 1, 16, 1, 1, 56, 56))
+
+
+def test_split_and_extents():
+    assert split(10, 4) == [3, 3, 2, 2]
+    with pytest.raises(MappingError):
+        build_structure(SMALL, ARCH, 2, 1, 1, 1, k_ext=(10, 5))
+
+
+# ---------------- invariants ----------------
+@pytest.mark.parametrize("name", ["res3a_branch1", "res3a_branch2b", "res2a_branch2b"])
+def test_more_nop_bandwidth_never_slower(name):
+    l = NET[name]
+    rng = np.random.default_rng(1)
+    st = [build_structure(l, load_arch(grs_gbps=g), 4, 8, 1, 1) for g in (11, 14, 18, 25)]
+    pe = rng.integers(0, 3, (200, 4))
+    args = [2 ** pe[:, 0], 2 ** pe[:, 1], 2 ** pe[:, 2], 2 ** pe[:, 3] // 2 + 1,
+            rng.integers(1, 8, 200), rng.integers(1, 8, 200)]
+    lats = [evaluate_batch(s, load_arch(grs_gbps=g), *args).latency for s, g in zip(st, (11, 14, 18, 25))]
+    for a, b in zip(lats, lats[1:]):
+        assert (b <= a + 1e-9).all()
+    assert (lats[-1] < lats[0]).any()
+
+
+FIG7 = [(0, 1, 6, 7), (0, 2, 12, 14), (0, 3, 18, 21), (0, 4, 24, 28), (0, 5, 30, 35)]
+
+
+def test_farther_placement_never_faster():
+    l = NET["res4a_branch1"]
+    for mp in [Mapping(4, 1, 1, 1, 16, 1, 1, 1, 2, 2), Mapping(2, 2, 1, 1, 4, 4, 1, 1, 2, 2),
+               Mapping(1, 4, 1, 1, 8, 2, 1, 1, 4, 2)]:
+        lats = [evaluate(l, ARCH, mp, binding=b).latency_cycles for b in FIG7]
+        assert lats == sorted(lats) and lats[-1] > lats[0]
+
+
+def test_mac_work_covers_layer():
+    """Every mapping's PEs together issue at least the layer's MACs (no work dropped)."""
+    l = NET["res3a_branch2b"]
+    st = build_structure(l, ARCH, 4, 2, 2, 1)
+    r = evaluate_batch(st, ARCH, [2, 4], [2, 1], [2, 4], [2, 1], [4, 2], [7, 28])
+    npe = np.array([16, 16])
+    issued = (r.comp * npe[:, None]).sum(axis=1) * 64
+    assert (issued >= l.macs).all()
+
+
+def test_reduction_chain_hand_computed():
+    """cc = 2: chiplet 0 (c 0..7) sends 24-bit psums (3 x 16 x 36 = 1728 B) to chiplet 1 over
+    the 0->1 link, which also carries chiplet 1's IA (512 B); chiplet 1 writes the outputs to
+    its own Global PE (sequential OA placement continues after the IA home, chiplet 0)."""
+    st = build_structure(SMALL, ARCH, 1, 2, 1, 1)
+    assert st.ia_homes == {(0, 0, 0): [(0, 1.0)], (1, 0, 0): [(0, 1.0)]}
+    assert st.oa_homes == {(0, 0, 0): [(1, 1.0)]}
+    r = evaluate_batch(st, ARCH, [1], [1], [1], [1], [6], [6])
+    bw = 4 * 11 / 8 / 1.03
+    comp = 9 * 2 * 1 * 36                               # K1 = 2, C1 = 1
+    link = (512 + 1728) / bw                             # 0->1 link load
+    own0 = 12 + 1024 / 16 + comp                         # GPE 0 sends 2 x 512 B
+    lat1 = 2 * (1 + 6) + 20
+    own1 = lat1 + link + comp
+    assert r.own[0].tolist() == [pytest.approx(own0), pytest.approx(own1)]
+    chain = max(own0, own1) + (2 * (6 + 6) + 20) + link  # psum hop: latency + transfer
+    tail = 12 + 576 / 16                                  # OA to the local GPE
+    sync = 300 + 2 * 20 * 1
+    assert r.latency[0] == pytest.approx(chain + tail + sync)
+
+
+def test_pipeline_time_hand_computed():
+    from tessera.sim_models.simba.model import LayerResult
+    from tessera.sim_models.simba.optim import pipeline_time
+    a = Layer("a", C=8, K=8, R=1, S=1, H=8, W=8)
+    b = Layer("b", C=8, K=8, R=3, S=3, H=8, W=8, pad=1)
+    ra = LayerResult("a", Mapping(1, 1, 1, 1, 1, 1, 1, 1, 2, 8), 1, 1000.0, 0.0, {}, [])
+    rb = LayerResult("b", Mapping(1, 1, 1, 1, 1, 1, 1, 1, 2, 8), 1, 800.0, 0.0, {}, [])
+    # b needs R - pad = 2 input rows = 1 of a's 4 row-steps: starts at 250; finishes no earlier
+    # than a's end + one of its own 4 steps
+    assert pipeline_time([(ra, a), (rb, b)]) == pytest.approx(max(250 + 800, 1000 + 800 / 4))
+    side = LayerResult("s", Mapping(1, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 1500.0, 0.0, {}, [])
+    assert pipeline_time([(ra, a), (rb, b)], [side]) == 1500.0
+
+
+def test_resnet50_every_layer_consistent():
+    """Every layer: output size by stage, channel chaining inside and across blocks, and MACs
+    = P*Q*K*C*R*S with P from the stage table (He et al. Table 1)."""
+    stage_p = {"2": 56, "3": 28, "4": 14, "5": 7}
+    prev_out = 64                                            # conv1 output channels
+    for name, l in NET.items():
+        if name in ("conv1", "fc1000"):
+            continue
+        stage, blk, br = name[3], name[4], name.split("_")[1]
+        assert l.P == l.Q == stage_p[stage], name
+        assert l.macs == stage_p[stage] ** 2 * l.K * l.C * l.R * l.S, name
+        mid = {"2": 64, "3": 128, "4": 256, "5": 512}[stage]
+        if br in ("branch1", "branch2a"):
+            assert l.C == prev_out, name                     # reads the block input
+        elif br == "branch2b":
+            assert (l.C, l.K, l.R) == (mid, mid, 3), name
+        if br in ("branch1", "branch2c"):
+            assert l.K == 4 * mid, name
+        if br == "branch2a":
+            assert l.K == mid and l.R == 1, name
+        if br == "branch2c":
+            prev_out = l.K
+    assert NET["fc1000"].C == prev_out == 2048
