@@ -1,0 +1,171 @@
+"""Bayesian + simulated-annealing co-optimiser -- Monad §IV-A/C (Fig. 6b).
+
+Bayesian optimisation (scikit-optimize ``Optimizer``: Gaussian-process
+surrogate, probability-of-improvement acquisition, ask/tell) samples the
+low-dimensional fields; every sample is evaluated by a simulated-annealing run
+over the high-dimensional fields (order, tiling, placement), whose best value
+is told back to the GP (in log space).  Objectives: latency, energy, edp,
+cost, and ``pareto`` (latency x cost; all visited designs are kept so the
+cost-latency Pareto front can be drawn).
+
+Evaluations are independent tasks sent to an executor (executor.py) in
+batches (``ask(n_points=batch)``, constant-liar); each task is seeded from
+(seed, task index), so a given seed gives the same result on any executor.
+
+Left out: the two-stage (architecture, then integration over kept Pareto
+designs) flow of Fig. 6a -- here both stages' fields are searched jointly,
+which is the paper's *Co-opt* setting; true multi-objective BO.
+"""
+from __future__ import annotations
+
+import math
+import random
+import warnings
+from dataclasses import dataclass, field
+
+from .perf import ModelError, load_workload
+from .space import Space, default_pe_total
+from .system import evaluate
+
+OBJECTIVES = ("latency", "energy", "edp", "cost", "pareto")
+INFEASIBLE = 1e300
+
+
+def score(res, objective: str) -> float:
+    if objective == "pareto":
+        return res.latency_ns * res.cost_usd
+    return res.objective(objective)
+
+
+def anneal(space: Space, low: dict, objective: str, steps: int, rng: random.Random,
+           keep_samples: bool = False):
+    """SA over order/tiling/placement for fixed low fields.  Returns
+    (best value, best high, best Result, samples, evaluations)."""
+    high = space.random_high(low, rng)
+    try:
+        res = evaluate(space.wl, space.decode(low, high))
+        cur = score(res, objective)
+    except ModelError:
+        res, cur = None, INFEASIBLE
+    best = (cur, high, res)
+    samples = []
+    n = 1
+    t0, t1 = 0.5, 0.005
+    for s in range(steps):
+        temp = t0 * (t1 / t0) ** (s / max(1, steps - 1))
+        cand = space.neighbour(low, high, rng)
+        try:
+            r = evaluate(space.wl, space.decode(low, cand))
+            v = score(r, objective)
+        except ModelError:
+            r, v = None, INFEASIBLE
+        n += 1
+        if keep_samples and r is not None:
+            samples.append((r.latency_ns, r.cost_usd, r.energy_pj, low["packaging"]))
+        dv = math.log(v) - math.log(cur) if cur < INFEASIBLE else -1.0
+        if v < cur or rng.random() < math.exp(-dv / temp):
+            high, cur = cand, v
+            if v < best[0]:
+                best = (v, cand, r)
+    return best[0], best[1], best[2], samples, n
+
+
+@dataclass
+class Task:
+    workload: str
+    pe_total: int
+    fixed: dict
+    free_low: list
+    seed: int
+    sa_steps: int
+    objective: str
+    keep_samples: bool = False
+
+
+def run_task(task: Task) -> dict:
+    """One Bayes evaluation: SA over the high-dimensional fields (top level, picklable)."""
+    wl = load_workload(task.workload)
+    space = Space(wl, task.pe_total, dict(task.fixed))
+    low = space.full_low(task.free_low)
+    rng = random.Random(task.seed)
+    v, high, res, samples, n = anneal(space, low, task.objective, task.sa_steps, rng, task.keep_samples)
+    return {"value": v, "low": low, "high": high, "result": res.as_dict() if res else None,
+            "samples": samples, "evals": n}
+
+
+@dataclass
+class History:
+    objective: str
+    values: list = field(default_factory=list)
+    points: list = field(default_factory=list)
+    best: dict | None = None
+    evals: int = 0
+    samples: list = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"objective": self.objective, "values": self.values, "evals": self.evals,
+                "best": self.best, "n_points": len(self.points)}
+
+
+def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: int = 50,
+             seed: int = 0, executor=None, batch: int = 4, fixed: dict | None = None,
+             pe_total: int | None = None, n_initial: int | None = None, keep_samples: bool = False,
+             progress=None) -> History:
+    """Bayes (GP + PI) over the free low-dimensional fields; SA inside each evaluation."""
+    from skopt import Optimizer
+    from skopt.space import Integer
+    from .executor import SerialExecutor, run_ordered
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}")
+    if budget < 1 or sa_steps < 0 or batch < 1:
+        raise ValueError("budget and batch must be >= 1, sa_steps >= 0")
+    wl = load_workload(workload)
+    pe_total = pe_total or default_pe_total(workload, len(wl.ops))
+    fixed = dict(fixed or {})
+    space = Space(wl, pe_total, fixed)
+    ex = executor or SerialExecutor()
+    hist = History(objective)
+    dims = [Integer(lo, hi) for lo, hi in space.low_dims()]
+    if not dims:                      # everything low is fixed: SA only
+        r = run_task(Task(workload, pe_total, fixed, [], seed * 1000003, sa_steps * budget, objective, keep_samples))
+        hist.values.append(r["value"])
+        hist.best, hist.evals, hist.samples = r, r["evals"], r["samples"]
+        return hist
+    opt = Optimizer(dims, base_estimator="GP", acq_func="PI", acq_optimizer="sampling",
+                    n_initial_points=n_initial or min(10, budget), random_state=seed)
+    done = 0
+    while done < budget:
+        k = min(batch, budget - done)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            xs = opt.ask(n_points=k) if k > 1 else [opt.ask()]
+        xs = [[int(v) for v in x] for x in xs]
+        tasks = [Task(workload, pe_total, fixed, x, seed * 1000003 + done + i, sa_steps, objective, keep_samples)
+                 for i, x in enumerate(xs)]
+        outs = run_ordered(ex, run_task, tasks)
+        ys = [math.log(o["value"]) if o["value"] < INFEASIBLE else 700.0 for o in outs]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            opt.tell(xs, ys)
+        for x, o in zip(xs, outs):
+            hist.points.append(x)
+            hist.values.append(o["value"])
+            hist.evals += o["evals"]
+            hist.samples.extend(o["samples"])
+            if o["result"] is not None and (hist.best is None or o["value"] < hist.best["value"]):
+                hist.best = {k: v for k, v in o.items() if k != "samples"}
+        done += k
+        if progress is not None:
+            progress(k)
+    return hist
+
+
+def pareto_front(points: list) -> list:
+    """Non-dominated (x, y) pairs, both minimised, sorted by x."""
+    pts = sorted(set(points))
+    front, best_y = [], math.inf
+    for x, y in pts:
+        if y < best_y:
+            front.append((x, y))
+            best_y = y
+    return front
