@@ -119,6 +119,15 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}")
     if budget < 1 or sa_steps < 0 or batch < 1:
         raise ValueError("budget and batch must be >= 1, sa_steps >= 0")
+    from threadpoolctl import threadpool_limits
+    with threadpool_limits(1):        # small GP: BLAS threads only add contention
+        return _optimise(workload, objective, budget, sa_steps, seed, executor, batch, fixed,
+                         pe_total, n_initial, keep_samples, progress, Optimizer, Integer,
+                         SerialExecutor, run_ordered)
+
+
+def _optimise(workload, objective, budget, sa_steps, seed, executor, batch, fixed, pe_total,
+              n_initial, keep_samples, progress, Optimizer, Integer, SerialExecutor, run_ordered):
     wl = load_workload(workload)
     pe_total = pe_total or default_pe_total(workload, len(wl.ops))
     fixed = dict(fixed or {})
@@ -132,6 +141,7 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
         hist.best, hist.evals, hist.samples = r, r["evals"], r["samples"]
         return hist
     opt = Optimizer(dims, base_estimator="GP", acq_func="PI", acq_optimizer="sampling",
+                    acq_optimizer_kwargs={"n_points": 2000},
                     n_initial_points=n_initial or min(10, budget), random_state=seed)
     done = 0
     while done < budget:
