@@ -3,7 +3,8 @@
 Bayesian optimisation (scikit-optimize ``Optimizer``: Gaussian-process
 surrogate, probability-of-improvement acquisition, ask/tell) samples the
 low-dimensional fields; every sample is evaluated by a simulated-annealing run
-over the high-dimensional fields (order, tiling, placement), whose best value
+over the high-dimensional fields (order, tiling, placement; started from an
+output-stationary, large-tile heuristic point), whose best value
 is told back to the GP (in log space).  Objectives: latency, energy, edp,
 cost, and ``pareto`` (latency x cost; all visited designs are kept so the
 cost-latency Pareto front can be drawn).
@@ -41,7 +42,7 @@ def anneal(space: Space, low: dict, objective: str, steps: int, rng: random.Rand
            keep_samples: bool = False):
     """SA over order/tiling/placement for fixed low fields.  Returns
     (best value, best high, best Result, samples, evaluations)."""
-    high = space.random_high(low, rng)
+    high = space.random_high(low, rng, heuristic=True)
     try:
         res = evaluate(space.wl, space.decode(low, high))
         cur = score(res, objective)

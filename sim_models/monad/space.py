@@ -102,7 +102,11 @@ class Space:
                    for i, op in enumerate(self.wl.ops))
 
     # ---- high-dimensional part
-    def random_high(self, low: dict, rng: random.Random) -> dict:
+    def random_high(self, low: dict, rng: random.Random, heuristic: bool = False) -> dict:
+        """Random high-dimensional fields; ``heuristic`` gives the annealer's
+        start instead: reduction loops innermost (output stationary), whole
+        chiplet share as the chiplet tile, 32 per loop as the core tile, and
+        chiplets placed in id order."""
         high = {"order": [], "tiling": []}
         for op in self.wl.ops:
             loops = list(op.loop_names)
@@ -110,12 +114,20 @@ class Space:
             for _ in LEVELS:
                 o = loops[:]
                 rng.shuffle(o)
+                if heuristic:
+                    out = {l for dim in op.output.idx for l in dim}
+                    o.sort(key=lambda l: l not in out)
                 orders.append(tuple(o))
             high["order"].append(orders)
-            high["tiling"].append([{l: rng.randint(0, self._emax(op, l)) for l in loops} for _ in LEVELS[:2]])
+            if heuristic:
+                high["tiling"].append([{l: self._emax(op, l) for l in loops},
+                                       {l: min(5, self._emax(op, l)) for l in loops}])
+            else:
+                high["tiling"].append([{l: rng.randint(0, self._emax(op, l)) for l in loops} for _ in LEVELS[:2]])
         nn = n_nodes(low["network"], self.n_chiplets(low))
         p = list(range(self.n_chiplets(low))) + [-1] * (nn - self.n_chiplets(low))
-        rng.shuffle(p)
+        if not heuristic:
+            rng.shuffle(p)
         high["placement"] = p
         for k in ("order", "tiling", "placement"):
             if k in self.fixed:

@@ -67,6 +67,7 @@ class Result:
     chiplet_areas: list = field(default_factory=list)
     cost: dict = field(default_factory=dict)
     util: dict = field(default_factory=dict)
+    compute_area_mm2: float = 0.0  # silicon without die-to-die I/O (a monolithic equivalent)
 
     @property
     def edp(self) -> float:
@@ -81,7 +82,8 @@ class Result:
                 "cost_usd": self.cost_usd, "area_mm2": self.area_mm2, "link_bw_GBps": self.link_bw,
                 "throughput_per_ns": self.throughput, "energy_breakdown_pj": self.energy,
                 "cost_breakdown_usd": self.cost, "stage_delays_ns": self.stages,
-                "chiplet_areas_mm2": self.chiplet_areas, "utilisation": self.util}
+                "chiplet_areas_mm2": self.chiplet_areas, "utilisation": self.util,
+                "compute_area_mm2": self.compute_area_mm2}
 
 
 _op_cache = lru_cache(maxsize=200000)(evaluate_op)
@@ -244,4 +246,5 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
     return Result(latency_cycles / ghz, ghz / longest if longest else 0.0, sum(energy.values()),
                   cb.total, sum(areas) + cb.interposer_area_mm2, bw * ghz, energy,
                   {k: v / ghz for k, v in stages.items()}, areas, cb.as_dict(),
-                  {o: res[o].util for o in res})
+                  {o: res[o].util for o in res},
+                  sum(res[op.name].area_mm2 * len(ids[op.name]) for op in wl.ops))
