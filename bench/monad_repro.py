@@ -84,10 +84,6 @@ def shape_index(space, i, want):
     for k, s in enumerate(space.shape_opts[i]):
         if s == want:
             return k
-    # nearest: same chiplet and core grid, any PE array
-    for k, s in enumerate(space.shape_opts[i]):
-        if s[0] == want[0] and s[1] == want[1]:
-            return k
     raise ValueError(f"no shape {want} for op {i}")
 
 
@@ -104,9 +100,10 @@ def baseline_fixed(wl, pe_total, style):
         oc, ic = ("k", "c") if conv else ("j", "k")
         plane = ("p", "q") if conv else ("i", "i")
         n = sp.budgets[i]
-        pe = (8, n // 64) if n >= 64 else (1, n)
-        pe = (min(pe), max(pe))
         chips = (2, 2) if n >= 256 else (1, 2)
+        per_core = n // (chips[0] * chips[1] * 4)          # Simba: 2x2 (here) cores per chiplet
+        px = 2 ** (int(math.log2(per_core)) // 2)              # near-square PE array (8x8 at 64)
+        pe = (px, per_core // px)
         fixed[f"{op.name}.shape"] = shape_index(sp, i, (chips, (2, 2), pe))
         if style == "simba":
             lv = [(oc, ic), (oc, ic), (ic, oc)]
