@@ -129,7 +129,10 @@ def fig7(ex, budget, sa, seed):
             h = optimise(w, "edp", budget=budget, sa_steps=sa, seed=seed, executor=ex,
                          fixed=baseline_fixed(wl, pe, style), pe_total=pe)
             r[style] = h.best["result"]
-        h = optimise(w, "edp", budget=budget, sa_steps=sa, seed=seed, executor=ex, pe_total=pe, batch=4)
+        # Monad: two-stage flow (Fig. 6a), warm-started with the two baselines' encodings
+        x0 = [baseline_fixed(wl, pe, st) for st in ("simba", "baton")]
+        h = optimise(w, "edp", budget=budget, sa_steps=sa, seed=seed, executor=ex, pe_total=pe, batch=4,
+                     two_stage=True, x0=x0)
         r["monad"] = h.best["result"]
         r["monad_design"] = {"low": h.best["low"]}
         rows[w] = r
@@ -215,7 +218,7 @@ def fig8(ex, budget, sa, seed, n_rand=9):
         for name, free in settings.items():
             fx = {} if free is None else frozen(free)
             h = optimise("transformer", obj, budget=budget, sa_steps=sa, seed=seed, executor=ex, fixed=fx,
-                         pe_total=pe, batch=4)
+                         pe_total=pe, batch=4, two_stage=free is None)
             vals[name] = h.best["value"]
         out[obj] = {k: vals["Rand"] / v for k, v in vals.items()}
         print(f"  Fig 8 {obj}: " + "  ".join(f"{k} {v:.2f}x" for k, v in out[obj].items()))
@@ -276,7 +279,8 @@ def fig9(ex, budget, sa, seed):
 # ------------------------------------------------------------------ tensor-train case
 def tensor_train(ex, budget, sa, seed):
     wl = load_workload("tensor_train")
-    h = optimise("tensor_train", "pareto", budget=budget, sa_steps=sa, seed=seed, executor=ex, batch=4)
+    h = optimise("tensor_train", "pareto", budget=budget, sa_steps=sa, seed=seed, executor=ex, batch=4,
+                 two_stage=True)
     best = h.best
     sp = Space(wl, default_pe_total("tensor_train", len(wl.ops)))
     low = best["low"]

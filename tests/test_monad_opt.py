@@ -70,3 +70,21 @@ def test_bad_scheduler_address():
     with pytest.raises(ValueError):
         with make_executor("localhost:8786"):
             pass
+
+
+def test_two_stage_design_selector():
+    wl = load_workload("transformer")
+    h = optimise("transformer", "latency", budget=6, sa_steps=4, seed=2, batch=3, two_stage=True, keep=2)
+    assert len(h.values) == 6 and h.best["value"] == min(h.values)
+    stage2 = h.records[3:]
+    assert all("mm0.design" in r["low"] for r in stage2)
+    # the selector copies the chosen candidate's architecture fields into the design
+    cands = [{"low": {k: v for k, v in r["low"].items() if k.startswith("mm")}, "high": r["high"]}
+             for r in h.records[:2]]
+    sp = Space(wl, 4096, {"candidates": cands})
+    assert [n for n, _ in sp.free_low] == [f"mm{i}.design" for i in range(5)] + ["packaging", "network"]
+    low = sp.full_low([1, 0, 1, 0, 1, 2, 3])
+    assert low["mm0.shape"] == cands[1]["low"]["mm0.shape"] and low["mm1.shape"] == cands[0]["low"]["mm1.shape"]
+    high = sp.random_high(low, random.Random(0))
+    assert high["tiling"][0] == cands[1]["high"]["tiling"][0]
+    assert sp.neighbour(low, high, random.Random(0))["order"] == high["order"]   # only placement moves

@@ -3,7 +3,8 @@
   tessera monad cost --area 331 --node 28 --chiplets 3 [--packaging all] [--json]
   tessera monad cost --fig3
   tessera monad dse --workload transformer --objective edp --budget 20 [--sa-steps 50]
-                    [--seed 0] [--batch 4] [--workers N | --scheduler tcp://HOST:PORT] --out DIR
+                    [--seed 0] [--batch 4] [--flow two-stage|joint]
+                    [--workers N | --scheduler tcp://HOST:PORT] --out DIR
 """
 from __future__ import annotations
 
@@ -89,13 +90,14 @@ def run_dse(args) -> int:
         with make_executor(args.scheduler, args.workers) as ex, \
                 tqdm(total=args.budget, desc=f"dse {args.workload}/{args.objective}", file=sys.stderr) as bar:
             h = optimise(args.workload, args.objective, args.budget, args.sa_steps, args.seed, ex,
-                         args.batch, keep_samples=True, progress=bar.update)
+                         args.batch, keep_samples=True, progress=bar.update,
+                         two_stage=args.flow == "two-stage")
     except (ModelError, ValueError, OSError) as e:
         return _err("dse", str(e))
     best = h.best
     lat_cost = [(s[0], s[1]) for s in h.samples]
     front = pareto_front(lat_cost)
-    doc = {"workload": args.workload, "objective": args.objective, "budget": args.budget,
+    doc = {"workload": args.workload, "objective": args.objective, "budget": args.budget, "flow": args.flow,
            "sa_steps": args.sa_steps, "seed": args.seed, "evaluations": h.evals,
            "history": h.values, "best": best, "pareto_latency_cost": front}
     (out / "dse.json").write_text(json.dumps(doc, indent=1, default=str))
@@ -161,6 +163,8 @@ def add_parser(subparsers):
     d.add_argument("--sa-steps", type=int, default=50, help="annealing steps per evaluation")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--batch", type=int, default=4, help="points asked per Bayes round")
+    d.add_argument("--flow", choices=["two-stage", "joint"], default="two-stage",
+                   help="architecture then integration stage (Fig. 6a), or one joint search")
     d.add_argument("--workers", type=int, default=None, help="local processes (0 = in-process)")
     d.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT", help="Dask scheduler")
     d.add_argument("--out", required=True, metavar="DIR")

@@ -13,9 +13,11 @@ Evaluations are independent tasks sent to an executor (executor.py) in
 batches (``ask(n_points=batch)``, constant-liar); each task is seeded from
 (seed, task index), so a given seed gives the same result on any executor.
 
-Left out: the two-stage (architecture, then integration over kept Pareto
-designs) flow of Fig. 6a -- here both stages' fields are searched jointly,
-which is the paper's *Co-opt* setting; true multi-objective BO.
+``two_stage=True`` runs the flow of Fig. 6a (architecture stage, then an
+integration stage over the best kept designs with a design selector per op);
+otherwise all fields are searched jointly.  Left out: keeping a true Pareto
+set in the architecture stage (the best ``keep`` designs by the objective are
+kept), true multi-objective BO.
 """
 from __future__ import annotations
 
@@ -102,6 +104,7 @@ class History:
     best: dict | None = None
     evals: int = 0
     samples: list = field(default_factory=list)
+    records: list = field(default_factory=list)     # {"value", "low", "high"} per evaluation
 
     def as_dict(self) -> dict:
         return {"objective": self.objective, "values": self.values, "evals": self.evals,
@@ -111,8 +114,14 @@ class History:
 def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: int = 50,
              seed: int = 0, executor=None, batch: int = 4, fixed: dict | None = None,
              pe_total: int | None = None, n_initial: int | None = None, keep_samples: bool = False,
-             progress=None) -> History:
-    """Bayes (GP + PI) over the free low-dimensional fields; SA inside each evaluation."""
+             progress=None, two_stage: bool = False, x0: list | None = None, keep: int = 4) -> History:
+    """Bayes (GP + PI) over the free low-dimensional fields; SA inside each evaluation.
+
+    ``two_stage`` (Fig. 6a): half the budget explores the architecture fields on
+    an organic mesh with identity placement; the ``keep`` best designs become
+    candidates of the integration stage, which selects a design per op and
+    explores packaging, network and placement with the other half.  ``x0``:
+    known designs (full low-field dicts) evaluated first (warm start)."""
     from skopt import Optimizer
     from skopt.space import Integer
     from .executor import SerialExecutor, run_ordered
@@ -121,13 +130,42 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     if budget < 1 or sa_steps < 0 or batch < 1:
         raise ValueError("budget and batch must be >= 1, sa_steps >= 0")
     from threadpoolctl import threadpool_limits
+    args = (objective, sa_steps, executor, batch, pe_total, n_initial, keep_samples, progress,
+            Optimizer, Integer, SerialExecutor, run_ordered)
     with threadpool_limits(1):        # small GP: BLAS threads only add contention
-        return _optimise(workload, objective, budget, sa_steps, seed, executor, batch, fixed,
-                         pe_total, n_initial, keep_samples, progress, Optimizer, Integer,
-                         SerialExecutor, run_ordered)
+        if not two_stage:
+            return _optimise(workload, budget, seed, fixed, x0, *args)
+        fixed = dict(fixed or {})
+        ops = [op.name for op in load_workload(workload).ops]
+        f1 = dict(fixed)
+        f1.setdefault("packaging", 0)
+        f1.setdefault("network", 0)
+        f1.setdefault("placement", "identity")
+        b1 = max(1, budget // 2)
+        h1 = _optimise(workload, b1, seed, f1, x0, *args)
+        cands, seen = [], set()
+        for r in sorted(h1.records, key=lambda r: r["value"]):
+            arch = {k: v for k, v in r["low"].items() if k.split(".")[0] in ops and "." in k}
+            key = tuple(sorted(arch.items()))
+            if key in seen or r["value"] >= INFEASIBLE:
+                continue
+            seen.add(key)
+            cands.append({"low": arch, "high": {"order": r["high"]["order"], "tiling": r["high"]["tiling"]}})
+            if len(cands) == keep:
+                break
+        if budget - b1 < 1 or not cands:
+            return h1
+        f2 = {k: v for k, v in fixed.items() if k in ("packaging", "network", "placement")}
+        f2["candidates"] = cands
+        h2 = _optimise(workload, budget - b1, seed + 7919, f2, None, *args)
+        h = History(objective, h1.values + h2.values, h1.points + h2.points, None, h1.evals + h2.evals,
+                    h1.samples + h2.samples, h1.records + h2.records)
+        bests = [b for b in (h1.best, h2.best) if b is not None]
+        h.best = min(bests, key=lambda b: b["value"]) if bests else None
+        return h
 
 
-def _optimise(workload, objective, budget, sa_steps, seed, executor, batch, fixed, pe_total,
+def _optimise(workload, budget, seed, fixed, x0, objective, sa_steps, executor, batch, pe_total,
               n_initial, keep_samples, progress, Optimizer, Integer, SerialExecutor, run_ordered):
     wl = load_workload(workload)
     pe_total = pe_total or default_pe_total(workload, len(wl.ops))
@@ -139,17 +177,23 @@ def _optimise(workload, objective, budget, sa_steps, seed, executor, batch, fixe
     if not dims:                      # everything low is fixed: SA only
         r = run_task(Task(workload, pe_total, fixed, [], seed * 1000003, sa_steps * budget, objective, keep_samples))
         hist.values.append(r["value"])
+        hist.records.append({"value": r["value"], "low": r["low"], "high": r["high"]})
         hist.best, hist.evals, hist.samples = r, r["evals"], r["samples"]
         return hist
     opt = Optimizer(dims, base_estimator="GP", acq_func="PI", acq_optimizer="sampling",
                     acq_optimizer_kwargs={"n_points": 2000},
                     n_initial_points=n_initial or min(10, budget), random_state=seed)
     done = 0
+    warm = [space.free_of(dict(x)) for x in (x0 or [])][:budget]
     while done < budget:
         k = min(batch, budget - done)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            xs = opt.ask(n_points=k) if k > 1 else [opt.ask()]
+        if warm:
+            xs, warm = warm[:k], warm[k:]
+            k = len(xs)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                xs = opt.ask(n_points=k) if k > 1 else [opt.ask()]
         xs = [[int(v) for v in x] for x in xs]
         tasks = [Task(workload, pe_total, fixed, x, seed * 1000003 + done + i, sa_steps, objective, keep_samples)
                  for i, x in enumerate(xs)]
@@ -163,6 +207,7 @@ def _optimise(workload, objective, budget, sa_steps, seed, executor, batch, fixe
             hist.values.append(o["value"])
             hist.evals += o["evals"]
             hist.samples.extend(o["samples"])
+            hist.records.append({"value": o["value"], "low": o["low"], "high": o["high"]})
             if o["result"] is not None and (hist.best is None or o["value"] < hist.best["value"]):
                 hist.best = {k: v for k, v in o.items() if k != "samples"}
         done += k

@@ -14,8 +14,10 @@ per loop at package and chiplet level) per op, and ``placement`` (network node
 
 The PE budget of each op is the workload budget split in proportion to MACs
 (rounded down to a power of two), as §IV-B suggests to balance the pipeline.
-The *design selector* field is implicit: every op selects its own design (the
-two-stage flow that first keeps a Pareto set per op is not implemented).
+Two-stage flow (Fig. 6a): with ``fixed["candidates"]`` (designs kept from the
+architecture stage, each {"low": arch fields, "high": order/tiling}) the
+per-op architecture fields are replaced by a *design selector* per op
+(``<op>.design``), and annealing only moves the placement.
 Fields can be frozen (``fixed``) to build the baselines and the ablation.
 """
 from __future__ import annotations
@@ -73,8 +75,12 @@ class Space:
         for i, s in enumerate(self.shape_opts):
             if not s:
                 raise ValueError(f"op {self.wl.ops[i].name}: no shape for a budget of {self.budgets[i]} PEs")
+        self.candidates = self.fixed.get("candidates")
         self.all_low = []
         for i, op in enumerate(self.wl.ops):
+            if self.candidates:          # integration stage: a design selector per op
+                self.all_low.append((f"{op.name}.design", len(self.candidates)))
+                continue
             self.all_low.append((f"{op.name}.shape", len(self.shape_opts[i])))
             for lv in LEVELS:
                 self.all_low.append((f"{op.name}.spatial.{lv}", len(self.pairs[i])))
@@ -82,9 +88,9 @@ class Space:
         self.all_low.append(("packaging", 3))
         self.all_low.append(("network", len(NETWORKS)))
         for k in self.fixed:
-            if k not in dict(self.all_low) and k not in ("order", "tiling", "placement"):
+            if k not in dict(self.all_low) and k not in ("order", "tiling", "placement", "candidates"):
                 raise ValueError(f"unknown field {k!r}")
-        self.free_low = [(n, k) for n, k in self.all_low if n not in self.fixed]
+        self.free_low = [(n, k) for n, k in self.all_low if n not in self.fixed and k > 1]
 
     # ---- low-dimensional part
     def low_dims(self) -> list:
@@ -92,7 +98,18 @@ class Space:
 
     def full_low(self, free: list) -> dict:
         vals = dict(zip([n for n, _ in self.free_low], (int(v) for v in free)))
-        return {n: (self.fixed[n] if n in self.fixed else vals[n]) for n, _ in self.all_low}
+        low = {n: (self.fixed[n] if n in self.fixed else vals.get(n, 0)) for n, _ in self.all_low}
+        if self.candidates:              # copy each op's architecture fields from its selected design
+            for op in self.wl.ops:
+                c = self.candidates[low[f"{op.name}.design"]]["low"]
+                for k, v in c.items():
+                    if k.startswith(op.name + "."):
+                        low[k] = v
+        return low
+
+    def free_of(self, low: dict) -> list:
+        """The free low-dimensional values of a full ``low`` dict (e.g. a known design)."""
+        return [int(low[n]) for n, _ in self.free_low]
 
     def random_low(self, rng: random.Random) -> list:
         return [rng.randrange(k) for _, k in self.free_low]
@@ -129,6 +146,11 @@ class Space:
         if not heuristic:
             rng.shuffle(p)
         high["placement"] = p
+        if self.candidates:
+            for i, op in enumerate(self.wl.ops):
+                c = self.candidates[low[f"{op.name}.design"]]["high"]
+                high["order"][i] = [tuple(o) for o in c["order"][i]]
+                high["tiling"][i] = [dict(t) for t in c["tiling"][i]]
         for k in ("order", "tiling", "placement"):
             if k in self.fixed:
                 v = self.fixed[k]
@@ -145,7 +167,8 @@ class Space:
         h = {"order": [[tuple(o) for o in x] for x in high["order"]],
              "tiling": [[dict(t) for t in x] for x in high["tiling"]],
              "placement": list(high["placement"])}
-        moves = [k for k in ("order", "tiling", "placement") if k not in self.fixed]
+        frozen = set(self.fixed) | ({"order", "tiling"} if self.candidates else set())
+        moves = [k for k in ("order", "tiling", "placement") if k not in frozen]
         if not moves:
             return h
         kind = rng.choice(moves)
