@@ -75,8 +75,8 @@ def test_bad_scheduler_address():
 def test_two_stage_design_selector():
     wl = load_workload("transformer")
     h = optimise("transformer", "latency", budget=6, sa_steps=4, seed=2, batch=3, two_stage=True, keep=2)
-    assert len(h.values) == 6 and h.best["value"] == min(h.values)
-    stage2 = h.records[3:]
+    assert len(h.values) == 12 and h.best["value"] == min(h.values)
+    stage2 = h.records[6:]
     assert all("mm0.design" in r["low"] for r in stage2)
     # the selector copies the chosen candidate's architecture fields into the design
     cands = [{"low": {k: v for k, v in r["low"].items() if k.startswith("mm")}, "high": r["high"]}
@@ -88,3 +88,13 @@ def test_two_stage_design_selector():
     high = sp.random_high(low, random.Random(0))
     assert high["tiling"][0] == cands[1]["high"]["tiling"][0]
     assert sp.neighbour(low, high, random.Random(0))["order"] == high["order"]   # only placement moves
+    # the integration stage can only improve on the architecture stage's best
+    assert h.best["value"] <= min(h.values[:6])
+
+
+def test_polish_never_worse():
+    kw = dict(budget=3, sa_steps=3, seed=5, batch=3, n_initial=3)
+    a = optimise("transformer", "energy", **kw)
+    b = optimise("transformer", "energy", polish=20, **kw)
+    assert b.values == a.values and b.evals == a.evals + 21
+    assert b.best["value"] <= a.best["value"]

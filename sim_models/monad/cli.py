@@ -88,7 +88,7 @@ def run_dse(args) -> int:
         return _err("dse", f"cannot create --out {out}: {e.strerror}")
     try:
         with make_executor(args.scheduler, args.workers) as ex, \
-                tqdm(total=args.budget, desc=f"dse {args.workload}/{args.objective}", file=sys.stderr) as bar:
+                tqdm(total=args.budget * (2 if args.flow == "two-stage" else 1), desc=f"dse {args.workload}/{args.objective}", file=sys.stderr) as bar:
             h = optimise(args.workload, args.objective, args.budget, args.sa_steps, args.seed, ex,
                          args.batch, keep_samples=True, progress=bar.update,
                          two_stage=args.flow == "two-stage")
@@ -159,7 +159,7 @@ def add_parser(subparsers):
     d = sub.add_parser("dse", help="Bayesian + annealing co-optimisation of a workload")
     d.add_argument("--workload", required=True)
     d.add_argument("--objective", default="edp", help="latency | energy | edp | cost | pareto")
-    d.add_argument("--budget", type=int, default=20, help="Bayes evaluations")
+    d.add_argument("--budget", type=int, default=20, help="Bayes evaluations (per stage)")
     d.add_argument("--sa-steps", type=int, default=50, help="annealing steps per evaluation")
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--batch", type=int, default=4, help="points asked per Bayes round")

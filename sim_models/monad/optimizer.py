@@ -41,10 +41,11 @@ def score(res, objective: str) -> float:
 
 
 def anneal(space: Space, low: dict, objective: str, steps: int, rng: random.Random,
-           keep_samples: bool = False):
-    """SA over order/tiling/placement for fixed low fields.  Returns
-    (best value, best high, best Result, samples, evaluations)."""
-    high = space.random_high(low, rng, heuristic=True)
+           keep_samples: bool = False, start: dict | None = None, t0: float = 0.5):
+    """SA over order/tiling/placement for fixed low fields, from ``start`` or
+    the heuristic point.  Returns (best value, best high, best Result, samples,
+    evaluations)."""
+    high = start if start is not None else space.random_high(low, rng, heuristic=True)
     try:
         res = evaluate(space.wl, space.decode(low, high))
         cur = score(res, objective)
@@ -53,7 +54,7 @@ def anneal(space: Space, low: dict, objective: str, steps: int, rng: random.Rand
     best = (cur, high, res)
     samples = []
     n = 1
-    t0, t1 = 0.5, 0.005
+    t1 = 0.005
     for s in range(steps):
         temp = t0 * (t1 / t0) ** (s / max(1, steps - 1))
         cand = space.neighbour(low, high, rng)
@@ -114,14 +115,16 @@ class History:
 def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: int = 50,
              seed: int = 0, executor=None, batch: int = 4, fixed: dict | None = None,
              pe_total: int | None = None, n_initial: int | None = None, keep_samples: bool = False,
-             progress=None, two_stage: bool = False, x0: list | None = None, keep: int = 4) -> History:
+             progress=None, two_stage: bool = False, x0: list | None = None, keep: int = 4,
+             polish: int = 0) -> History:
     """Bayes (GP + PI) over the free low-dimensional fields; SA inside each evaluation.
 
-    ``two_stage`` (Fig. 6a): half the budget explores the architecture fields on
-    an organic mesh with identity placement; the ``keep`` best designs become
-    candidates of the integration stage, which selects a design per op and
-    explores packaging, network and placement with the other half.  ``x0``:
-    known designs (full low-field dicts) evaluated first (warm start)."""
+    ``two_stage`` (Fig. 6a): ``budget`` evaluations explore the architecture
+    fields on an organic mesh with identity placement; the ``keep`` best designs
+    become candidates of the integration stage, which selects a design per op
+    and explores packaging, network and placement with another ``budget``.
+    ``x0``: known designs (full low-field dicts) evaluated first (warm start).
+    ``polish``: a final annealing run of that many steps from the best point."""
     from skopt import Optimizer
     from skopt.space import Integer
     from .executor import SerialExecutor, run_ordered
@@ -133,16 +136,31 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     args = (objective, sa_steps, executor, batch, pe_total, n_initial, keep_samples, progress,
             Optimizer, Integer, SerialExecutor, run_ordered)
     with threadpool_limits(1):        # small GP: BLAS threads only add contention
-        if not two_stage:
-            return _optimise(workload, budget, seed, fixed, x0, *args)
+        h = _two_stage(workload, budget, seed, fixed, x0, keep, args) if two_stage else \
+            _optimise(workload, budget, seed, fixed, x0, *args)
+    if polish and h.best is not None:
+        wl = load_workload(workload)
+        b = h.best
+        f = {k: v for k, v in (fixed or {}).items() if k in ("order", "tiling", "placement")}
+        space = Space(wl, pe_total or default_pe_total(workload, len(wl.ops)), f)
+        v, high, res, samples, n = anneal(space, b["low"], objective, polish, random.Random(seed + 104729),
+                                          keep_samples, start=b["high"], t0=0.05)
+        h.evals += n
+        h.samples.extend(samples)
+        if res is not None and v < b["value"]:
+            h.best = {**b, "value": v, "high": high, "result": res.as_dict()}
+    return h
+
+
+def _two_stage(workload, budget, seed, fixed, x0, keep, args):
+    if True:
         fixed = dict(fixed or {})
         ops = [op.name for op in load_workload(workload).ops]
         f1 = dict(fixed)
         f1.setdefault("packaging", 0)
         f1.setdefault("network", 0)
         f1.setdefault("placement", "identity")
-        b1 = max(1, budget // 2)
-        h1 = _optimise(workload, b1, seed, f1, x0, *args)
+        h1 = _optimise(workload, budget, seed, f1, x0, *args)
         cands, seen = [], set()
         for r in sorted(h1.records, key=lambda r: r["value"]):
             arch = {k: v for k, v in r["low"].items() if k.split(".")[0] in ops and "." in k}
@@ -153,12 +171,12 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
             cands.append({"low": arch, "high": {"order": r["high"]["order"], "tiling": r["high"]["tiling"]}})
             if len(cands) == keep:
                 break
-        if budget - b1 < 1 or not cands:
+        if not cands:
             return h1
         f2 = {k: v for k, v in fixed.items() if k in ("packaging", "network", "placement")}
         f2["candidates"] = cands
-        h2 = _optimise(workload, budget - b1, seed + 7919, f2, None, *args)
-        h = History(objective, h1.values + h2.values, h1.points + h2.points, None, h1.evals + h2.evals,
+        h2 = _optimise(workload, budget, seed + 7919, f2, None, *args)
+        h = History(h1.objective, h1.values + h2.values, h1.points + h2.points, None, h1.evals + h2.evals,
                     h1.samples + h2.samples, h1.records + h2.records)
         bests = [b for b in (h1.best, h2.best) if b is not None]
         h.best = min(bests, key=lambda b: b["value"]) if bests else None
@@ -178,7 +196,7 @@ def _optimise(workload, budget, seed, fixed, x0, objective, sa_steps, executor, 
         r = run_task(Task(workload, pe_total, fixed, [], seed * 1000003, sa_steps * budget, objective, keep_samples))
         hist.values.append(r["value"])
         hist.records.append({"value": r["value"], "low": r["low"], "high": r["high"]})
-        hist.best, hist.evals, hist.samples = r, r["evals"], r["samples"]
+        hist.best, hist.evals, hist.samples = {k: v for k, v in r.items() if k != "samples"}, r["evals"], r["samples"]
         return hist
     opt = Optimizer(dims, base_estimator="GP", acq_func="PI", acq_optimizer="sampling",
                     acq_optimizer_kwargs={"n_points": 2000},
