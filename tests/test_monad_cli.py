@@ -43,3 +43,16 @@ def test_bad_arguments_exit_2_one_line(argv, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "error:" in err[0]
+
+
+def test_dse_cli_scheduler_address_matches_local(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    common = ["monad", "dse", "--workload", "tiny", "--budget", "2", "--sa-steps", "2", "--batch", "2"]
+    assert main(common + ["--workers", "0", "--out", str(tmp_path / "local")]) == 0
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False, protocol="tcp",
+                                  dashboard_address=None) as cluster:
+        assert cluster.scheduler_address.startswith("tcp://")
+        assert main(common + ["--scheduler", cluster.scheduler_address, "--out", str(tmp_path / "dask")]) == 0
+    local = json.loads((tmp_path / "local" / "dse.json").read_text())
+    dask = json.loads((tmp_path / "dask" / "dse.json").read_text())
+    assert local["history"] == dask["history"] and local["best"]["low"] == dask["best"]["low"]
