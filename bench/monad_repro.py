@@ -12,7 +12,6 @@ import math
 import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from tessera.sim_models.monad.executor import make_executor  # noqa: E402
 from tessera.sim_models.monad.optimizer import optimise, pareto_front  # noqa: E402
 from tessera.sim_models.monad.perf import Level, Mapping, Workload, load_workload  # noqa: E402
 from tessera.sim_models.monad.space import LEVELS, Space, default_pe_total  # noqa: E402
+from tessera.sim_models.monad.validate import scalesim_cycles  # noqa: E402
 
 OUT = Path("build/bench")
 
@@ -305,67 +305,6 @@ def tensor_train(ex, budget, sa, seed, pe_total=None):
 
 
 # ------------------------------------------------------------------ validation vs SCALE-Sim
-SCALESIM_CFG = """[general]
-run_name = monad_val
-
-[architecture_presets]
-ArrayHeight: 8
-ArrayWidth: 8
-IfmapSramSzkB: 1024
-FilterSramSzkB: 1024
-OfmapSramSzkB: 1024
-IfmapOffset: 0
-FilterOffset: 10000000
-OfmapOffset: 20000000
-Bandwidth : 10
-Dataflow : os
-ReadRequestBuffer: 32
-WriteRequestBuffer: 32
-
-[layout]
-IfmapCustomLayout: False
-IfmapSRAMBankBandwidth: 10
-IfmapSRAMBankNum: 10
-IfmapSRAMBankPort: 2
-FilterCustomLayout: False
-FilterSRAMBankBandwidth: 10
-FilterSRAMBankNum: 10
-FilterSRAMBankPort: 2
-
-[sparsity]
-SparsitySupport : false
-SparseRep : ellpack_block
-OptimizedMapping : false
-BlockSize : 8
-RandomNumberGeneratorSeed : 40
-
-[run_presets]
-InterfaceBandwidth: CALC
-UseRamulatorTrace: False
-"""
-
-
-def scalesim_cycles(gemms):
-    """Cycle-level SCALE-Sim (PyPI ``scalesim``) output-stationary 8x8 array: cycles per GEMM (M, N, K)."""
-    import contextlib
-    import io
-
-    from scalesim.scale_sim import scalesim
-    with tempfile.TemporaryDirectory() as d:
-        d = Path(d)
-        (d / "c.cfg").write_text(SCALESIM_CFG)
-        (d / "t.csv").write_text("Layer, M, N, K,\n" + "".join(f"l{i}, {m}, {n}, {k},\n"
-                                                             for i, (m, n, k) in enumerate(gemms)))
-        (d / "l.csv").write_text("Layer, a, b, c, d, e, f, g, h, i,\n" + "".join(
-            f"l{i}, 1, 1, 1, 1, 1, 1, 1, 1, 1,\n" for i in range(len(gemms))))
-        with contextlib.redirect_stdout(io.StringIO()):
-            s = scalesim(save_disk_space=True, verbose=False, config=str(d / "c.cfg"), topology=str(d / "t.csv"),
-                         layout=str(d / "l.csv"), input_type_gemm=True)
-            s.run_scale(top_path=str(d / "out"))
-        rows = (d / "out" / "monad_val" / "COMPUTE_REPORT.csv").read_text().strip().splitlines()[1:]
-        return [int(r.split(",")[2]) for r in rows]
-
-
 def validation():
     """4 chips x 8x8 PEs running the Transformer's four head matmuls (mm0-mm3)."""
     full = load_workload("transformer")
