@@ -153,34 +153,34 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
 
 
 def _two_stage(workload, budget, seed, fixed, x0, keep, args):
-    if True:
-        fixed = dict(fixed or {})
-        ops = [op.name for op in load_workload(workload).ops]
-        f1 = dict(fixed)
-        f1.setdefault("packaging", 0)
-        f1.setdefault("network", 0)
-        f1.setdefault("placement", "identity")
-        h1 = _optimise(workload, budget, seed, f1, x0, *args)
-        cands, seen = [], set()
-        for r in sorted(h1.records, key=lambda r: r["value"]):
-            arch = {k: v for k, v in r["low"].items() if k.split(".")[0] in ops and "." in k}
-            key = tuple(sorted(arch.items()))
-            if key in seen or r["value"] >= INFEASIBLE:
-                continue
-            seen.add(key)
-            cands.append({"low": arch, "high": {"order": r["high"]["order"], "tiling": r["high"]["tiling"]}})
-            if len(cands) == keep:
-                break
-        if not cands:
-            return h1
-        f2 = {k: v for k, v in fixed.items() if k in ("packaging", "network", "placement")}
-        f2["candidates"] = cands
-        h2 = _optimise(workload, budget, seed + 7919, f2, None, *args)
-        h = History(h1.objective, h1.values + h2.values, h1.points + h2.points, None, h1.evals + h2.evals,
-                    h1.samples + h2.samples, h1.records + h2.records)
-        bests = [b for b in (h1.best, h2.best) if b is not None]
-        h.best = min(bests, key=lambda b: b["value"]) if bests else None
-        return h
+    """Architecture stage, then integration stage over the kept designs (Fig. 6a)."""
+    fixed = dict(fixed or {})
+    ops = [op.name for op in load_workload(workload).ops]
+    f1 = dict(fixed)
+    f1.setdefault("packaging", 0)
+    f1.setdefault("network", 0)
+    f1.setdefault("placement", "identity")
+    h1 = _optimise(workload, budget, seed, f1, x0, *args)
+    cands, seen = [], set()
+    for r in sorted(h1.records, key=lambda r: r["value"]):
+        arch = {k: v for k, v in r["low"].items() if k.split(".")[0] in ops and "." in k}
+        key = tuple(sorted(arch.items()))
+        if key in seen or r["value"] >= INFEASIBLE:
+            continue
+        seen.add(key)
+        cands.append({"low": arch, "high": {"order": r["high"]["order"], "tiling": r["high"]["tiling"]}})
+        if len(cands) == keep:
+            break
+    if not cands:
+        return h1
+    f2 = {k: v for k, v in fixed.items() if k in ("packaging", "network", "placement")}
+    f2["candidates"] = cands
+    h2 = _optimise(workload, budget, seed + 7919, f2, None, *args)
+    h = History(h1.objective, h1.values + h2.values, h1.points + h2.points, None, h1.evals + h2.evals,
+                h1.samples + h2.samples, h1.records + h2.records)
+    bests = [b for b in (h1.best, h2.best) if b is not None]
+    h.best = min(bests, key=lambda b: b["value"]) if bests else None
+    return h
 
 
 def _optimise(workload, budget, seed, fixed, x0, objective, sa_steps, executor, batch, pe_total,
