@@ -1,0 +1,250 @@
+"""System-level evaluation of an integrated chiplet design -- Monad §III-C, §IV-B.
+
+A ``Design`` = one ``Mapping`` per workload op (architecture: shape, spatial,
+order, tiling per level) + integration fields (packaging 0-2, network id,
+placement of chiplet ids on network nodes).  Every op owns its own cluster of
+chiplets (chiplet ids are numbered op by op, as in Fig. 6a).
+
+Pipeline (§III-C, Fig. 5a): a workload graph is streamed in
+``pipeline_steps`` chunks.  Per chunk, every op is a computing stage v (delay
+from perf.py) preceded by a data-transfer stage in:v (DRAM reads, producer ->
+consumer data found by intersecting the producer chiplets' output ranges with
+the consumer chiplets' input ranges, forwarding of shared data along the
+cluster) and, for graph outputs, followed by out:v (DRAM writes).  Each flow
+needs bwr = volume / min(D(v_i), D(v_j)).  Link bandwidth is set to the hotspot
+requirement (or given), which sizes the die-to-die I/O area (bw / D_bw x
+N_link) and so the die area and cost (cost/model.py, Eq. 1).
+
+    Lat = longest path of stage delays + (steps - 1) x longest stage
+    Thr = 1 / longest stage
+
+Energy = MAC + SRAM (by size) + on-chip NoC + die-to-die per bit per hop (by
+packaging) + DRAM per bit.  Left out: several ops bound to one chiplet
+(sequential Bind), reshapes are handled by proportional volume split (no
+element-exact dependence), DRAM refresh/row effects.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from ..cost import model as cm
+from .network import Flow, Topology, hotspot, mesh_dims, stage_delays
+from .perf import Mapping, ModelError, Workload, evaluate_op, hardware, relevant
+
+
+@dataclass(frozen=True)
+class Design:
+    mappings: tuple               # one Mapping per op (workload order)
+    packaging: int = 0            # 0 organic, 1 passive, 2 active
+    network: int = 0              # see network.NETWORKS
+    placement: tuple = ()         # network node -> chiplet id (-1 empty); () = identity
+    link_bw: float | None = None  # bytes/cycle per channel; None = hotspot requirement
+
+    @property
+    def n_chiplets(self) -> int:
+        return sum(m.n_chiplets for m in self.mappings)
+
+
+def n_nodes(network: int, n_chiplets: int) -> int:
+    if network in (0, 1):
+        r, c = mesh_dims(n_chiplets)
+        return r * c
+    return n_chiplets
+
+
+@dataclass
+class Result:
+    latency_ns: float
+    throughput: float             # chunks per ns
+    energy_pj: float
+    cost_usd: float
+    area_mm2: float
+    link_bw: float
+    energy: dict = field(default_factory=dict)
+    stages: dict = field(default_factory=dict)
+    chiplet_areas: list = field(default_factory=list)
+    cost: dict = field(default_factory=dict)
+    util: dict = field(default_factory=dict)
+    compute_area_mm2: float = 0.0  # silicon without die-to-die I/O (a monolithic equivalent)
+
+    @property
+    def edp(self) -> float:
+        return self.latency_ns * self.energy_pj
+
+    def objective(self, name: str) -> float:
+        return {"latency": self.latency_ns, "energy": self.energy_pj, "edp": self.edp,
+                "cost": self.cost_usd, "area": self.area_mm2}[name]
+
+    def as_dict(self) -> dict:
+        return {"latency_ns": self.latency_ns, "energy_pj": self.energy_pj, "edp": self.edp,
+                "cost_usd": self.cost_usd, "area_mm2": self.area_mm2, "link_bw_GBps": self.link_bw,
+                "throughput_per_ns": self.throughput, "energy_breakdown_pj": self.energy,
+                "cost_breakdown_usd": self.cost, "stage_delays_ns": self.stages,
+                "chiplet_areas_mm2": self.chiplet_areas, "utilisation": self.util,
+                "compute_area_mm2": self.compute_area_mm2}
+
+
+_op_cache = lru_cache(maxsize=200000)(evaluate_op)
+
+
+def _overlap(a, b):
+    return max(0, min(a[1], b[1]) - max(a[0], b[0]))
+
+
+def _dim_range(dim, region):
+    lo = sum(region[l][0] for l in dim)
+    hi = sum(region[l][1] - 1 for l in dim) + 1
+    return lo, hi
+
+
+def _tensor_range(t, region):
+    return [_dim_range(d, region) for d in t.idx]
+
+
+def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
+    if len(d.mappings) != len(wl.ops):
+        raise ModelError(f"design has {len(d.mappings)} mappings for {len(wl.ops)} ops")
+    if d.packaging not in (0, 1, 2):
+        raise ModelError(f"packaging must be 0-2, got {d.packaging}")
+    hw = hardware()
+    nm = node_nm or hw["node_nm"]
+    pkg = cm.PACKAGINGS[d.packaging]
+    P = wl.pipeline_steps
+    res = {op.name: _op_cache(op, m, nm) for op, m in zip(wl.ops, d.mappings)}
+    # chiplet ids per op, node of every chiplet
+    first, ids = 0, {}
+    for op, m in zip(wl.ops, d.mappings):
+        ids[op.name] = list(range(first, first + m.n_chiplets))
+        first += m.n_chiplets
+    N = first
+    nn = n_nodes(d.network, N)
+    topo = Topology(d.network, nn)
+    place = d.placement or tuple(range(N)) + (-1,) * (nn - N)
+    if len(place) != nn or sorted(c for c in place if c >= 0) != list(range(N)):
+        raise ModelError(f"placement must assign chiplets 0..{N - 1} once each to {nn} nodes")
+    node_of = {c: i for i, c in enumerate(place) if c >= 0}
+    mcs = topo.mc_nodes()
+
+    def nearest_mc(node):
+        hops = [len(topo.route(node, x)) for x in mcs]
+        return f"M{hops.index(min(hops))}"
+
+    D = {op.name: res[op.name].compute_cycles / P for op in wl.ops}
+    flows = []
+
+    def add_chain(volumes, src_of, stage, bwr_den, share, groups):
+        """volumes: chiplet -> bytes; groups: lists of chiplets that need the same data."""
+        for g in groups:
+            if share and len(g) > 1:
+                head = g[0]
+                for s, v in src_of(head):
+                    flows.append(Flow(s, node_of[head], v, v / bwr_den, stage))
+                for a, b in zip(g, g[1:]):
+                    v = volumes[b]
+                    flows.append(Flow(node_of[a], node_of[b], v, v / bwr_den, stage))
+            else:
+                for c in g:
+                    for s, v in src_of(c):
+                        flows.append(Flow(s, node_of[c], v, v / bwr_den, stage))
+
+    for op, m in zip(wl.ops, d.mappings):
+        r = res[op.name]
+        chips = ids[op.name]
+        stage_in = "in:" + op.name
+        for t in op.inputs:
+            vol = r.ext_in[t.name] / P
+            rel = relevant(t)
+            groups = {}
+            for k, c in enumerate(chips):
+                key = tuple(sorted((l, rg) for l, rg in r.regions[k].items() if l in rel))
+                groups.setdefault(key, []).append(c)
+            groups = list(groups.values())
+            volumes = {c: vol for c in chips}
+            if not t.src:
+                add_chain(volumes, lambda c: [(nearest_mc(node_of[c]), vol)], stage_in, D[op.name],
+                          m.share, groups)
+                continue
+            prods = [wl.op(s) for s in t.src]
+            den = min([D[op.name]] + [D[p.name] for p in prods])
+            compatible = (len(prods) == 1 and len(prods[0].output.idx) == len(t.idx)
+                          and all(len(x) == 1 for x in prods[0].output.idx + t.idx))
+            total_out = sum(res[p.name].n_chiplets for p in prods)
+            k_of = {c: k for k, c in enumerate(chips)}
+
+            def src_of(c, prods=prods, t=t, vol=vol, compatible=compatible, total_out=total_out):
+                out = []
+                need = _tensor_range(t, r.regions[k_of[c]])
+                size = math.prod(hi - lo for lo, hi in need)
+                for p in prods:
+                    pr = res[p.name]
+                    for kp, cp in enumerate(ids[p.name]):
+                        if compatible:
+                            have = _tensor_range(p.output, pr.regions[kp])
+                            frac = math.prod(_overlap(a, b) for a, b in zip(have, need)) / size
+                        else:
+                            frac = 1.0 / total_out
+                        if frac > 0:
+                            out.append((node_of[cp], vol * frac))
+                return out
+            add_chain(volumes, src_of, stage_in, den, m.share, groups)
+        psum = r.ext_in.get(op.output.name + "#psum", 0.0) / P
+        if psum:
+            for c in chips:
+                flows.append(Flow(nearest_mc(node_of[c]), node_of[c], psum, psum / D[op.name], stage_in))
+        if not wl.consumers(op.name):
+            v = r.ext_out / P
+            for c in chips:
+                flows.append(Flow(node_of[c], nearest_mc(node_of[c]), v, v / D[op.name], "out:" + op.name))
+        else:
+            distinct = math.prod(hi - lo for lo, hi in _tensor_range(op.output, r.regions[0])) \
+                * hw["word_bytes"]
+            spill = (r.ext_out - distinct) / P
+            if spill > 0:
+                for c in chips:
+                    flows.append(Flow(node_of[c], nearest_mc(node_of[c]), spill, spill / D[op.name],
+                                      "out:" + op.name))
+    bw = d.link_bw if d.link_bw is not None else hotspot(topo, flows)
+    if bw <= 0:
+        bw = 1.0
+    delays, hops = stage_delays(topo, flows, bw, hw["dram_bw_bytes_per_cycle"], hw["router_delay_cycles"])
+    # longest path through the pipelined stage graph (ops are in topological order)
+    end = {}
+    for op in wl.ops:
+        preds = [end[s] for t in op.inputs for s in t.src]
+        end[op.name] = max(preds, default=0.0) + delays.get("in:" + op.name, 0.0) + D[op.name]
+    path = max(end[o.name] + delays.get("out:" + o.name, 0.0) for o in wl.ops)
+    stages = {**{"v:" + k: v for k, v in D.items()}, **delays}
+    longest = max(stages.values())
+    latency_cycles = path + (P - 1) * longest
+    ghz = hw["clock_ghz"]
+    # energy
+    energy = {}
+    for r in res.values():
+        for k, v in r.energy_pj.items():
+            energy[k] = energy.get(k, 0.0) + v
+    e_d2d = cm.packaging(pkg)["d2d_energy_pj_per_bit"]
+    e_d2d_tot = e_dram = 0.0
+    for f, h in zip(flows, hops):
+        bits = f.volume * P * 8
+        if h:
+            e_d2d_tot += bits * (e_d2d + h * hw["interposer_pj_per_bit_hop"] if pkg == "active" else h * e_d2d)
+        if isinstance(f.src, str) or isinstance(f.dst, str):
+            e_dram += bits * hw["dram_pj_per_bit"]
+    energy["d2d"] = e_d2d_tot
+    energy["dram"] = e_dram
+    # area and cost
+    areas, dies = [], []
+    for op in wl.ops:
+        for c in ids[op.name]:
+            nl = cm.links_through_bumps(pkg, topo.degree(node_of[c])) if N > 1 else 0
+            a = res[op.name].area_mm2 + cm.io_area_mm2(bw * ghz if N > 1 else 0.0, pkg, nl)
+            areas.append(a)
+            dies.append(cm.Die(a, nm))
+    cb = cm.package_cost(dies, pkg)
+    return Result(latency_cycles / ghz, ghz / longest if longest else 0.0, sum(energy.values()),
+                  cb.total, sum(areas) + cb.interposer_area_mm2, bw * ghz, energy,
+                  {k: v / ghz for k, v in stages.items()}, areas, cb.as_dict(),
+                  {o: res[o].util for o in res},
+                  sum(res[op.name].area_mm2 * len(ids[op.name]) for op in wl.ops))
