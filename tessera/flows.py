@@ -63,9 +63,11 @@ def cmd_demo(out: Path) -> int:
     import logging
     from tessera.tb.runner import run
     out.mkdir(parents=True, exist_ok=True)
-    # cocotb-test relays the simulator's log at INFO; the summary is what matters
-    # here (failures still print at WARNING/ERROR).
-    logging.getLogger("cocotb").setLevel(logging.WARNING)
+    # cocotb-test relays the simulator's whole log through the "cocotb" logger:
+    # send it to build/demo/<block>.log and print only the summary (and the log
+    # tail of a block that fails).
+    log = logging.getLogger("cocotb")
+    log.propagate = False
     rows, failed = [], 0
     for name, spec in sorted(blocks().items()):
         export(spec, {}, out / "verilog" / name)
@@ -75,13 +77,21 @@ def cmd_demo(out: Path) -> int:
         result = out / f"{name}.results.jsonl"
         result.unlink(missing_ok=True)
         t0 = time.time()
+        logfile = out / f"{name}.log"
+        handler = logging.FileHandler(logfile, mode="w")
+        log.addHandler(handler)
         try:
             run(name, dict(spec.demo_params), spec.demo_module, testcase=spec.demo_testcase,
                 result_file=result)
             status = "pass"
         except BaseException as err:       # cocotb-test raises SystemExit on failure
-            status = f"FAIL ({err})"
+            status = f"FAIL ({err}; log: {logfile})"
             failed += 1
+            handler.flush()
+            print("".join(logfile.read_text().splitlines(keepends=True)[-40:]))
+        finally:
+            log.removeHandler(handler)
+            handler.close()
         recs = [json.loads(line) for line in result.read_text().splitlines()] if result.exists() else []
         print(f"{name}: {status} ({time.time() - t0:.0f} s)", flush=True)
         rows.append({"block": name, "checks": sum(r["checks"] for r in recs),
