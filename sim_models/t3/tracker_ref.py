@@ -6,7 +6,9 @@ model's fluid local-update and incoming-update streams of device 0 into per-WF-t
 to ``TrackerRef``: 256-set, (wg_msb, wf_id)-tagged counters programmed from
 ``address_space.configure_gemm_rs`` that fire when a counter reaches its threshold (WF elements x
 updates per element).  The report lists, per slot, the first/last trigger cycles, the model's ready
-and DMA times, and every violated assumption.
+and DMA times, and every violated assumption.  ``update_events`` exposes the event stream so that the
+real Tracker implementations (golden ``TrackerModel`` and the RTL, ``tessera.tb.t3.xcheck``) can
+replay it as well.
 
 This is a reference of the *behaviour* the model assumes (threshold counting, trigger order), written
 independently of ``overlap``; it is not the RTL.  Left out: finite associativity/eviction, MC queue
@@ -50,29 +52,44 @@ def _cross_time(t, cum, target):
     return t[min(k, len(t) - 1)]
 
 
-def replay(cfg: AddressSpaceConfig, fused, clock_hz: float, elem_bytes: int = 2) -> dict:
+SRC_LOCAL, SRC_INCOMING = 0, 1       # event sources: local GEMM output / neighbour's DMA update
+
+
+def update_events(cfg: AddressSpaceConfig, fused, clock_hz: float, elem_bytes: int = 2) -> list:
+    """Device 0's per-WF-tile update events in the model's time order:
+    ``(cycle, order, wg, wf, elems, src)`` sorted by (cycle, order); ``cycle`` is the first GPU
+    cycle at or after the model time the tile's bytes are covered (``ceil(t * clock_hz)``)."""
     dev = cfg.devices[0]
     prog = dev.tracker
     tr = fused.trace
     t = tr["t"]
     prod = np.asarray(tr["produced"])
     inc = np.asarray(tr["incoming"])
-    n = cfg.n_devices
-    events = []                         # (cycle, order, wg, wf, elems)
+    events = []
     order = 0
-    for s in range(1, n):
+    for s in range(1, cfg.n_devices):
         chunk = int(dev.chunk_order[s])
         rows = np.flatnonzero(prog.chunk == chunk)
         cum = np.cumsum(prog.elems[rows]) * elem_bytes
-        for src in (prod, inc):
+        for code, src in ((SRC_LOCAL, prod), (SRC_INCOMING, inc)):
             for r, end in zip(rows, cum):
                 cyc = int(np.ceil(_cross_time(t, src[:, s], float(end)) * clock_hz))
-                events.append((cyc, order, int(prog.wg_id[r]), int(prog.wf_id[r]), int(prog.elems[r])))
+                events.append((cyc, order, int(prog.wg_id[r]), int(prog.wf_id[r]),
+                               int(prog.elems[r]), code))
                 order += 1
     events.sort()
+    return events
+
+
+def replay(cfg: AddressSpaceConfig, fused, clock_hz: float, elem_bytes: int = 2) -> dict:
+    dev = cfg.devices[0]
+    prog = dev.tracker
+    t = fused.trace["t"]
+    n = cfg.n_devices
+    events = update_events(cfg, fused, clock_hz, elem_bytes)
     ref = TrackerRef(prog)
     fired = {}
-    for cyc, _, wg, wf, el in events:
+    for cyc, _, wg, wf, el, _src in events:
         hit = ref.update(wg, wf, el)
         if hit is not None:
             fired[hit[0]] = (cyc, hit[1])
