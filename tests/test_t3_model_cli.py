@@ -45,6 +45,7 @@ def test_demo_rows():
     from tessera.sim_models.t3.cli import demo
     rows = demo()
     assert {r["block"] for r in rows} == {"t3 collectives", "t3 tracker xcheck", "t3 fused OP",
+                                          "t3 tracker golden xcheck",
                                           "t3 address_space"}
     assert all(r["checks"] > 0 for r in rows)
 

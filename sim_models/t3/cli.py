@@ -113,6 +113,15 @@ def demo() -> list[dict]:
     last = rep["slots"][-1]["last_trigger"]
     rows.append({"block": "t3 tracker xcheck", "checks": 2 + len(rep["slots"]), "cycles": last,
                  "detail": f"4 GPUs x {px.stages} stages: {rep['fired']} WF-tile triggers match model"})
+    from tessera.tb.t3 import xcheck
+    inst = xcheck.Instance(sx, px, fx, cx, tracker_ref.update_events(cx, fx, sx.clock))
+    timed = xcheck.tracker_stream(inst)
+    gx = xcheck.check(inst, timed, xcheck.run_golden(timed, xcheck.threshold(inst)))
+    assert not gx["problems"] and gx["triggers"] == gx["tiles"], gx["problems"]
+    rows.append({"block": "t3 tracker golden xcheck", "checks": 1 + len(gx["slots"]),
+                 "cycles": gx["cycles"],
+                 "detail": f"model stream on TrackerModel: {gx['triggers']} triggers once, in order, "
+                           f"<= ready+{xcheck.LATENCY}+{gx['max_lateness']} cyc (serialisation)"})
     mo = config.model("t-nlg")
     r = study.evaluate(s, mo, 8, "OP", configs=("sequential", "t3", "ideal"))
     pu = gemm.plan(s, gemm.sublayer_dims(mo, 8, "OP"), cached_output=False)
