@@ -16,7 +16,7 @@ TESTS = ["random_tiles", "directed", "chain3", "ppu_corners", "illegal", "reset_
          "busy_rules", "latency",
          # review tests (pereview)
          "acc_wrap", "extreme_fields", "start_with_load", "psum_timing", "reset_out_valid",
-         "done_under_stall"]
+         "done_under_stall", "random_wide"]
 
 
 @pytest.mark.cocotb

@@ -592,3 +592,43 @@ async def done_under_stall(dut):
 def unpack_act(tb, word):
     from tessera.tb.common import unpack
     return unpack(tb.o_snk.fields, word)
+
+
+@cocotb.test()
+async def random_wide(dut):
+    """Random legal tiles over a wider space than random_case draws: R, S in 1..7 with any
+    padding below them, P1, Q1 up to 12, C1 up to 6, K1 up to ppu_depth, input tiles
+    smaller or larger than the loop nest reads, every role, pool on/off, random
+    back-pressure and gaps."""
+    tb = await _setup(dut, 0.6, 0.3)
+    p = tb.p
+    rng = np.random.default_rng(tb.rng.randrange(1 << 30))
+    n = int(os.environ.get("PE_RANDOM_WIDE", "16"))
+    done = tries = 0
+    while done < n and tries < 5000:
+        tries += 1
+        R, S = (int(x) for x in rng.integers(1, 8, 2))
+        st = int(rng.integers(1, 3))
+        pool = bool(rng.integers(0, 2))
+        P1, Q1 = ((int(2 * x) for x in rng.integers(1, 7, 2)) if pool
+                  else (int(x) for x in rng.integers(1, 13, 2)))
+        pt, pl = int(rng.integers(0, R)), int(rng.integers(0, S))
+        Hn, Wn = (P1 - 1) * st + R - pt, (Q1 - 1) * st + S - pl
+        over = dict(R=R, S=S, stride=st, pool=pool, P1=P1, Q1=Q1, pad_top=pt, pad_left=pl,
+                    H_in=max(1, Hn + int(rng.integers(-R, 3))),
+                    W_in=max(1, Wn + int(rng.integers(-S, 3))),
+                    C1=int(rng.integers(1, 7)), K1=int(rng.integers(1, p.ppu_depth + 1)),
+                    role=int(rng.integers(0, 4)), relu=bool(rng.integers(0, 2)))
+        try:
+            cfg = PEConfig(**over)
+        except ValueError:
+            continue
+        if not cfg.fits_fields() or golden.check_config(p, cfg) != ErrorCause.NONE:
+            continue
+        cfg, W, X, b, s = _case(tb, **over)
+        ps = golden.random_psum(p, cfg, int(rng.integers(1 << 30))) \
+            if cfg.role in (Role.MIDDLE, Role.LAST) else None
+        await tb.check_tile(cfg, W, X, b, s, ps, name=f"wide{done}")
+        done += 1
+    tb.check(done == n, f"only {done} legal tiles drawn")
+    tb.report("random_wide")
