@@ -420,6 +420,13 @@ async def extreme_fields(dut):
         # K1 = ppu_depth, pooled, LAST
         dict(R=1, S=1, stride=1, pad_top=0, pad_left=0, P1=2, Q1=2, H_in=2, W_in=2,
              K1=p.ppu_depth, C1=1, pool=True, role=Role.LAST),
+        # K1 = 255 (8-bit field maximum) with pooling: needs a big abuf and ppu_depth 256
+        dict(R=1, S=1, stride=1, pad_top=0, pad_left=0, P1=4, Q1=4, H_in=4, W_in=4,
+             K1=255, C1=1, pool=True, role=Role.ONLY),
+        # H_in = 2047 (11-bit field maximum), stride 2, padding on every side
+        dict(R=3, S=3, stride=2, pad_top=1, pad_left=2, P1=8, Q1=8, H_in=2047,
+             W_in=max(1, min(2047, p.ibuf_words // 2047)), C1=1, K1=1, pool=False,
+             role=Role.ONLY),
         # largest filter, largest padding
         dict(R=15, S=15, stride=2, pad_top=14, pad_left=7, P1=2, Q1=2, C1=1, K1=1,
              pool=True, role=Role.FIRST),

@@ -189,3 +189,21 @@ async def chain_start_while_busy(dut):
     tb.check_equal(int(dut.busy.value), 0, "chain still busy after done (a PE took the start)")
     tb.check_equal(len(tb.o.items), n0, "beats after done")
     tb.report("chain_start_while_busy")
+
+
+@cocotb.test()
+async def chain_bad_pe_index(dut):
+    """A load beat addressed to a PE index >= n (the pe field has spare codes when n is
+    not a power of two) must not wedge the load stream: it should be refused with an
+    error or dropped visibly, not left pending forever ahead of the legal beats."""
+    tb = ChainTB(dut, 1.0, 0.0)
+    await tb.reset()
+    n = tb.n
+    if n & (n - 1) == 0:
+        return                                        # no spare index codes
+    tb.w.send_nowait({"pe": n, "beat.addr": 0, "beat.row": 0})
+    tb.w.send_nowait({"pe": 0, "beat.addr": 0, "beat.row": 0})
+    await tb.clocks(50)
+    tb.check_equal((tb.w.sent, int(dut.w_load__valid.value)), (2, 0),
+                   f"w_load beats accepted after a beat to pe={n} (stream wedged)")
+    tb.report("chain_bad_pe_index")
