@@ -13,7 +13,10 @@ SMALL = {"K0": 4, "C0": 2, "acc_width": 20, "wbuf_bytes": 512, "ibuf_bytes": 256
          "abuf_entries": 64, "ppu_depth": 4}
 
 TESTS = ["random_tiles", "directed", "chain3", "ppu_corners", "illegal", "reset_mid_tile",
-         "busy_rules", "latency"]
+         "busy_rules", "latency",
+         # review tests (pereview)
+         "acc_wrap", "extreme_fields", "start_with_load", "psum_timing", "reset_out_valid",
+         "done_under_stall", "random_wide"]
 
 
 @pytest.mark.cocotb

@@ -384,3 +384,288 @@ async def latency(dut):
             _, cycles = await tb.check_tile(cfg, W, X, b, s, None, name="latency")
             tb.check_equal(cycles, schedule_cycles(cfg) + extra, f"cycles of {cfg}")
     tb.report("latency")
+
+
+# ----------------------------------------------------------------------------------------
+# Review tests (pereview): edge-of-contract cases the tests above do not reach.
+
+def _legal(tb, over):
+    """Only the overrides that give a legal tile on this parameter set."""
+    try:
+        return _case(tb, **over)
+    except ValueError:
+        return None
+
+
+@cocotb.test()
+async def acc_wrap(dut):
+    """Accumulator overflow wraps modulo 2**acc_width (contract): all products +16384
+    (-128 * -128) and all -16256 (127 * -128) over enough R*S*C1*C0 terms to pass
+    2**(acc_width-1).  The random tests never get near the wrap (their largest sum is
+    ~R*S*C1*C0*2**14 with C1 <= 4, below 2**23)."""
+    tb = await _setup(dut, 0.7, 0.2)
+    p = tb.p
+    need = (1 << (p.acc_width - 1)) // (9 * p.C0 * 16384) + 1        # C1 so that the sum wraps
+    tb.check(9 * need * p.C0 * 16384 >= 1 << (p.acc_width - 1), "sum reaches the wrap")
+    wrapped = 0
+    for role, wv, xv in ((Role.FIRST, -128, -128), (Role.FIRST, 127, -128), (Role.ONLY, -128, -128)):
+        cfg, W, X, b, s = _case(tb, R=3, S=3, C1=need, K1=1, P1=2, Q1=2, H_in=4, W_in=4,
+                                stride=1, pad_top=0, pad_left=0, pool=False, role=role)
+        W = np.full_like(W, wv)
+        X = np.full_like(X, xv)
+        exact = 9 * need * p.C0 * wv * xv
+        acc = golden.accumulate(p, cfg, W, X)
+        wrapped += int(acc.flat[0] != exact)
+        await tb.check_tile(cfg, W, X, b, s, name=f"acc_wrap {role.name} {wv}*{xv}")
+    tb.check(wrapped == 3, "every case actually wrapped")
+    tb.report("acc_wrap")
+
+
+@cocotb.test()
+async def extreme_fields(dut):
+    """Buffers filled exactly (wbuf, ibuf, abuf), the tallest / widest tiles the buffers
+    allow, stride 2 with implicit bottom/right padding, R=S=15 with pad 14, K1 =
+    ppu_depth with pooling, pool with FIRST/MIDDLE, shift 31 with outputs that do not
+    round to 0."""
+    tb = await _setup(dut, 0.6, 0.2)
+    p = tb.p
+    k1w = min(4, p.ppu_depth)
+    cases = [
+        # stride 2, padding reaches past the bottom/right edge of a tiny input tile
+        dict(R=3, S=3, stride=2, pad_top=2, pad_left=1, P1=3, Q1=3, H_in=3, W_in=2,
+             C1=1, K1=1, pool=False, role=Role.ONLY),
+        dict(R=3, S=3, stride=2, pad_top=0, pad_left=0, P1=4, Q1=4, H_in=4, W_in=5,
+             C1=1, K1=1, pool=True, role=Role.MIDDLE),
+        # ibuf and abuf exactly full, tallest tile (P1 = abuf_entries, up to 255)
+        dict(R=1, S=1, stride=2, pad_top=0, pad_left=0, P1=min(255, p.abuf_entries), Q1=1,
+             H_in=min(2047, p.ibuf_words), W_in=1, C1=1, K1=1, pool=False, role=Role.FIRST),
+        dict(R=1, S=3, stride=1, pad_top=0, pad_left=1, P1=1, Q1=min(255, p.abuf_entries),
+             H_in=1, W_in=min(2047, p.ibuf_words), C1=1, K1=1, pool=False, role=Role.LAST),
+        # wbuf exactly full
+        dict(R=1, S=1, stride=1, pad_top=0, pad_left=0, P1=2, Q1=2, H_in=2, W_in=2,
+             K1=k1w, C1=p.wbuf_entries // k1w, pool=False, role=Role.ONLY),
+        # widest K1 (abuf full with P1 = Q1 = 1), MIDDLE
+        dict(R=1, S=1, stride=1, pad_top=0, pad_left=0, P1=1, Q1=1, H_in=1, W_in=1,
+             K1=min(255, p.abuf_entries, p.wbuf_entries), C1=1, pool=False, role=Role.MIDDLE),
+        # K1 = ppu_depth, pooled, LAST
+        dict(R=1, S=1, stride=1, pad_top=0, pad_left=0, P1=2, Q1=2, H_in=2, W_in=2,
+             K1=p.ppu_depth, C1=1, pool=True, role=Role.LAST),
+        # K1 = 255 (8-bit field maximum) with pooling: needs a big abuf and ppu_depth 256
+        dict(R=1, S=1, stride=1, pad_top=0, pad_left=0, P1=4, Q1=4, H_in=4, W_in=4,
+             K1=255, C1=1, pool=True, role=Role.ONLY),
+        # H_in = 2047 (11-bit field maximum), stride 2, padding on every side
+        dict(R=3, S=3, stride=2, pad_top=1, pad_left=2, P1=8, Q1=8, H_in=2047,
+             W_in=max(1, min(2047, p.ibuf_words // 2047)), C1=1, K1=1, pool=False,
+             role=Role.ONLY),
+        # largest filter, largest padding
+        dict(R=15, S=15, stride=2, pad_top=14, pad_left=7, P1=2, Q1=2, C1=1, K1=1,
+             pool=True, role=Role.FIRST),
+    ]
+    ran = 0
+    for i, over in enumerate(cases):
+        case = _legal(tb, over)
+        if case is None:
+            continue
+        cfg, W, X, b, s = case
+        ps = golden.random_psum(p, cfg, i) if cfg.role in (Role.MIDDLE, Role.LAST) else None
+        await tb.check_tile(cfg, W, X, b, s, ps, name=f"extreme{i}")
+        ran += 1
+    # shift 31: |(v + bias) * scale| up to 2**39, so the result is not always 0
+    cfg, W, X, _, _ = _case(tb, role=Role.ONLY, shift=31, K1=1, pool=False, relu=False)
+    n = cfg.K1 * p.K0
+    b = np.array([(1 << 23) - 1, -(1 << 23)] * n, dtype=np.int64)[:n]
+    s = np.array([-(1 << 15), 32767, 32767, -(1 << 15)] * n, dtype=np.int64)[:n]
+    exp = golden.run_tile(p, cfg, W, X, bias=b, scale=s)["out"]
+    tb.check(np.any(exp != 0), "shift 31 case has nonzero outputs")
+    await tb.check_tile(cfg, W, X, b, s, name="shift31")
+    tb.check(ran >= 6, f"only {ran} extreme cases legal on {p}")
+    tb.report("extreme_fields")
+
+
+@cocotb.test()
+async def start_with_load(dut):
+    """A w_load and an i_load beat presented in the same cycle as start (PE not busy, so
+    the contract says they are accepted) take effect for that tile; cfg changed right
+    after start does not affect the tile (sampled at start)."""
+    tb = await _setup(dut, 1.0, 0.0)
+    p = tb.p
+    cfg, W, X, b, s = _case(tb, role=Role.FIRST, pool=False, pad_top=0, pad_left=0, K1=1, C1=1)
+    await tb.load(cfg, W, X)
+    W2, X2 = W.copy(), X.copy()
+    W2[0, :p.C0, 0, 0] = -W[0, :p.C0, 0, 0] // 2 + 1        # entry 0, row 0 changes
+    X2[:p.C0, 0, 0] = -X[:p.C0, 0, 0] // 2 + 3               # word 0 changes
+    wbeat = next(x for x in golden.weight_beats(p, cfg, W2) if x["addr"] == 0 and x["row"] == 0)
+    ibeat = next(x for x in golden.input_beats(p, cfg, X2) if x["addr"] == 0)
+    tb.w_src._task.cancel()
+    tb.i_src._task.cancel()
+    dut.w_load__payload.value = pack(tb.w_src.fields, _flat(wbeat))
+    dut.i_load__payload.value = pack(tb.i_src.fields, _flat(ibeat))
+    dut.w_load__valid.value = 1
+    dut.i_load__valid.value = 1
+    seen = {}
+
+    async def after_start():
+        await RisingEdge(tb.clk)
+        seen["ready"] = (int(dut.w_load__ready.value), int(dut.i_load__ready.value))
+        dut.w_load__valid.value = 0
+        dut.i_load__valid.value = 0
+        await RisingEdge(tb.clk)
+        other = PEConfig(R=1, S=1, C1=2, K1=2, P1=1, Q1=3, H_in=1, W_in=3, role=int(Role.FIRST),
+                         shift=0, relu=not cfg.relu)
+        dut.cfg.value = pack(tb.cfg_fields, other.as_dict())
+
+    cocotb.start_soon(after_start())
+    got, _, _ = await tb.run_tile(cfg)
+    tb.check_equal(seen["ready"], (1, 1), "loads ready in the start cycle")
+    exp = golden.run_tile(p, cfg, W2, X2)["psum_out"]
+    tb.check(not np.array_equal(exp, golden.run_tile(p, cfg, W, X)["psum_out"]),
+             "the same-cycle loads change the result")
+    tb.check_equal(got.tolist(), np.asarray(exp).reshape(-1, p.K0).tolist(),
+                   "tile with loads in the start cycle")
+    tb.report("start_with_load")
+
+
+@cocotb.test()
+async def psum_timing(dut):
+    """psum_in early (valid for 50 cycles before start, while idle: not consumed) and
+    late (first beat 300 cycles after start: nothing reaches out before it)."""
+    tb = await _setup(dut, 0.7, 0.0)
+    p = tb.p
+    cfg, W, X, b, s = _case(tb, role=Role.LAST, pool=False, K1=2, P1=3, Q1=3)
+    ps = golden.random_psum(p, cfg, 7)
+    await tb.load(cfg, W, X, b, s)
+    exp = np.asarray(golden.run_tile(p, cfg, W, X, psum_in=ps, bias=b, scale=s)["out"])
+    # early
+    for row in ps:
+        tb.ps_src.send_nowait({str(i): int(v) for i, v in enumerate(row)})
+    await tb.clocks(50)
+    tb.check_equal(tb.ps_src.sent, 0, "psum_in consumed while idle")
+    n0 = len(tb.o_snk.items)
+    got, _, _ = await tb.run_tile(cfg)
+    tb.check_equal(got.tolist(), exp.reshape(-1, p.K0).tolist(), "early psum_in")
+    # late
+    seen = {}
+
+    async def late():
+        await tb.clocks(300)
+        seen["out_before"] = len(tb.o_snk.items) - n1
+        seen["busy"] = int(dut.busy.value)
+        for row in ps:
+            tb.ps_src.send_nowait({str(i): int(v) for i, v in enumerate(row)})
+
+    n1 = len(tb.o_snk.items)
+    cocotb.start_soon(late())
+    got, _, _ = await tb.run_tile(cfg)
+    tb.check_equal((seen["out_before"], seen["busy"]), (0, 1), "state while psum_in is late")
+    tb.check_equal(got.tolist(), exp.reshape(-1, p.K0).tolist(), "late psum_in")
+    tb.report("psum_timing")
+
+
+@cocotb.test()
+async def reset_out_valid(dut):
+    """Reset while an output beat is valid and held (out.ready low): valid, busy, done
+    clear; nothing of the aborted tile comes out afterwards; the next tile is exact."""
+    tb = await _setup(dut, 0.0, 0.0)
+    p = tb.p
+    for role, snk, vname in ((Role.ONLY, tb.o_snk, "out__valid"),
+                             (Role.FIRST, tb.ps_snk, "psum_out__valid")):
+        cfg, W, X, b, s = _case(tb, role=role, pool=False, K1=2, P1=3, Q1=3)
+        await tb.load(cfg, W, X, b, s)
+        snk.ready_prob = 0.0
+        await tb.start_tile(cfg)
+        for _ in range(5000):
+            await RisingEdge(tb.clk)
+            if int(getattr(dut, vname).value):
+                break
+        tb.check(int(getattr(dut, vname).value) == 1, "an output beat is valid")
+        await tb.clocks(30)                     # the PE is stalled with results queued
+        dut.rst.value = 1
+        await RisingEdge(tb.clk)
+        dut.rst.value = 0
+        await RisingEdge(tb.clk)
+        tb.check_equal((int(dut.out__valid.value), int(dut.psum_out__valid.value),
+                        int(dut.busy.value), int(dut.done.value)), (0, 0, 0, 0), "after reset")
+        snk.ready_prob = 1.0
+        n0 = len(snk.items)
+        await tb.clocks(100)
+        tb.check_equal(len(snk.items), n0, "beats of the aborted tile after reset")
+        await tb.check_tile(cfg, W, X, b, s, name=f"after reset ({role.name})")
+    tb.report("reset_out_valid")
+
+
+@cocotb.test()
+async def done_under_stall(dut):
+    """out.ready low from start until the PE has stalled, then one beat accepted per 3
+    cycles: done pulses exactly once, one cycle after the last beat is accepted, and
+    busy falls with it."""
+    tb = await _setup(dut, 0.0, 0.0)
+    p = tb.p
+    cfg, W, X, b, s = _case(tb, role=Role.ONLY, pool=True, K1=2, P1=4, Q1=4)
+    await tb.load(cfg, W, X, b, s)
+    exp = np.asarray(golden.run_tile(p, cfg, W, X, bias=b, scale=s)["out"]).reshape(-1, p.K0)
+    tb.o_snk._task.cancel()
+    dut.out__ready.value = 0
+    await tb.start_tile(cfg)
+    await tb.clocks(cfg.R * cfg.S * cfg.C1 * cfg.K1 * cfg.P1 * cfg.Q1 + 50)
+    got, dones, last_acc, done_at = [], 0, None, None
+    for cyc in range(20000):
+        dut.out__ready.value = int(cyc % 3 == 0)
+        await RisingEdge(tb.clk)
+        if int(dut.done.value):
+            dones += 1
+            done_at = cyc
+            tb.check(int(dut.busy.value) == 0, "busy low when done pulses")
+        if int(dut.out__valid.value) and int(dut.out__ready.value):
+            got.append(_lanes(unpack_act(tb, int(dut.out__payload.value.to_unsigned())), p.K0))
+            last_acc = cyc
+        if done_at is not None and cyc > done_at + 20:
+            break
+    tb.check_equal(got, exp.tolist(), "beats under stall")
+    tb.check_equal(dones, 1, "done pulses")
+    tb.check_equal(done_at, last_acc + 1, "done one cycle after the last handshake")
+    tb.report("done_under_stall")
+
+
+def unpack_act(tb, word):
+    from tessera.tb.common import unpack
+    return unpack(tb.o_snk.fields, word)
+
+
+@cocotb.test()
+async def random_wide(dut):
+    """Random legal tiles over a wider space than random_case draws: R, S in 1..7 with any
+    padding below them, P1, Q1 up to 12, C1 up to 6, K1 up to ppu_depth, input tiles
+    smaller or larger than the loop nest reads, every role, pool on/off, random
+    back-pressure and gaps."""
+    tb = await _setup(dut, 0.6, 0.3)
+    p = tb.p
+    rng = np.random.default_rng(tb.rng.randrange(1 << 30))
+    n = int(os.environ.get("PE_RANDOM_WIDE", "16"))
+    done = tries = 0
+    while done < n and tries < 5000:
+        tries += 1
+        R, S = (int(x) for x in rng.integers(1, 8, 2))
+        st = int(rng.integers(1, 3))
+        pool = bool(rng.integers(0, 2))
+        P1, Q1 = ((int(2 * x) for x in rng.integers(1, 7, 2)) if pool
+                  else (int(x) for x in rng.integers(1, 13, 2)))
+        pt, pl = int(rng.integers(0, R)), int(rng.integers(0, S))
+        Hn, Wn = (P1 - 1) * st + R - pt, (Q1 - 1) * st + S - pl
+        over = dict(R=R, S=S, stride=st, pool=pool, P1=P1, Q1=Q1, pad_top=pt, pad_left=pl,
+                    H_in=max(1, Hn + int(rng.integers(-R, 3))),
+                    W_in=max(1, Wn + int(rng.integers(-S, 3))),
+                    C1=int(rng.integers(1, 7)), K1=int(rng.integers(1, p.ppu_depth + 1)),
+                    role=int(rng.integers(0, 4)), relu=bool(rng.integers(0, 2)))
+        try:
+            cfg = PEConfig(**over)
+        except ValueError:
+            continue
+        if not cfg.fits_fields() or golden.check_config(p, cfg) != ErrorCause.NONE:
+            continue
+        cfg, W, X, b, s = _case(tb, **over)
+        ps = golden.random_psum(p, cfg, int(rng.integers(1 << 30))) \
+            if cfg.role in (Role.MIDDLE, Role.LAST) else None
+        await tb.check_tile(cfg, W, X, b, s, ps, name=f"wide{done}")
+        done += 1
+    tb.check(done == n, f"only {done} legal tiles drawn")
+    tb.report("random_wide")

@@ -13,7 +13,7 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 
 from tessera.golden import pe as golden
-from tessera.hdl.pe.config import PEConfig, PEParams, Role
+from tessera.hdl.pe.config import ErrorCause, PEConfig, PEParams, Role
 from tessera.tb.common import StreamSink, StreamSource, TBBase, load_manifest, pack
 from tessera.tb.pe.test_pe import _flat, _lanes
 
@@ -123,3 +123,87 @@ async def concurrent(dut):
     ops = base.R * base.S * base.C1 * base.K1 * base.P1 * base.Q1
     tb.check(cycles <= ops + 8 + 2 * tb.n, f"chain took {cycles} cycles for {ops} ops per PE")
     tb.report("concurrent")
+
+
+# ----------------------------------------------------------------------------------------
+# Review tests (pereview)
+
+@cocotb.test()
+async def chain_ppu_overflow(dut):
+    """K1 > ppu_depth is illegal only for the LAST PE (PPU_OVERFLOW), legal for FIRST /
+    MIDDLE.  Contract (config.py): an illegal configuration raises error, computes and
+    emits nothing, busy stays low.  The chain must not start its FIRST/MIDDLE PEs."""
+    tb = ChainTB(dut, 1.0, 0.0)
+    await tb.reset()
+    p = tb.p
+    cfg = PEConfig(R=1, S=1, C1=1, K1=p.ppu_depth + 1, P1=1, Q1=1, H_in=1, W_in=1,
+                   stride=1, role=int(Role.ONLY))
+    for role in (Role.FIRST, Role.MIDDLE, Role.LAST):
+        want = ErrorCause.PPU_OVERFLOW if role == Role.LAST else ErrorCause.NONE
+        tb.check_equal(golden.check_config(p, PEConfig(**{**cfg.as_dict(), "role": int(role)})),
+                       want, f"golden verdict for {role.name}")
+    tb.dut.cfg.value = pack(tb.cfg_fields, cfg.as_dict())
+    tb.dut.start.value = 1
+    await RisingEdge(tb.clk)
+    tb.dut.start.value = 0
+    await tb.clocks(200)
+    tb.check_equal((int(dut.error.value), int(dut.error_cause.value)),
+                   (1, int(ErrorCause.PPU_OVERFLOW)), "chain error")
+    tb.check_equal(int(dut.busy.value), 0, "chain busy after an illegal config (hung)")
+    tb.report("chain_ppu_overflow")
+
+
+@cocotb.test()
+async def chain_start_while_busy(dut):
+    """start held high while the chain is busy must be ignored (contract: start while
+    busy is ignored).  The FIRST/MIDDLE PEs finish a few cycles before the LAST one
+    (PPU pipeline); they must not take the start in that window."""
+    tb = ChainTB(dut, 1.0, 0.0)
+    await tb.reset()
+    rng = np.random.default_rng(tb.seed)
+    base, _, _, b, s = golden.random_case(tb.p, rng, role=Role.ONLY, pool=False, K1=1,
+                                          P1=2, Q1=2)
+    state = {"done": False}
+
+    async def hammer():
+        from cocotb.triggers import ReadOnly, Timer
+        while not int(dut.busy.value):
+            await RisingEdge(tb.clk)
+        await tb.clocks(2)
+        while True:
+            await RisingEdge(tb.clk)
+            await ReadOnly()
+            busy, done = int(dut.busy.value), int(dut.done.value)
+            await Timer(1, unit="ns")
+            if done or state["done"]:
+                dut.start.value = 0
+                return
+            dut.start.value = busy
+
+    cocotb.start_soon(hammer())
+    await tb.run_case(base, _parts(tb, base, rng), b, s, "tile with start held while busy")
+    state["done"] = True
+    dut.start.value = 0
+    n0 = len(tb.o.items)
+    await tb.clocks(300)
+    tb.check_equal(int(dut.busy.value), 0, "chain still busy after done (a PE took the start)")
+    tb.check_equal(len(tb.o.items), n0, "beats after done")
+    tb.report("chain_start_while_busy")
+
+
+@cocotb.test()
+async def chain_bad_pe_index(dut):
+    """A load beat addressed to a PE index >= n (the pe field has spare codes when n is
+    not a power of two) must not wedge the load stream: it should be refused with an
+    error or dropped visibly, not left pending forever ahead of the legal beats."""
+    tb = ChainTB(dut, 1.0, 0.0)
+    await tb.reset()
+    n = tb.n
+    if n & (n - 1) == 0:
+        return                                        # no spare index codes
+    tb.w.send_nowait({"pe": n, "beat.addr": 0, "beat.row": 0})
+    tb.w.send_nowait({"pe": 0, "beat.addr": 0, "beat.row": 0})
+    await tb.clocks(50)
+    tb.check_equal((tb.w.sent, int(dut.w_load__valid.value)), (2, 0),
+                   f"w_load beats accepted after a beat to pe={n} (stream wedged)")
+    tb.report("chain_bad_pe_index")
