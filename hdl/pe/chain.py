@@ -9,8 +9,11 @@ reduction streams through at one beat per cycle.  Loads carry the target PE
 index; PPU parameters and the output stream belong to the last PE.
 
 Export: the PE is emitted once as module ``pe`` and instantiated N times
-(``Instance``), not duplicated as text.  Left out: NoC transport between the
-PEs, per-PE tile configurations.
+(``Instance``), not duplicated as text.  The chain starts only as a whole
+(every PE idle and every PE accepting the configuration, checked through the
+PEs' ``cfg_cause``); load beats to a PE index >= N are dropped and counted in
+``bad_loads``.  Left out: NoC transport between the PEs, per-PE tile
+configurations.
 """
 from __future__ import annotations
 
@@ -54,6 +57,7 @@ class PEChain(wiring.Component):
             "done": Out(1),
             "error": Out(1),
             "error_cause": Out(4),
+            "bad_loads": Out(16),      # load beats addressed to a PE index >= n (dropped)
         })
 
     def elaborate(self, platform):
@@ -68,7 +72,7 @@ class PEChain(wiring.Component):
             m.submodules[f"pe{i}"] = Instance(LEAF, **kw)
             role = Role.ONLY if n == 1 else Role.FIRST if i == 0 else \
                 Role.LAST if i == n - 1 else Role.MIDDLE
-            m.d.comb += [pe.cfg.eq(self.cfg), pe.cfg.role.eq(role), pe.start.eq(self.start)]
+            m.d.comb += [pe.cfg.eq(self.cfg), pe.cfg.role.eq(role)]
             # loads addressed to this PE
             for name in ("w_load", "i_load"):
                 src, dst = getattr(self, name), getattr(pe, name)
@@ -78,20 +82,34 @@ class PEChain(wiring.Component):
                 wiring.connect(m, pe.psum_out, pes[i + 1].psum_in)
                 m.d.comb += pe.out.ready.eq(0)          # FIRST/MIDDLE never emit on out
         m.d.comb += [pes[0].psum_in.valid.eq(0), pes[-1].psum_out.ready.eq(0)]
-        for name in ("w_load", "i_load"):
+        bad = Signal(2)
+        for j, name in enumerate(("w_load", "i_load")):
             src = getattr(self, name)
-            m.d.comb += src.ready.eq(Cat(*[getattr(pe, name).ready & (src.payload.pe == i)
-                                           for i, pe in enumerate(pes)]).any())
+            out_of_range = src.payload.pe >= n
+            m.d.comb += [src.ready.eq(Cat(*[getattr(pe, name).ready & (src.payload.pe == i)
+                                            for i, pe in enumerate(pes)]).any() | out_of_range),
+                         bad[j].eq(src.valid & out_of_range)]
+        # beats to a PE that does not exist are accepted, dropped and counted (saturating)
+        with m.If(bad.any() & (self.bad_loads < 0xFFFE)):
+            m.d.sync += self.bad_loads.eq(self.bad_loads + bad[0] + bad[1])
         for pe in pes[:-1]:
             m.d.comb += [pe.p_load.valid.eq(0)]
         wiring.connect(m, wiring.flipped(self.p_load), pes[-1].p_load)
         wiring.connect(m, pes[-1].out, wiring.flipped(self.out))
-        cause = 0
+        # the chain starts only as a whole: when every PE is idle and every PE
+        # accepts the configuration; otherwise nothing starts and the first
+        # PE's cause is reported (start while busy is ignored)
+        cause = Signal(4)
+        c = 0
         for pe in reversed(pes):                       # first PE's cause wins
-            cause = Mux(pe.error, pe.error_cause, cause)
+            c = Mux(pe.cfg_cause != 0, pe.cfg_cause, c)
+        m.d.comb += cause.eq(c)
+        accept = self.start & ~self.busy
+        for pe in pes:
+            m.d.comb += pe.start.eq(accept & (cause == 0))
+        with m.If(accept):
+            m.d.sync += [self.error.eq(cause != 0), self.error_cause.eq(cause)]
         m.d.comb += [self.busy.eq(Cat(*[pe.busy for pe in pes]).any()),
-                     self.error.eq(Cat(*[pe.error for pe in pes]).any()),
-                     self.error_cause.eq(cause),
                      self.done.eq(pes[-1].done)]
         return m
 

@@ -74,7 +74,8 @@ class SimbaPE(wiring.Component):
     """Ports (all flows are ``lib.stream``): ``w_load``, ``i_load``, ``p_load``
     (buffer loads, accepted while idle), ``psum_in``/``psum_out`` (cross-PE
     reduction chain), ``out`` (int8 activations); ``cfg`` + ``start``;
-    ``busy``, ``done`` (one-cycle pulse), ``error`` + ``error_cause``."""
+    ``busy``, ``done`` (one-cycle pulse), ``error`` + ``error_cause``;
+    ``cfg_cause`` (combinational check of ``cfg``)."""
 
     def __init__(self, K0=8, C0=8, acc_width=24, wbuf_bytes=32768, ibuf_bytes=8192,
                  abuf_entries=128, ppu_depth=16):
@@ -94,6 +95,9 @@ class SimbaPE(wiring.Component):
             "done": Out(1),
             "error": Out(1),
             "error_cause": Out(4),
+            # the cause the current ``cfg`` would get (combinational), so that a
+            # controller (e.g. pe_chain) can check a tile before starting it
+            "cfg_cause": Out(4),
         })
 
     def elaborate(self, platform):
@@ -136,6 +140,7 @@ class SimbaPE(wiring.Component):
             with m.Default():
                 m.d.comb += cause.eq(ErrorCause.NONE)
 
+        m.d.comb += self.cfg_cause.eq(cause)
         to_ppu = (cur.role == Role.LAST) | (cur.role == Role.ONLY)
         needs_psum = (cur.role == Role.MIDDLE) | (cur.role == Role.LAST)
         expected = Signal(24)

@@ -378,10 +378,12 @@ async def latency(dut):
               "H_in": 3, "W_in": 9, "stride": 2, "pool": False},
              {"R": 3, "S": 1, "C1": 3, "P1": 1, "Q1": 2, "pad_top": 2, "pad_left": 0,
               "H_in": 1, "W_in": 2, "stride": 1, "pool": False}]
-    for role, extra in ((Role.ONLY, 6), (Role.FIRST, 4)):
+    for role, extra in ((Role.ONLY, 6), (Role.FIRST, 4), (Role.MIDDLE, 4), (Role.LAST, 6)):
         for over in cases:
             cfg, W, X, b, s = _case(tb, role=role, **{"pool": False, **over})
-            _, cycles = await tb.check_tile(cfg, W, X, b, s, None, name="latency")
+            ps = golden.random_psum(tb.p, cfg, tb.rng.randrange(1 << 30)) \
+                if role in (Role.MIDDLE, Role.LAST) else None     # queued before start
+            _, cycles = await tb.check_tile(cfg, W, X, b, s, ps, name="latency")
             tb.check_equal(cycles, schedule_cycles(cfg) + extra, f"cycles of {cfg}")
     tb.report("latency")
 

@@ -206,4 +206,5 @@ async def chain_bad_pe_index(dut):
     await tb.clocks(50)
     tb.check_equal((tb.w.sent, int(dut.w_load__valid.value)), (2, 0),
                    f"w_load beats accepted after a beat to pe={n} (stream wedged)")
+    tb.check_equal(int(dut.bad_loads.value), 1, "dropped beat counted in bad_loads")
     tb.report("chain_bad_pe_index")
