@@ -7,7 +7,8 @@ unit can take it:
 
 * SEND, EWISE and GROUP run one at a time and in order: each starts only
   when neither the SEND engine nor the EWISE unit is running (GROUP edits the
-  group table, which a running SEND reads);
+  group table, which a running SEND reads); a rejected command also waits
+  for them, so every completion except RECV's comes in command order;
 * RECV only needs the RECV tracker to be free: it opens its window and runs
   in the background, so the controller can issue RECV, then the SENDs that
   make the PEs produce the outputs.
@@ -129,7 +130,7 @@ class Decoder(wiring.Component):
         serial_free = self.send_free & self.ewise_free
         with m.If(full):
             with m.If(status != ST_OK):
-                with m.If(self.own_free):
+                with m.If(serial_free & self.own_free):
                     m.d.comb += self.own_cpl.eq(1)
                     m.d.sync += full.eq(0)
             with m.Elif(q.op == OP_SEND):
