@@ -14,9 +14,11 @@ j = bits [8j+7 : 8j], two's complement), for word i of the regions:
   ``shift`` in 0..15;
 * saturate: ``c = min(127, max(-128, y))``.
 
-Pipeline: two read requesters (A and B, one word each in flight) -> operand
-registers -> one result register -> write requester; one word per cycle when
-A, B and C are not held back by bank conflicts.
+Pipeline: two read requesters (A and B; each operand slot holds one word,
+used straight from the SRAM output or parked if the other operand or the
+write is late) -> one result register -> write requester; one word per cycle
+when the A and B reads are in different banks and the write is not held
+back; half that when A and B share a bank (one read port per bank).
 
 Left out: pooling and depth-wise convolution (Simba lists them as near-memory
 candidates), rounding modes other than floor, per-channel shifts.
@@ -88,25 +90,33 @@ class EwiseUnit(wiring.Component):
                          c0.eq(self.c), n.eq(self.n), ia.eq(0), ib.eq(0), ic.eq(0), iw.eq(0),
                          running.eq(1)]
 
+        # operand slots: one word each, either in flight (``wait``: the SRAM returns it
+        # this cycle) or parked (``full``); consumed straight from the SRAM output
+        a_avail, b_avail = Signal(), Signal()
+        a_val, b_val = Signal(w), Signal(w)
+        m.d.comb += [a_avail.eq(a_full | a_wait), b_avail.eq(b_full | b_wait),
+                     a_val.eq(Mux(a_full, a_data, self.rda.data)),
+                     b_val.eq(Mux(b_full, b_data, self.rdb.data))]
         consume = Signal()
-        m.d.comb += consume.eq(running & a_full & b_full & (~w_full | self.wr.grant))
-        result = ewise_word(m, a_data, b_data, sub, shift, cfg.lanes_int8)
+        m.d.comb += consume.eq(running & a_avail & b_avail & (~w_full | self.wr.grant))
+        result = ewise_word(m, a_val, b_val, sub, shift, cfg.lanes_int8)
 
-        # operand A
         m.d.comb += [self.rda.addr.eq((a0 + ia)[:self.addr_bits]),
-                     self.rda.valid.eq(running & (ia < n) & ~a_wait & (~a_full | consume))]
+                     self.rda.valid.eq(running & (ia < n) & (~a_avail | consume))]
         m.d.comb += [self.rdb.addr.eq((b0 + ib)[:self.addr_bits]),
-                     self.rdb.valid.eq(running & (ib < n) & ~b_wait & (~b_full | consume))]
+                     self.rdb.valid.eq(running & (ib < n) & (~b_avail | consume))]
+        for wait, full, data, port in ((a_wait, a_full, a_data, self.rda),
+                                       (b_wait, b_full, b_data, self.rdb)):
+            with m.If(consume):
+                m.d.sync += [full.eq(0), wait.eq(0)]
+            with m.Elif(wait):                       # arrived, not used yet: park it
+                m.d.sync += [full.eq(1), data.eq(port.data), wait.eq(0)]
+            with m.If(port.grant):
+                m.d.sync += wait.eq(1)
         with m.If(self.rda.grant):
-            m.d.sync += [a_wait.eq(1), ia.eq(ia + 1)]
+            m.d.sync += ia.eq(ia + 1)
         with m.If(self.rdb.grant):
-            m.d.sync += [b_wait.eq(1), ib.eq(ib + 1)]
-        with m.If(consume):
-            m.d.sync += [a_full.eq(0), b_full.eq(0)]
-        with m.If(self.rda.data_valid & a_wait):
-            m.d.sync += [a_full.eq(1), a_data.eq(self.rda.data), a_wait.eq(0)]
-        with m.If(self.rdb.data_valid & b_wait):
-            m.d.sync += [b_full.eq(1), b_data.eq(self.rdb.data), b_wait.eq(0)]
+            m.d.sync += ib.eq(ib + 1)
 
         # result register -> write
         m.d.comb += [self.wr.valid.eq(w_full), self.wr.addr.eq(w_addr[:self.addr_bits]),

@@ -75,6 +75,8 @@ class GpeEnv(TBBase):
         self.in_item = None
         self.cur_pkt = None
         self.out_flits = 0
+        self.first_out = None
+        self.last_out = None
         self.out_busy_cycles = 0
         self.violations = []
 
@@ -152,6 +154,9 @@ class GpeEnv(TBBase):
                 self.out_busy_cycles += 1
                 if int(dut.net_out__ready.value):
                     self.out_flits += 1
+                    if self.first_out is None:
+                        self.first_out = now
+                    self.last_out = now
                     self._take_out(dut.net_out__payload.value.to_unsigned(), now, W, hdr_l)
             dut.net_out__ready.value = int(self.out_ready >= 1.0 or
                                            self.rng.random() < self.out_ready)

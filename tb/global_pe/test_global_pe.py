@@ -284,3 +284,83 @@ async def reset_mid_send(dut):
     await env.wait_cpl(3, limit=5000)
     runner.check()
     env.report("reset_mid_send")
+
+
+async def _timed(env, cmd):
+    """Issue one command; return (issue cycle, completion cycle)."""
+    n = len(env.cpl.items)
+    await env.cmd.wait_idle()
+    t0 = env.cycles
+    env.issue(cmd)
+    await env.wait_cpl(n + 1, limit=100000)
+    return t0, env.cycles
+
+
+@cocotb.test()
+async def bench_bandwidth(dut):
+    """bench/gpe_bandwidth.py: steady-state rates with consumers keeping up (credit
+    return 1-2 cycles, network always ready).  Writes JSON to $GPE_BENCH_OUT."""
+    env = await _start(dut, out_ready=1.0, in_idle=0.0)
+    cfg = env.cfg
+    rng = random.Random(env.seed)
+    for c in range(cfg.consumers):
+        env.delay[c] = (1, 2)
+    words = int(os.environ.get("GPE_BENCH_WORDS", "1024"))
+    tile = cfg.max_tile
+    out = {"words": words, "tile_words": tile, "credit_window": cfg.credit_window}
+
+    # RECV: one producer streams back-to-back OUT packets of `tile` words
+    arrivals = [(0, a, [sc.random_word(rng, cfg, 0) for _ in range(min(tile, words - a))])
+                for a in range(0, words, tile)]
+    recv = Command(OP_RECV, tag=1, a=0, cnt=(words, 1, 1), mask=(1, 1), arrivals=arrivals)
+    model = GlobalPEModel(cfg)
+    model.step(recv)
+    env.issue(recv)
+    await env.cmd.wait_idle()
+    await env.clocks(4)
+    t0 = env.cycles
+    for src, addr, ws in arrivals:
+        env.send_in(env.out_packet(src, addr, ws))
+    await env.wait_cpl(1)
+    out["recv_cycles"] = env.cycles - t0
+    out["recv_words_per_cycle"] = words / out["recv_cycles"]
+
+    async def send(tag, **kw):
+        cmd = Command(OP_SEND, tag=tag, a=0, cnt=(words, 1, 1), stride=(1, 0, 0), tile=tile, **kw)
+        model.step(cmd)
+        env.first_out = None
+        f0 = env.out_flits
+        t_issue, t_done = await _timed(env, cmd)
+        flits = env.out_flits - f0
+        return flits, env.last_out - env.first_out + 1, t_done - t_issue
+
+    flits, busy, total = await send(2, ucast=True, uaddr=((1, 1), (3, 4)))
+    out.update(send_unicast_flits=flits, send_unicast_cycles=busy,
+               send_unicast_flits_per_cycle=flits / busy,
+               send_unicast_cycles_incl_command=total)
+    g = Command(OP_GROUP, tag=3, gidx=0, mask=(0b1111, 0b1111))   # 4 nodes x 4 chiplets
+    model.step(g)
+    await _timed(env, g)
+    flits, busy, total = await send(4, groups=1)
+    out.update(send_multicast_consumers=16, send_multicast_flits=flits,
+               send_multicast_cycles=busy, send_multicast_flits_per_cycle=flits / busy,
+               send_multicast_cycles_incl_command=total)
+
+    n = min(256, words // 4)
+    for tag, (a, b, c, name) in enumerate([(0, n + 1, 2 * n + 2, "ewise"),
+                                           (0, n, 2 * n, "ewise_same_bank")], start=5):
+        cmd = Command(OP_EWISE, tag=tag, a=a, b=b, c=c, cnt=(n, 1, 1), sub=EW_MUL, shift=4)
+        model.step(cmd)
+        t_issue, t_done = await _timed(env, cmd)
+        out[f"{name}_cycles_incl_command"] = t_done - t_issue
+        out[f"{name}_bytes_per_cycle"] = n * cfg.word_bits // 8 / (t_done - t_issue)
+    out["ewise_words"] = n
+    # everything the DUT sent is what the golden model says
+    got = [(c["tag"], c["status"]) for c in env.cpl.items]
+    env.check_equal(got, model.completions, "completions")
+    env.check_packets(model.packets)
+    path = os.environ.get("GPE_BENCH_OUT")
+    if path:
+        with open(path, "w") as fh:
+            json.dump(out, fh, indent=2)
+    env.report("bench_bandwidth", **{k: v for k, v in out.items() if "per_cycle" in k})
