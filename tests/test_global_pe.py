@@ -12,7 +12,8 @@ ENV = {"MAKEFLAGS": "CFG_CXXFLAGS_PCH_I=-include"}
 
 @pytest.mark.cocotb
 @pytest.mark.parametrize("testcase", ["demo", "malformed_commands", "ewise_saturation",
-                                      "credit_window_and_slow_group", "reset_mid_send"])
+                                      "credit_window_and_slow_group", "reset_mid_send",
+                                      "protocol_errors"])
 def test_directed(testcase):
     run("global_pe", {}, MODULE, testcase=testcase, seed=3, extra_env=ENV)
 

@@ -364,3 +364,64 @@ async def bench_bandwidth(dut):
         with open(path, "w") as fh:
             json.dump(out, fh, indent=2)
     env.report("bench_bandwidth", **{k: v for k, v in out.items() if "per_cycle" in k})
+
+
+@cocotb.test()
+async def protocol_errors(dut):
+    """Stray OUT words (non-producer, outside the window), malformed flits and excess
+    credits are dropped / clamped, flagged in ``status``, and change nothing else."""
+    env = await _start(dut, out_ready=0.9, in_idle=0.1)
+    cfg = env.cfg
+    W = cfg.credit_window
+    rng = random.Random(env.seed)
+    env.check_equal(int(dut.status.value.to_unsigned()), 0, "status after reset")
+    word = lambda: sc.random_word(rng, cfg)      # noqa: E731
+    # malformed flits first: no RECV is open, nothing may be written
+    hdr = int(0)
+    bad = [
+        [(env.flit(0, 1, 1, word()), None)],                            # body without head
+        [(env.flit(1, 1, 1, 0), None)],                                 # kind 0
+        [(env.flit(1, 0, 1, 0), None), (env.flit(0, 1, 1, word()), None)],   # kind 0, 2 flits
+        [(env.flit(1, 1, ((0, 0), (0, cfg.node_mesh_y)), 3 | 1 << 2), None)],  # src off-mesh
+    ]
+    for p in bad:
+        env.send_in(p)
+    await env.wait_until(lambda: not env.in_cur and not env.in_packets and not env.in_valid,
+                         what="bad flits consumed")
+    await env.clocks(3)
+    env.check_equal(int(dut.status.value.to_unsigned()), 0b100, "bad_flit only")
+    arrivals = [(2, 16, [word()]),                 # not a producer
+                (1, 14, [word(), word()]),         # before the window
+                (1, 16, [word() for _ in range(5)]),
+                (1, 21, [word() for _ in range(3)]),
+                (1, 24, [word()])]                 # after the window (RECV already done)
+    cmds = [Command(OP_RECV, tag=1, a=16, cnt=(8, 1, 1), mask=(1, 0b10), arrivals=arrivals)]
+    model = GlobalPEModel(cfg)
+    runner = Runner(env, model)
+    runner._recv_tags = {1}
+    await runner.run(cmds)
+    await env.wait_until(lambda: not env.in_cur and not env.in_packets and not env.in_valid,
+                         what="strays consumed")
+    await env.clocks(3)
+    env.check_equal(int(dut.status.value.to_unsigned()), 0b110, "stray_word + bad_flit")
+    env.check_equal(model.flags["stray_word"], 1, "golden stray flag")
+    # excess credits: consumer 5 returns credits it never used -> clamped, flagged
+    env.send_in(env.credit_packet(5, 3))
+    await env.clocks(10)
+    env.check_equal(int(dut.status.value.to_unsigned()), 0b111, "credit_overflow")
+    env.delay[5] = None
+    x, y = 5 % cfg.node_mesh_x, 5 // cfg.node_mesh_x
+    send = Command(OP_SEND, tag=2, a=16, cnt=(8, 1, 1), stride=(1, 0, 0), tile=1, ucast=True,
+                   uaddr=((0, 0), (x, y)))
+    env.issue(send)
+    model.step(send)
+    runner.issued += 1
+    await env.clocks(150)
+    env.check_equal(len(env.received[5]), W, "clamped window")
+    env.delay[5] = (1, 2)
+    env.release(5)
+    readback = sc.readback(cfg, 3, 0, 32)
+    await runner.run([readback])
+    await env.clocks(10)
+    runner.check()
+    env.report("protocol_errors")
