@@ -31,3 +31,24 @@ def test_random(seed, out_ready, in_idle):
 def test_random_soak(seed):
     run("global_pe", {}, MODULE, testcase="random_commands", seed=seed,
         extra_env={**ENV, "GPE_CMDS": "80", "GPE_SPAN": "512"})
+
+
+# A second parameter set: 2 banks, 64-bit words, 3x3 nodes on a 1x3 chiplet mesh,
+# 3 groups (non-power-of-two: the out-of-range group index is testable), window 2.
+SMALL = dict(words=512, word_bits=64, banks=2, node_mesh_x=3, node_mesh_y=3, chiplet_mesh_x=1,
+             chiplet_mesh_y=3, groups=3, credit_window=2, max_tile=5)
+
+
+@pytest.mark.cocotb
+def test_small_config_random():
+    run("global_pe", SMALL, MODULE, testcase="random_commands", seed=5,
+        extra_env={**ENV, "GPE_CMDS": "30"})
+
+
+@pytest.mark.slow
+@pytest.mark.cocotb
+@pytest.mark.parametrize("testcase", ["malformed_commands", "ewise_saturation",
+                                      "credit_window_and_slow_group", "reset_mid_send",
+                                      "protocol_errors"])
+def test_small_config_directed(testcase):
+    run("global_pe", SMALL, MODULE, testcase=testcase, seed=5, extra_env=ENV)
