@@ -30,7 +30,9 @@ PARAMS = [
 
 
 def build(**params):
-    from .global_pe import GlobalPE
+    from .global_pe import GlobalPE, validate
+    from .packets import GpeConfig
+    validate(GpeConfig(**params))          # before constructing (no unused-elaboratable noise)
     return GlobalPE(**params)
 
 
