@@ -180,8 +180,9 @@ class GlobalPEModel:
             i2, i1, i0 = np.meshgrid(np.arange(n2), np.arange(n1), np.arange(n0), indexing="ij")
             addrs = (cmd.a + i2 * s2 + i1 * s1 + i0 * s0).reshape(-1)
             words = [word_to_int(self.buf[x]) for x in addrs]
-            tiles = [Tile(cmd.tag, k % (1 << 16), tuple(words[i:i + cmd.tile]))
-                     for k, i in enumerate(range(0, len(words), cmd.tile))]
+            chunks = [words[r + i:r + min(i + cmd.tile, n0)]          # row-aligned tiles
+                      for r in range(0, len(words), n0) for i in range(0, n0, cmd.tile)]
+            tiles = [Tile(cmd.tag, k % (1 << 16), tuple(ch)) for k, ch in enumerate(chunks)]
             lanes = [self.members(*self.table[g]) for g in range(self.cfg.groups)
                      if cmd.groups >> g & 1]
             if cmd.ucast:

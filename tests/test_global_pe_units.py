@@ -27,11 +27,12 @@ def _model_with_data(n=64):
 def test_send_addresses_tiles_and_lanes():
     m = _model_with_data()
     m.step(Command(OP_GROUP, tag=0, gidx=1, mask=(0b0101, 0b11)))   # chiplets 0, 2; nodes 0, 1
-    m.step(Command(OP_SEND, tag=7, a=5, cnt=(2, 3, 1), stride=(1, 10, 0), tile=4, groups=0b10,
+    m.step(Command(OP_SEND, tag=7, a=5, cnt=(5, 2, 1), stride=(1, 10, 0), tile=2, groups=0b10,
                    ucast=True, uaddr=((1, 1), (3, 4))))
     assert m.completions == [(0, ST_OK), (7, ST_OK)]
-    words = [word_to_int(m.buf[x]) for x in (5, 6, 15, 16, 25, 26)]
-    tiles = [Tile(7, 0, tuple(words[:4])), Tile(7, 1, tuple(words[4:]))]
+    w = {x: word_to_int(m.buf[x]) for x in range(32)}
+    rows = [[5, 6], [7, 8], [9], [15, 16], [17, 18], [19]]     # row-aligned tiles of 2
+    tiles = [Tile(7, k, tuple(w[x] for x in r)) for k, r in enumerate(rows)]
     assert sorted(m.packets) == [0, 1, 40, 41, consumer_index(CFG, (1, 1), (3, 4))]
     assert consumer_index(CFG, (1, 1), (3, 4)) == 3 * 20 + 4 * 4 + 3 == 79
     for c in m.packets:
@@ -41,8 +42,9 @@ def test_send_addresses_tiles_and_lanes():
 def test_send_three_levels():
     m = _model_with_data()
     m.step(Command(OP_SEND, tag=1, a=2, cnt=(2, 2, 2), stride=(3, 7, 20), tile=16, ucast=True))
-    addrs = [2, 5, 9, 12, 22, 25, 29, 32]
-    assert m.packets[0] == [[Tile(1, 0, tuple(word_to_int(m.buf[x]) for x in addrs))]]
+    rows = [[2, 5], [9, 12], [22, 25], [29, 32]]
+    assert m.packets[0] == [[Tile(1, k, tuple(word_to_int(m.buf[x]) for x in r))
+                             for k, r in enumerate(rows)]]
 
 
 def test_ewise_arithmetic_by_hand():

@@ -128,9 +128,9 @@ def command_layout(cfg: GpeConfig) -> data.StructLayout:
       innermost); ``tile`` words per packet; ``groups`` bit g = multicast
       to group g of the group table; ``ucast`` + ``uaddr`` = also unicast to
       that node.  Address of element (i2, i1, i0) = a + i2*stride2 +
-      i1*stride1 + i0*stride0, i0 fastest; the sequence is cut into tiles of
-      ``tile`` words (the last may be shorter); each destination receives
-      every tile, in order.
+      i1*stride1 + i0*stride0, i0 fastest; each level-0 row (``cnt0`` words)
+      is cut into tiles of ``tile`` words (the last of a row may be
+      shorter); each destination receives every tile, in order.
     * RECV: window ``a`` .. ``a + cnt0 - 1``; expect ``cnt0`` words from
       producers in ``mask``.
     * EWISE: ``c[i] = f(a[i], b[i])`` for ``cnt0`` words; ``sub`` = function,

@@ -4,13 +4,15 @@ Simba §3.1 "Simba global PE": unicast or multicast of activation tiles to
 PEs on this or other chiplets.  A SEND names a region (base + up to three
 (count, stride) levels, level 0 innermost) and a set of *lanes*: each
 selected multicast group of the group table and/or one unicast node.  Every
-lane receives the whole region as a sequence of tiles (``tile`` words per
-packet, the last may be shorter), in order, each as one NoC packet: a head
-flit (:func:`packets.data_header_layout`) and one flit per word.
+lane receives the whole region as a sequence of tiles, in order, each as
+one NoC packet: a head flit (:func:`packets.data_header_layout`) and one
+flit per word.  Tiles are row-aligned: each level-0 row (``cnt0`` words) is
+cut into packets of ``tile`` words, the last of a row possibly shorter, so a
+packet never spans two rows (no region-size multiplier is needed).
 
 Lanes progress independently: each has its own address-generator state
-(i0, i1, i2, address, row/plane bases), tile sequence number and remaining
-word count.  At every tile boundary a round-robin picker chooses a lane that
+(i0, i1, i2, address, row/plane bases) and tile sequence number.  At every
+tile boundary a round-robin picker chooses a lane that
 still has tiles *and* whose members all have credit
 (:class:`MulticastManager`), takes one credit from every member and streams
 that tile; a lane without credit is skipped, so a slow consumer holds back
@@ -37,7 +39,6 @@ from .packets import (DATA_CLASS, FIELD, KIND_DATA, SEQ_BITS, TAG_BITS, TILE_BIT
                       data_header_layout, mask_layout, net_flit_layout, node_address_layout)
 
 FIFO_DEPTH = 4
-REM_BITS = 3 * FIELD
 
 
 class SendEngine(wiring.Component):
@@ -87,7 +88,7 @@ class SendEngine(wiring.Component):
         base1 = list(Signal(FIELD, name=f"l{i}_base1") for i in range(L))
         base2 = list(Signal(FIELD, name=f"l{i}_base2") for i in range(L))
         seq = list(Signal(SEQ_BITS, name=f"l{i}_seq") for i in range(L))
-        remain = list(Signal(REM_BITS, name=f"l{i}_remain") for i in range(L))
+        i2 = list(Signal(FIELD, name=f"l{i}_i2") for i in range(L))
 
         cur = Signal(range(L))
         left = Signal(TILE_BITS)        # words of the current tile still to issue
@@ -111,8 +112,6 @@ class SendEngine(wiring.Component):
                      flit.payload.eq(Mux(s1_head, s1_hdr.as_value(), self.rd.data)),
                      fifo.w_data.eq(flit), fifo.w_en.eq(s1_valid)]
 
-        total = Signal(REM_BITS)
-        m.d.comb += total.eq(self.cnt[0] * self.cnt[1] * self.cnt[2])
 
         IDLE, PICK, DATA, DRAIN = range(4)
         state = Signal(2)
@@ -137,9 +136,9 @@ class SendEngine(wiring.Component):
                 m.d.sync += [c.eq(v) for c, v in zip(cnt, self.cnt)]
                 m.d.sync += [s.eq(v) for s, v in zip(stride, self.stride)]
                 for i in range(L):
-                    m.d.sync += [i0[i].eq(0), i1[i].eq(0),
+                    m.d.sync += [i0[i].eq(0), i1[i].eq(0), i2[i].eq(0),
                                  addr[i].eq(self.base), base1[i].eq(self.base),
-                                 base2[i].eq(self.base), seq[i].eq(0), remain[i].eq(total)]
+                                 base2[i].eq(self.base), seq[i].eq(0)]
                 m.d.sync += state.eq(PICK)
         with m.Elif(state == PICK):
             m.d.comb += self.busy.eq(1)
@@ -152,7 +151,8 @@ class SendEngine(wiring.Component):
                 for i in range(L):
                     with m.If(grants[i]):
                         m.d.comb += lane.eq(i)
-                rem = sel(remain, lane)
+                rem = Signal(FIELD + 1)          # words left in the lane's current row
+                m.d.comb += rem.eq(cnt[0] - sel(i0, lane))
                 nw = Signal(TILE_BITS)
                 m.d.comb += nw.eq(Mux(rem < tile, rem, tile))
                 m.d.comb += [self.cons_en.eq(1), self.cons_lane.eq(lane)]
@@ -163,9 +163,6 @@ class SendEngine(wiring.Component):
                         m.d.comb += [dest.mcast.eq(self.table[g]), mc.eq(1)]
                 with m.If(grants[cfg.groups]):
                     m.d.comb += [dest.ucast.eq(uaddr), mc.eq(0)]
-                for i, hit in per_lane(lane):
-                    with m.If(hit):
-                        m.d.sync += remain[i].eq(remain[i] - nw)
                 m.d.sync += [cur.eq(lane), left.eq(nw), cur_mcast.eq(mc), cur_dest.eq(dest),
                              s1_valid.eq(1), s1_head.eq(1), s1_tail.eq(0),
                              s1_mcast.eq(mc), s1_dest.eq(dest),
@@ -192,11 +189,11 @@ class SendEngine(wiring.Component):
                                          addr[i].eq(nxt), base1[i].eq(nxt)]
                         with m.Else():
                             nxt = (base2[i] + stride[2])[:FIELD]
-                            m.d.sync += [i0[i].eq(0), i1[i].eq(0),
+                            m.d.sync += [i0[i].eq(0), i1[i].eq(0), i2[i].eq(i2[i] + 1),
                                          addr[i].eq(nxt), base1[i].eq(nxt), base2[i].eq(nxt)]
                         with m.If(last):
                             m.d.sync += seq[i].eq(seq[i] + 1)
-                            with m.If(~remain[i].any()):
+                            with m.If(w0 & w1 & (i2[i] + 1 == cnt[2])):   # region done
                                 m.d.sync += active[i].eq(0)
                 with m.If(last):
                     m.d.sync += state.eq(PICK)

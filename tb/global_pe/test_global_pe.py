@@ -40,8 +40,10 @@ class Runner:
         return {c["tag"] for c in self.env.cpl.items}
 
     async def _all_done(self):
+        done = {c["tag"] for c in self.env.cpl.items}
         await self.env.wait_until(lambda: len(self.env.cpl.items) >= self.issued,
-                                  what="all completions")
+                                  what=f"all completions; outstanding tags "
+                                       f"{[t for t, _ in self.model.completions if t not in done]}")
 
     async def run(self, cmds):
         env = self.env
@@ -54,6 +56,8 @@ class Runner:
             if cmd.op == OP_RECV:
                 await self._all_done()
             env.issue(cmd)
+            env.dut._log.debug("issue %s", {k: v for k, v in cmd.__dict__.items()
+                                            if k != "arrivals"})
             self.issued += 1
             self.model.step(cmd)
             if cmd.op == OP_RECV:
