@@ -11,7 +11,6 @@ Target: >= 0.95 flits/cycle for sends.  Writes build/bench/gpe_bandwidth.json.
 """
 import json
 import sys
-from pathlib import Path
 
 from tessera.tb.runner import BUILD, run
 

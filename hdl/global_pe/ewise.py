@@ -30,7 +30,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .buffer import read_req_signature, write_req_signature
-from .packets import EW_ADD, EW_MAX, EW_MUL, FIELD, SHIFT_BITS, TAG_BITS, GpeConfig
+from .packets import EW_ADD, EW_MUL, FIELD, SHIFT_BITS, TAG_BITS, GpeConfig
 
 
 def ewise_word(m: Module, a, b, sub, shift, lanes: int):

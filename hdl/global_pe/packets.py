@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from amaranth.hdl import Shape
 from amaranth.lib import data
 
 from tessera.hdl.noc.flit import MAX_MESH, address_layout, flit_layout
@@ -183,9 +184,7 @@ def consumer_index(cfg: GpeConfig, chiplet_xy, node_xy) -> int:
 
 def field_bits(layout: data.StructLayout) -> dict:
     """{name: (offset, width)} for the top-level fields of a layout (for Python packing)."""
-    return {name: (f.offset, data.Layout.cast(f.shape).size if isinstance(f.shape, data.Layout)
-                   else __import__("amaranth").hdl.Shape.cast(f.shape).width)
-            for name, f in layout}
+    return {name: (f.offset, Shape.cast(f.shape).width) for name, f in layout}
 
 
 def pack_fields(layout: data.StructLayout, **values) -> int:

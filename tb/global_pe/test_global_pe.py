@@ -10,9 +10,8 @@ import os
 import random
 
 import cocotb
-from cocotb.triggers import RisingEdge
 
-from tessera.golden.global_pe import Command, GlobalPEModel, Tile, ewise_words, int_to_word
+from tessera.golden.global_pe import Command, GlobalPEModel, ewise_words
 from tessera.hdl.global_pe.packets import (EW_ADD, EW_MAX, EW_MUL, OP_EWISE, OP_GROUP, OP_RECV,
                                            OP_SEND, ST_OK)
 from tessera.tb.global_pe.env import GpeEnv
