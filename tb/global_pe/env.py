@@ -40,7 +40,7 @@ def _fields(manifest, stream):
 
 
 class GpeEnv(TBBase):
-    def __init__(self, dut, out_ready=1.0, in_idle=0.0, cmd_idle=0.0):
+    def __init__(self, dut, out_ready=1.0, in_idle=0.0, cmd_idle=0.0, cpl_ready=1.0):
         super().__init__(dut)
         self.cfg = GpeConfig.from_params(self.params)
         man = load_manifest()
@@ -48,7 +48,7 @@ class GpeEnv(TBBase):
         self.cmd = StreamSource(dut, "cmd", self.clk, fields=_fields(man, "cmd"),
                                 idle_prob=cmd_idle, rng=random.Random(self.seed + 1))
         self.cpl = StreamSink(dut, "cpl", self.clk, fields=_fields(man, "cpl"),
-                              rng=random.Random(self.seed + 2))
+                              ready_prob=cpl_ready, rng=random.Random(self.seed + 2))
         self.out_ready = out_ready
         self.in_idle = in_idle
         self.node_id = ((0, 0), (0, 0))

@@ -89,7 +89,7 @@ async def _start(dut, **kw):
 
 
 async def _random_run(dut, n_cmds, span, out_ready, in_idle, slow_frac=0.2):
-    env = await _start(dut, out_ready=out_ready, in_idle=in_idle, cmd_idle=0.2)
+    env = await _start(dut, out_ready=out_ready, in_idle=in_idle, cmd_idle=0.2, cpl_ready=0.5)
     rng = random.Random(env.seed)
     cfg = env.cfg
     for c in range(cfg.consumers):      # per-consumer credit-return delays
@@ -367,6 +367,36 @@ async def bench_bandwidth(dut):
         out[f"{name}_cycles_incl_command"] = t_done - t_issue
         out[f"{name}_bytes_per_cycle"] = n * cfg.word_bits // 8 / (t_done - t_issue)
     out["ewise_words"] = n
+
+    # a slow group (credits return after 200 cycles) next to a fast one in one SEND
+    N = cfg.nodes
+    fast, slow = (1, 0b1111), (1 << (cfg.chiplets - 1), 0b11 << (N - 2))
+    for tag, gidx, mask in ((7, 1, fast), (8, 2, slow)):
+        g = Command(OP_GROUP, tag=tag, gidx=gidx, mask=mask)
+        model.step(g)
+        await _timed(env, g)
+    for c in env.members(*slow):
+        env.delay[c] = (200, 200)
+    m_words = 256
+    fast_nodes = env.members(*fast)
+    for tag, groups, key in ((9, 0b010, "fast_alone"), (10, 0b110, "fast_with_slow")):
+        cmd = Command(OP_SEND, tag=tag, a=0, cnt=(m_words, 1, 1), stride=(1, 0, 0), tile=tile,
+                      groups=groups)
+        model.step(cmd)
+        before = len(env.received[fast_nodes[0]])
+        slow_before = len(env.received[env.members(*slow)[0]])
+        t0 = env.cycles
+        await env.cmd.wait_idle()
+        env.issue(cmd)
+        await env.wait_until(lambda: len(env.received[fast_nodes[0]]) - before == m_words // tile,
+                             what="fast group tiles")
+        out[f"send_{key}_cycles"] = env.cycles - t0
+        out[f"send_{key}_slow_tiles_meanwhile"] = (len(env.received[env.members(*slow)[0]])
+                                                   - slow_before)
+        await env.wait_cpl(len(model.completions), limit=100000)
+    out["send_slow_group_credit_delay"] = 200
+    out["send_fast_group_slowdown_with_slow_group"] = (out["send_fast_with_slow_cycles"]
+                                                      / out["send_fast_alone_cycles"])
     # everything the DUT sent is what the golden model says
     got = [(c["tag"], c["status"]) for c in env.cpl.items]
     env.check_equal(got, model.completions, "completions")
