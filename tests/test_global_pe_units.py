@@ -189,3 +189,14 @@ def test_buffer_arbitration_never_loses():
     sim.add_clock(1e-6)
     sim.add_testbench(bench)
     sim.run()
+
+
+def test_cli_rejects_inconsistent_parameters(tmp_path):
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "tessera.cli", "verilog", "global_pe", "--param",
+                        "words=1002", "--out", str(tmp_path / "x")], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("tessera verilog: error: parameter 'words': "
+                                "must be a multiple of banks (4)")
+    assert not (tmp_path / "x").exists()

@@ -28,6 +28,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
+from tessera.params import ParamError
+
 from .buffer import Buffer
 from .decoder import Decoder
 from .ewise import EwiseUnit
@@ -40,9 +42,7 @@ from .send import SendEngine
 
 def validate(cfg: GpeConfig):
     def bad(name, msg):
-        err = ValueError(f"{name}: {msg}")
-        err.param = name
-        raise err
+        raise ParamError(name, msg)
     if cfg.banks < 1 or cfg.banks & (cfg.banks - 1):
         bad("banks", "must be a power of two")
     if cfg.words % cfg.banks:
