@@ -13,7 +13,7 @@ ENV = {"MAKEFLAGS": "CFG_CXXFLAGS_PCH_I=-include"}
 @pytest.mark.cocotb
 @pytest.mark.parametrize("testcase", ["demo", "malformed_commands", "ewise_saturation",
                                       "credit_window_and_slow_group", "reset_mid_send",
-                                      "protocol_errors"])
+                                      "protocol_errors", "recv_two_windows"])
 def test_directed(testcase):
     run("global_pe", {}, MODULE, testcase=testcase, seed=3, extra_env=ENV)
 
@@ -34,9 +34,10 @@ def test_random_soak(seed):
 
 
 # A second parameter set: 2 banks, 64-bit words, 3x3 nodes on a 1x3 chiplet mesh,
-# 3 groups (non-power-of-two: the out-of-range group index is testable), window 2.
+# 3 groups (non-power-of-two: the out-of-range group index is testable), window 2,
+# one RECV slot.
 SMALL = dict(words=512, word_bits=64, banks=2, node_mesh_x=3, node_mesh_y=3, chiplet_mesh_x=1,
-             chiplet_mesh_y=3, groups=3, credit_window=2, max_tile=5)
+             chiplet_mesh_y=3, groups=3, credit_window=2, max_tile=5, recv_slots=1)
 
 
 @pytest.mark.cocotb
@@ -49,6 +50,6 @@ def test_small_config_random():
 @pytest.mark.cocotb
 @pytest.mark.parametrize("testcase", ["malformed_commands", "ewise_saturation",
                                       "credit_window_and_slow_group", "reset_mid_send",
-                                      "protocol_errors"])
+                                      "protocol_errors", "recv_two_windows"])
 def test_small_config_directed(testcase):
     run("global_pe", SMALL, MODULE, testcase=testcase, seed=5, extra_env=ENV)

@@ -26,6 +26,7 @@ PARAMS = [
     Param("credit_window", 4, "tiles outstanding per consumer", min=1, max=255),
     Param("max_tile", 16, "max words per SEND packet", min=1, max=255),
     Param("classes", 2, "NoC message classes (flit mclass width)", min=1, max=8),
+    Param("recv_slots", 2, "RECV windows open at once", min=1, max=4),
 ]
 
 

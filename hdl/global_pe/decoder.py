@@ -9,8 +9,8 @@ unit can take it:
   when neither the SEND engine nor the EWISE unit is running (GROUP edits the
   group table, which a running SEND reads); a rejected command also waits
   for them, so every completion except RECV's comes in command order;
-* RECV only needs the RECV tracker to be free: it opens its window and runs
-  in the background, so the controller can issue RECV, then the SENDs that
+* RECV only needs a free RECV slot: it opens its window and runs in the
+  background, so the controller can issue RECV, then the SENDs that
   make the PEs produce the outputs.
 
 Checks, in this order (the first failing one is the status; a failing

@@ -14,17 +14,18 @@ Simba §3.1 "Simba global PE".  Interfaces (all ``amaranth.lib.stream``):
 * ``status`` (out): sticky error flags (:func:`packets.status_layout`).
 
 Buffer requesters: read 0 = SEND, read 1/2 = EWISE operands A/B; write 0 =
-network in (RECV), write 1 = EWISE result.  Completions from the four
-sources (decoder errors / GROUP, SEND, EWISE, RECV) wait in one register
-each and leave through a fixed-priority merge (RECV, SEND, EWISE, decoder);
-a unit does not restart while its completion waits, so none is lost.
+network in (RECV), write 1 = EWISE result.  Completions from the sources
+(each RECV slot, SEND, EWISE, decoder errors / GROUP) wait in one register
+each and leave through a fixed-priority merge in that order; a unit (or
+RECV slot) does not restart while its completion waits, so none is lost,
+and each source has at most one waiting, so none starves.
 
 Left out: the AXI register interface of the real chiplet (commands arrive as
 a stream), pooling / depth-wise near-memory operations, power management.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
@@ -58,6 +59,8 @@ def validate(cfg: GpeConfig):
         bad("groups", "must be in 1..8")
     if not 1 <= cfg.credit_window <= 255:
         bad("credit_window", "must be in 1..255")
+    if not 1 <= cfg.recv_slots <= 4:
+        bad("recv_slots", "must be in 1..4")
     if not 1 <= cfg.max_tile <= 255:
         bad("max_tile", "must be in 1..255")
 
@@ -116,42 +119,53 @@ class GlobalPE(wiring.Component):
         m.d.comb += [ew.start.eq(dec.start_ewise), ew.sub.eq(q.sub), ew.shift.eq(q.shift),
                      ew.a.eq(q.a), ew.b.eq(q.b), ew.c.eq(q.c), ew.n.eq(q.cnt0), ew.tag.eq(q.tag)]
         m.d.comb += [rcv.start.eq(dec.start_recv), rcv.a.eq(q.a), rcv.count.eq(q.cnt0),
-                     rcv.mask.eq(q.mask), rcv.tag.eq(q.tag)]
+                     rcv.mask.eq(q.mask)]
 
-        # completions: one pending register per source
-        srcs = ["recv", "send", "ewise", "dec"]
+        # completions: one pending register per source (each RECV slot, SEND,
+        # EWISE, decoder); fixed-priority merge in that order
+        S = cfg.recv_slots
+        srcs = [f"recv{k}" for k in range(S)] + ["send", "ewise", "dec"]
         pend = {s: Signal(name=f"cpl_{s}_pend") for s in srcs}
         ptag = {s: Signal(TAG_BITS, name=f"cpl_{s}_tag") for s in srcs}
         pstat = Signal(3, name="cpl_dec_status")
-        utag = {s: Signal(TAG_BITS, name=f"{s}_tag") for s in ("recv", "send", "ewise")}
-        for s, start in (("recv", dec.start_recv), ("send", dec.start_send),
-                         ("ewise", dec.start_ewise)):
+        units = srcs[:-1]
+        utag = {s: Signal(TAG_BITS, name=f"{s}_tag") for s in units}
+        done = {f"recv{k}": rcv.done[k] for k in range(S)}
+        done.update(send=snd.done, ewise=ew.done)
+
+        # RECV slot allocation: the lowest slot that is closed and has no pending completion
+        free = [~rcv.active[k] & ~pend[f"recv{k}"] for k in range(S)]
+        slot = Signal(range(max(2, S)))
+        for k in reversed(range(S)):
+            with m.If(free[k]):
+                m.d.comb += slot.eq(k)
+        m.d.comb += rcv.start_slot.eq(slot)
+        for k in range(S):
+            with m.If(dec.start_recv & (slot == k)):
+                m.d.sync += utag[f"recv{k}"].eq(q.tag)
+        for s, start in (("send", dec.start_send), ("ewise", dec.start_ewise)):
             with m.If(start):
                 m.d.sync += utag[s].eq(q.tag)
-        done = {"recv": rcv.done, "send": snd.done, "ewise": ew.done}
 
         m.d.comb += [dec.send_free.eq(~snd.busy & ~pend["send"]),
                      dec.ewise_free.eq(~ew.busy & ~pend["ewise"]),
-                     dec.recv_free.eq(~rcv.busy & ~pend["recv"]),
+                     dec.recv_free.eq(Cat(*free).any()),
                      dec.own_free.eq(~pend["dec"])]
 
         taken = {s: Signal(name=f"cpl_{s}_taken") for s in srcs}
-        with m.If(pend["recv"]):
-            m.d.comb += [self.cpl.valid.eq(1), self.cpl.payload.tag.eq(ptag["recv"]),
-                         taken["recv"].eq(self.cpl.ready)]
-        with m.Elif(pend["send"]):
-            m.d.comb += [self.cpl.valid.eq(1), self.cpl.payload.tag.eq(ptag["send"]),
-                         taken["send"].eq(self.cpl.ready)]
-        with m.Elif(pend["ewise"]):
-            m.d.comb += [self.cpl.valid.eq(1), self.cpl.payload.tag.eq(ptag["ewise"]),
-                         taken["ewise"].eq(self.cpl.ready)]
-        with m.Elif(pend["dec"]):
-            m.d.comb += [self.cpl.valid.eq(1), self.cpl.payload.tag.eq(ptag["dec"]),
-                         self.cpl.payload.status.eq(pstat), taken["dec"].eq(self.cpl.ready)]
+        for i, s in enumerate(srcs):
+            first = pend[s]
+            for h in srcs[:i]:
+                first = first & ~pend[h]
+            with m.If(first):
+                m.d.comb += [self.cpl.valid.eq(1), self.cpl.payload.tag.eq(ptag[s]),
+                             taken[s].eq(self.cpl.ready)]
+                if s == "dec":
+                    m.d.comb += self.cpl.payload.status.eq(pstat)
         for s in srcs:
             with m.If(taken[s]):
                 m.d.sync += pend[s].eq(0)
-        for s in ("recv", "send", "ewise"):
+        for s in units:
             with m.If(done[s]):
                 m.d.sync += [pend[s].eq(1), ptag[s].eq(utag[s])]
         with m.If(dec.own_cpl):

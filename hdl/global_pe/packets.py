@@ -74,6 +74,7 @@ class GpeConfig:
     credit_window: int = 4
     max_tile: int = 16
     classes: int = 2
+    recv_slots: int = 2
 
     @property
     def nodes(self):

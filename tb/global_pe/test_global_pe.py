@@ -25,48 +25,64 @@ def _env_float(name, default):
 class Runner:
     """Issues a command list to the DUT and keeps the golden model in step.
 
-    A RECV is issued only when every earlier command has completed (the
-    tracker is then free), its OUT packets are injected right after; a later
-    command that touches an open RECV window waits for that RECV's completion.
+    A RECV is issued only when every earlier SEND / EWISE / GROUP has
+    completed and a RECV slot is free (so the decoder dispatches it at once);
+    its OUT packets are injected right after.  A later command that touches
+    an open RECV window (or a RECV whose window overlaps an open one) waits
+    for that RECV's completion, so the golden model's command order holds.
     """
 
     def __init__(self, env: GpeEnv, model: GlobalPEModel):
         self.env, self.model = env, model
         self.issued = 0
-        self.open_recv = None          # (tag, lo, hi)
+        self.open_recv = []            # [(tag, lo, hi)]
+        self.recv_issued = 0
+        self._recv_tags = set()
 
     def _done_tags(self):
         return {c["tag"] for c in self.env.cpl.items}
 
     async def _all_done(self):
-        done = {c["tag"] for c in self.env.cpl.items}
+        done = self._done_tags()
         await self.env.wait_until(lambda: len(self.env.cpl.items) >= self.issued,
                                   what=f"all completions; outstanding tags "
                                        f"{[t for t, _ in self.model.completions if t not in done]}")
 
     async def run(self, cmds):
         env = self.env
+        slots = env.cfg.recv_slots
         for cmd in cmds:
-            if self.open_recv is not None:
-                tag, lo, hi = self.open_recv
-                if any(a < hi and lo < b for a, b in sc.regions(cmd)) or cmd.op == OP_RECV:
+            for tag, lo, hi in list(self.open_recv):
+                if any(a < hi and lo < b for a, b in sc.regions(cmd)):
                     await env.wait_until(lambda: tag in self._done_tags(), what=f"RECV {tag}")
-                    self.open_recv = None
             if cmd.op == OP_RECV:
-                await self._all_done()
+                # every non-RECV command done, fewer than `slots` RECVs open
+                await env.wait_until(
+                    lambda: len(self.env.cpl.items) - self._recv_done() >= self.issued
+                    - self.recv_issued and self._open() < slots, what="RECV slot")
+            self.open_recv = [r for r in self.open_recv if r[0] not in self._done_tags()]
             env.issue(cmd)
             env.dut._log.debug("issue %s", {k: v for k, v in cmd.__dict__.items()
                                             if k != "arrivals"})
             self.issued += 1
             self.model.step(cmd)
             if cmd.op == OP_RECV:
+                self.recv_issued += 1
+                self._recv_tags.add(cmd.tag)
                 await env.cmd.wait_idle()
                 await env.clocks(4)
                 if self.model.completions[-1][1] == ST_OK:
-                    self.open_recv = (cmd.tag, cmd.a, cmd.a + cmd.cnt[0])
+                    self.open_recv.append((cmd.tag, cmd.a, cmd.a + cmd.cnt[0]))
                 for src, addr, words in cmd.arrivals:
                     env.send_in(env.out_packet(src, addr, words))
         await self._all_done()
+
+    def _recv_done(self):
+        return sum(1 for c in self.env.cpl.items if c["tag"] in self._recv_tags)
+
+    def _open(self):
+        done = self._done_tags()
+        return sum(1 for t, _, _ in self.open_recv if t not in done)
 
     def check(self, ordered=True):
         env, model = self.env, self.model
@@ -79,7 +95,6 @@ class Runner:
                             "completion order")
         env.check_packets(model.packets)
 
-    _recv_tags: set = set()
 
 
 async def _start(dut, **kw):
@@ -96,7 +111,6 @@ async def _random_run(dut, n_cmds, span, out_ready, in_idle, slow_frac=0.2):
         env.delay[c] = (30, 120) if rng.random() < slow_frac else (1, rng.randint(2, 12))
     cmds = sc.random_sequence(rng, cfg, n_cmds=n_cmds, span=span)
     runner = Runner(env, GlobalPEModel(cfg))
-    runner._recv_tags = {c.tag for c in cmds if c.op == OP_RECV}
     await runner.run(cmds)
     await env.clocks(20)
     runner.check()
@@ -127,7 +141,6 @@ async def demo(dut):
     cmds.append(Command(OP_EWISE, tag=13, a=32, b=48, c=32, cnt=(16, 1, 1), sub=EW_ADD, shift=0))
     cmds.append(sc.readback(cfg, 14, 0, 64))
     runner = Runner(env, GlobalPEModel(cfg))
-    runner._recv_tags = {10}
     await runner.run(cmds)
     await env.clocks(10)
     runner.check()
@@ -146,7 +159,6 @@ async def malformed_commands(dut):
     cmds += [c for _, c in bad]
     cmds.append(sc.readback(cfg, 21, 0, 32))
     runner = Runner(env, GlobalPEModel(cfg))
-    runner._recv_tags = {20}
     await runner.run(cmds)
     await env.clocks(10)
     runner.check()
@@ -182,7 +194,6 @@ async def ewise_saturation(dut):
             tag += 1
     cmds.append(sc.readback(cfg, tag, 0, 16 + 15 * 8))
     runner = Runner(env, GlobalPEModel(cfg))
-    runner._recv_tags = {30}
     await runner.run(cmds)
     await env.clocks(10)
     runner.check()
@@ -212,7 +223,6 @@ async def credit_window_and_slow_group(dut):
         cmds.append(Command(OP_GROUP, tag=4, gidx=2, mask=both))
     cmds.append(sc.load_command(rng, cfg, 2, 0, 64))
     runner = Runner(env, GlobalPEModel(cfg))
-    runner._recv_tags = {2}
     await runner.run(cmds)
     slow_nodes = env.members(*slow)
     fast_nodes = env.members(*fast)
@@ -257,7 +267,6 @@ async def reset_mid_send(dut):
     cmds = sc.group_commands(rng, cfg)
     cmds.append(sc.load_command(rng, cfg, 9, 0, 64))
     runner = Runner(env, GlobalPEModel(cfg))
-    runner._recv_tags = {9}
     await runner.run(cmds)
     env.issue(Command(OP_SEND, tag=10, a=0, cnt=(64, 4, 1), stride=(1, 0, 0),
                       tile=min(8, cfg.max_tile),
@@ -281,7 +290,6 @@ async def reset_mid_send(dut):
     cmds.append(sc.readback(cfg, 42, 0, 8))
     cmds[-1].tile = 1
     runner = Runner(env, model)
-    runner._recv_tags = {41}
     await runner.run(cmds[:2])
     env.issue(cmds[2])
     model.step(cmds[2])
@@ -440,7 +448,6 @@ async def protocol_errors(dut):
     cmds = [Command(OP_RECV, tag=1, a=16, cnt=(8, 1, 1), mask=(1, 0b10), arrivals=arrivals)]
     model = GlobalPEModel(cfg)
     runner = Runner(env, model)
-    runner._recv_tags = {1}
     await runner.run(cmds)
     await env.wait_until(lambda: not env.in_cur and not env.in_packets and not env.in_valid,
                          what="strays consumed")
@@ -467,3 +474,45 @@ async def protocol_errors(dut):
     await env.clocks(10)
     runner.check()
     env.report("protocol_errors")
+
+
+@cocotb.test()
+async def recv_two_windows(dut):
+    """Two RECV windows open at once (overlapping producer sets), their OUT packets
+    shuffled together and interleaved with a multicast SEND; then a read-back."""
+    env = await _start(dut, out_ready=0.8, in_idle=0.3)
+    cfg = env.cfg
+    rng = random.Random(env.seed)
+    model = GlobalPEModel(cfg)
+    runner = Runner(env, model)
+    await runner.run(sc.group_commands(rng, cfg) + [sc.load_command(rng, cfg, 9, 128, 32)])
+    slots = min(cfg.recv_slots, 2)
+    m1 = (1, 0b0111)
+    m2 = (1 | 1 << (cfg.chiplets - 1), 0b0110)
+    recvs = []
+    for k, (a, mask) in enumerate([(0, m1), (64, m2)][:slots]):
+        arr = sc.recv_arrivals(rng, cfg, a, 32, sc.members(cfg, mask), max_pkt=4)
+        recvs.append(Command(OP_RECV, tag=20 + k, a=a, cnt=(32, 1, 1), mask=mask, arrivals=arr))
+    for c in recvs:
+        env.issue(c)
+        model.step(c)
+        runner.issued += 1
+        runner.recv_issued += 1
+        runner._recv_tags.add(c.tag)
+    send = Command(OP_SEND, tag=30, a=128, cnt=(8, 4, 1), stride=(1, 8, 0), tile=3,
+                   groups=(1 << cfg.groups) - 1)
+    env.issue(send)
+    model.step(send)
+    runner.issued += 1
+    await env.cmd.wait_idle()
+    await env.clocks(4)
+    pkts = [p for c in recvs for p in c.arrivals]
+    rng.shuffle(pkts)
+    for src, addr, words in pkts:
+        env.send_in(env.out_packet(src, addr, words))
+    await runner._all_done()
+    await runner.run([sc.readback(cfg, 40, 0, 160)])
+    await env.clocks(10)
+    runner.check()
+    env.check_equal(int(dut.status.value.to_unsigned()), 0, "no strays")
+    env.report("recv_two_windows")
