@@ -127,9 +127,10 @@ class GlobalPEModel:
         W = cfg.words
         if cmd.op == OP_SEND:
             (cx, cy), (nx, ny) = cmd.uaddr
+            on_mesh = (nx < cfg.node_mesh_x and ny < cfg.node_mesh_y
+                       and cx < cfg.chiplet_mesh_x and cy < cfg.chiplet_mesh_y)
             if (cmd.tile == 0 or cmd.tile > cfg.max_tile or 0 in cmd.cnt
-                    or (cmd.ucast and not (nx < cfg.node_mesh_x and ny < cfg.node_mesh_y
-                                           and cx < cfg.chiplet_mesh_x and cy < cfg.chiplet_mesh_y))):
+                    or (cmd.ucast and not on_mesh)):
                 return ST_BAD_ARG
             last = cmd.a + sum((n - 1) * s for n, s in zip(cmd.cnt, cmd.stride))
             if last >= W:
@@ -203,7 +204,8 @@ class GlobalPEModel:
                     else:
                         self.flags["stray_word"] = 1
             if got != cmd.cnt[0]:
-                raise ValueError(f"RECV tag {cmd.tag}: arrivals deliver {got} of {cmd.cnt[0]} words")
+                raise ValueError(f"RECV tag {cmd.tag}: arrivals deliver {got} of "
+                                 f"{cmd.cnt[0]} words")
         elif cmd.op == OP_EWISE:
             n = cmd.cnt[0]
             self.buf[cmd.c:cmd.c + n] = ewise_words(self.buf[cmd.a:cmd.a + n],

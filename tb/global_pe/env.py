@@ -200,7 +200,8 @@ class GpeEnv(TBBase):
             else:
                 dests = [self._consumer((g(word, "dest.ucast.chiplet.x"),
                                          g(word, "dest.ucast.chiplet.y")),
-                                        (g(word, "dest.ucast.node.x"), g(word, "dest.ucast.node.y")))]
+                                        (g(word, "dest.ucast.node.x"),
+                                         g(word, "dest.ucast.node.y")))]
             assert dests, "packet with no destination"
             for c in dests:
                 self.heads[c] += 1

@@ -218,7 +218,8 @@ async def credit_window_and_slow_group(dut):
     fast = (1, 0b1111 & ((1 << N) - 1))                      # chiplet 0, nodes 0..3
     slow = (1 << (cfg.chiplets - 1), 0b11 << (N - 2))        # last chiplet, last 2 nodes
     both = (1 | 1 << (cfg.chiplets - 1), 0b10)               # node 1 of both: also in fast
-    cmds = [Command(OP_GROUP, tag=0, gidx=0, mask=fast), Command(OP_GROUP, tag=1, gidx=1, mask=slow)]
+    cmds = [Command(OP_GROUP, tag=0, gidx=0, mask=fast),
+            Command(OP_GROUP, tag=1, gidx=1, mask=slow)]
     if cfg.groups > 2:                                       # a node in two groups
         cmds.append(Command(OP_GROUP, tag=4, gidx=2, mask=both))
     cmds.append(sc.load_command(rng, cfg, 2, 0, 64))
