@@ -257,6 +257,12 @@ class GpeEnv(TBBase):
                         heads[k] += 1
                         break
                 else:
-                    raise AssertionError(f"consumer {c}: unexpected or out-of-order tile "
-                                         f"tag={t.tag} seq={t.seq}")
+                    why = "unexpected or out of order"
+                    for k, lane in enumerate(lanes):
+                        e = lane[heads[k]] if heads[k] < len(lane) else None
+                        if e is not None and (e.tag, e.seq) == (t.tag, t.seq):
+                            bad = [i for i, (x, y) in enumerate(zip(t.words, e.words)) if x != y]
+                            why = (f"data differs: {len(t.words)} words vs {len(e.words)} "
+                                   f"expected, first bad word {bad[:1]}")
+                    raise AssertionError(f"consumer {c}: tile tag={t.tag} seq={t.seq}: {why}")
             self.check_equal(heads, [len(lane) for lane in lanes], f"consumer {c} tiles")
