@@ -1,0 +1,152 @@
+"""Command decoder: validation and dispatch of SEND / RECV / EWISE / GROUP.
+
+Simba §3.1 ("Simba controller" configures the Global PE; the Global PE
+reports completion).  One command is taken from the command stream into a
+register; the next cycle it is checked and, if legal, dispatched when its
+unit can take it:
+
+* SEND, EWISE and GROUP run one at a time and in order: each starts only
+  when neither the SEND engine nor the EWISE unit is running (GROUP edits the
+  group table, which a running SEND reads); a rejected command also waits
+  for them, so every completion except RECV's comes in command order;
+* RECV only needs a free RECV slot: it opens its window and runs in the
+  background, so the controller can issue RECV, then the SENDs that
+  make the PEs produce the outputs.
+
+Checks, in this order (the first failing one is the status; a failing
+command completes with it and changes nothing):
+
+1. opcode not SEND/RECV/EWISE/GROUP -> BAD_OP
+2. BAD_ARG: SEND ``tile`` = 0 or > ``max_tile``, a count = 0, or a unicast
+   node outside the meshes; RECV count = 0; EWISE ``sub`` = 3 or count = 0;
+   GROUP index >= groups.
+3. BAD_REGION: SEND ``a + sum((cnt_k - 1) * stride_k) >= words``; RECV or
+   EWISE region ``x + count > words`` for any region; EWISE destination
+   overlapping a source without being identical to it.
+4. EMPTY_SET: SEND with no lane, or a selected group whose chiplet or node
+   mask is empty; RECV / GROUP mask with no chiplet or no node.
+
+Left out: command queueing beyond one register, reordering.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .packets import (FIELD, OP_EWISE, OP_GROUP, OP_RECV, OP_SEND, ST_BAD_ARG, ST_BAD_OP,
+                      ST_BAD_REGION, ST_EMPTY_SET, ST_OK, GpeConfig, command_layout, mask_layout)
+
+
+class Decoder(wiring.Component):
+    def __init__(self, cfg: GpeConfig):
+        self.cfg = cfg
+        super().__init__({
+            "cmd": In(stream.Signature(command_layout(cfg))),
+            "q": Out(command_layout(cfg)),            # the held command (fields for the units)
+            "table": In(mask_layout(cfg)).array(cfg.groups),
+            "send_free": In(1), "ewise_free": In(1), "recv_free": In(1), "own_free": In(1),
+            "start_send": Out(1), "start_ewise": Out(1), "start_recv": Out(1),
+            "table_we": Out(1),
+            "own_cpl": Out(1), "own_status": Out(3),  # completion issued by the decoder itself
+        })
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        full = Signal()
+        q = Signal(command_layout(cfg))
+        m.d.comb += self.q.eq(q)
+        m.d.comb += self.cmd.ready.eq(~full)
+        with m.If(self.cmd.valid & ~full):
+            m.d.sync += [q.eq(self.cmd.payload), full.eq(1)]
+
+        W = 2 * FIELD + 2
+
+        def empty(mask):
+            return ~mask.chiplets.any() | ~mask.nodes.any()
+
+        # --- checks ---------------------------------------------------------
+        c = [q.cnt0, q.cnt1, q.cnt2]
+        s = [q.stride0, q.stride1, q.stride2]
+        span = Signal(W + 2)
+        m.d.comb += span.eq(q.a + (c[0] - 1) * s[0] + (c[1] - 1) * s[1] + (c[2] - 1) * s[2])
+        u = q.uaddr
+        send_arg = (~q.tile.any() | (q.tile > cfg.max_tile) | ~q.cnt0.any() | ~q.cnt1.any()
+                    | ~q.cnt2.any()
+                    | (q.ucast & ((u.node.x >= cfg.node_mesh_x) | (u.node.y >= cfg.node_mesh_y)
+                                  | (u.chiplet.x >= cfg.chiplet_mesh_x)
+                                  | (u.chiplet.y >= cfg.chiplet_mesh_y))))
+        send_region = span >= cfg.words
+        grp_empty = Cat(*[q.groups[g] & empty(self.table[g]) for g in range(cfg.groups)]).any()
+        send_empty = (~q.groups.any() & ~q.ucast) | grp_empty
+
+        def out_of(x, n):
+            return (x + n) > cfg.words
+
+        recv_arg = ~q.cnt0.any()
+        recv_region = out_of(q.a, q.cnt0)
+        recv_empty = empty(q.mask)
+
+        def partial_overlap(src, dst, n):
+            # dst != src and |dst - src| < n
+            return (dst != src) & (dst < src + n) & (src < dst + n)
+
+        ew_arg = (q.sub == 3) | ~q.cnt0.any()
+        ew_region = (out_of(q.a, q.cnt0) | out_of(q.b, q.cnt0) | out_of(q.c, q.cnt0)
+                     | partial_overlap(q.a, q.c, q.cnt0) | partial_overlap(q.b, q.c, q.cnt0))
+        grp_arg = q.gidx >= cfg.groups
+
+        status = Signal(3)
+        with m.If(q.op == OP_SEND):
+            with m.If(send_arg):
+                m.d.comb += status.eq(ST_BAD_ARG)
+            with m.Elif(send_region):
+                m.d.comb += status.eq(ST_BAD_REGION)
+            with m.Elif(send_empty):
+                m.d.comb += status.eq(ST_EMPTY_SET)
+        with m.Elif(q.op == OP_RECV):
+            with m.If(recv_arg):
+                m.d.comb += status.eq(ST_BAD_ARG)
+            with m.Elif(recv_region):
+                m.d.comb += status.eq(ST_BAD_REGION)
+            with m.Elif(recv_empty):
+                m.d.comb += status.eq(ST_EMPTY_SET)
+        with m.Elif(q.op == OP_EWISE):
+            with m.If(ew_arg):
+                m.d.comb += status.eq(ST_BAD_ARG)
+            with m.Elif(ew_region):
+                m.d.comb += status.eq(ST_BAD_REGION)
+        with m.Elif(q.op == OP_GROUP):
+            with m.If(grp_arg):
+                m.d.comb += status.eq(ST_BAD_ARG)
+            with m.Elif(empty(q.mask)):
+                m.d.comb += status.eq(ST_EMPTY_SET)
+        with m.Else():
+            m.d.comb += status.eq(ST_BAD_OP)
+        m.d.comb += self.own_status.eq(status)
+
+        # --- dispatch -------------------------------------------------------
+        serial_free = self.send_free & self.ewise_free
+        with m.If(full):
+            with m.If(status != ST_OK):
+                with m.If(serial_free & self.own_free):
+                    m.d.comb += self.own_cpl.eq(1)
+                    m.d.sync += full.eq(0)
+            with m.Elif(q.op == OP_SEND):
+                with m.If(serial_free):
+                    m.d.comb += self.start_send.eq(1)
+                    m.d.sync += full.eq(0)
+            with m.Elif(q.op == OP_EWISE):
+                with m.If(serial_free):
+                    m.d.comb += self.start_ewise.eq(1)
+                    m.d.sync += full.eq(0)
+            with m.Elif(q.op == OP_RECV):
+                with m.If(self.recv_free):
+                    m.d.comb += self.start_recv.eq(1)
+                    m.d.sync += full.eq(0)
+            with m.Else():       # GROUP
+                with m.If(serial_free & self.own_free):
+                    m.d.comb += [self.table_we.eq(1), self.own_cpl.eq(1)]
+                    m.d.sync += full.eq(0)
+        return m

@@ -1,0 +1,177 @@
+"""Simba Global PE top: activation buffer, command decoder, SEND engine with
+multicast manager, RECV tracker and EWISE near-memory unit.
+
+Simba §3.1 "Simba global PE".  Interfaces (all ``amaranth.lib.stream``):
+
+* ``cmd`` (in): :func:`packets.command_layout` commands from the chiplet
+  controller;
+* ``cpl`` (out): :func:`packets.completion_layout` (tag, status), one per
+  command (RECV completions may overtake later commands);
+* ``net_out`` (out): NoC flits (:mod:`tessera.hdl.noc.flit` layout,
+  payload = one buffer word) -- DATA packets of SENDs;
+* ``net_in`` (in): NoC flits -- OUT packets (RECV) and CREDIT packets;
+* ``node_id`` (in, static): this Global PE's NoC address (``src`` of its flits);
+* ``status`` (out): sticky error flags (:func:`packets.status_layout`).
+
+Buffer requesters: read 0 = SEND, read 1/2 = EWISE operands A/B; write 0 =
+network in (RECV), write 1 = EWISE result.  Completions from the sources
+(each RECV slot, SEND, EWISE, decoder errors / GROUP) wait in one register
+each and leave through a fixed-priority merge in that order; a unit (or
+RECV slot) does not restart while its completion waits, so none is lost,
+and each source has at most one waiting, so none starves.
+
+Left out: the AXI register interface of the real chiplet (commands arrive as
+a stream), pooling / depth-wise near-memory operations, power management.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out, connect
+
+from tessera.params import ParamError
+
+from .buffer import Buffer
+from .decoder import Decoder
+from .ewise import EwiseUnit
+from .mcast import MulticastManager
+from .packets import (FIELD, MAX_MESH_CHECK, TAG_BITS, GpeConfig, command_layout,
+                      completion_layout, net_flit_layout, node_address_layout, status_layout)
+from .recv import RecvUnit
+from .send import SendEngine
+
+
+def validate(cfg: GpeConfig):
+    def bad(name, msg):
+        raise ParamError(name, msg)
+    if cfg.banks < 1 or cfg.banks & (cfg.banks - 1):
+        bad("banks", "must be a power of two")
+    if cfg.words % cfg.banks:
+        bad("words", f"must be a multiple of banks ({cfg.banks})")
+    if not (cfg.banks * 2 <= cfg.words <= 1 << (FIELD - 1)):
+        bad("words", f"must be in {cfg.banks * 2}..{1 << (FIELD - 1)}")
+    if cfg.word_bits % 8 or cfg.word_bits < 64:
+        bad("word_bits", "must be a multiple of 8 and >= 64 (headers are 34 bits)")
+    for name in ("node_mesh_x", "node_mesh_y", "chiplet_mesh_x", "chiplet_mesh_y"):
+        if not 1 <= getattr(cfg, name) <= MAX_MESH_CHECK:
+            bad(name, f"must be in 1..{MAX_MESH_CHECK}")
+    if not 1 <= cfg.groups <= 8:
+        bad("groups", "must be in 1..8")
+    if not 1 <= cfg.credit_window <= 255:
+        bad("credit_window", "must be in 1..255")
+    if not 1 <= cfg.recv_slots <= 4:
+        bad("recv_slots", "must be in 1..4")
+    if not 1 <= cfg.max_tile <= 255:
+        bad("max_tile", "must be in 1..255")
+
+
+class GlobalPE(wiring.Component):
+    def __init__(self, **params):
+        cfg = GpeConfig(**params)
+        validate(cfg)
+        self.cfg = cfg
+        self.addr_bits = max(1, (cfg.words - 1).bit_length())
+        super().__init__({
+            "cmd": In(stream.Signature(command_layout(cfg))),
+            "cpl": Out(stream.Signature(completion_layout())),
+            "net_out": Out(stream.Signature(net_flit_layout(cfg))),
+            "net_in": In(stream.Signature(net_flit_layout(cfg))),
+            "node_id": In(node_address_layout(cfg)),
+            "status": Out(status_layout()),
+        })
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        m.submodules.buffer = buf = Buffer(cfg.words, cfg.word_bits, cfg.banks, n_read=3, n_write=2)
+        m.submodules.decoder = dec = Decoder(cfg)
+        m.submodules.mcast = mc = MulticastManager(cfg)
+        m.submodules.send = snd = SendEngine(cfg, self.addr_bits)
+        m.submodules.ewise = ew = EwiseUnit(cfg, self.addr_bits)
+        m.submodules.recv = rcv = RecvUnit(cfg, self.addr_bits)
+
+        connect(m, wiring.flipped(self.cmd), dec.cmd)
+        connect(m, snd.out, wiring.flipped(self.net_out))
+        connect(m, wiring.flipped(self.net_in), rcv.net_in)
+        connect(m, snd.rd, buf.rd[0])
+        connect(m, ew.rda, buf.rd[1])
+        connect(m, ew.rdb, buf.rd[2])
+        connect(m, rcv.wr, buf.wr[0])
+        connect(m, ew.wr, buf.wr[1])
+
+        q = dec.q
+        # multicast manager
+        m.d.comb += [mc.tw_en.eq(dec.table_we), mc.tw_idx.eq(q.gidx), mc.tw_mask.eq(q.mask),
+                     mc.uaddr.eq(snd.uaddr_q),
+                     mc.cr_en.eq(rcv.cr_en), mc.cr_consumer.eq(rcv.cr_consumer),
+                     mc.cr_count.eq(rcv.cr_count),
+                     mc.cons_en.eq(snd.cons_en), mc.cons_lane.eq(snd.cons_lane),
+                     snd.lane_ready.eq(mc.lane_ready)]
+        for g in range(cfg.groups):
+            m.d.comb += [snd.table[g].eq(mc.table[g]), dec.table[g].eq(mc.table[g])]
+
+        # unit starts
+        m.d.comb += [snd.start.eq(dec.start_send), snd.tag.eq(q.tag), snd.base.eq(q.a),
+                     snd.cnt[0].eq(q.cnt0), snd.cnt[1].eq(q.cnt1), snd.cnt[2].eq(q.cnt2),
+                     snd.stride[0].eq(q.stride0), snd.stride[1].eq(q.stride1),
+                     snd.stride[2].eq(q.stride2), snd.tile.eq(q.tile), snd.groups.eq(q.groups),
+                     snd.ucast.eq(q.ucast), snd.uaddr.eq(q.uaddr), snd.node_id.eq(self.node_id)]
+        m.d.comb += [ew.start.eq(dec.start_ewise), ew.sub.eq(q.sub), ew.shift.eq(q.shift),
+                     ew.a.eq(q.a), ew.b.eq(q.b), ew.c.eq(q.c), ew.n.eq(q.cnt0), ew.tag.eq(q.tag)]
+        m.d.comb += [rcv.start.eq(dec.start_recv), rcv.a.eq(q.a), rcv.count.eq(q.cnt0),
+                     rcv.mask.eq(q.mask)]
+
+        # completions: one pending register per source (each RECV slot, SEND,
+        # EWISE, decoder); fixed-priority merge in that order
+        S = cfg.recv_slots
+        srcs = [f"recv{k}" for k in range(S)] + ["send", "ewise", "dec"]
+        pend = {s: Signal(name=f"cpl_{s}_pend") for s in srcs}
+        ptag = {s: Signal(TAG_BITS, name=f"cpl_{s}_tag") for s in srcs}
+        pstat = Signal(3, name="cpl_dec_status")
+        units = srcs[:-1]
+        utag = {s: Signal(TAG_BITS, name=f"{s}_tag") for s in units}
+        done = {f"recv{k}": rcv.done[k] for k in range(S)}
+        done.update(send=snd.done, ewise=ew.done)
+
+        # RECV slot allocation: the lowest slot that is closed and has no pending completion
+        free = [~rcv.active[k] & ~pend[f"recv{k}"] for k in range(S)]
+        slot = Signal(range(max(2, S)))
+        for k in reversed(range(S)):
+            with m.If(free[k]):
+                m.d.comb += slot.eq(k)
+        m.d.comb += rcv.start_slot.eq(slot)
+        for k in range(S):
+            with m.If(dec.start_recv & (slot == k)):
+                m.d.sync += utag[f"recv{k}"].eq(q.tag)
+        for s, start in (("send", dec.start_send), ("ewise", dec.start_ewise)):
+            with m.If(start):
+                m.d.sync += utag[s].eq(q.tag)
+
+        m.d.comb += [dec.send_free.eq(~snd.busy & ~pend["send"]),
+                     dec.ewise_free.eq(~ew.busy & ~pend["ewise"]),
+                     dec.recv_free.eq(Cat(*free).any()),
+                     dec.own_free.eq(~pend["dec"])]
+
+        taken = {s: Signal(name=f"cpl_{s}_taken") for s in srcs}
+        for i, s in enumerate(srcs):
+            first = pend[s]
+            for h in srcs[:i]:
+                first = first & ~pend[h]
+            with m.If(first):
+                m.d.comb += [self.cpl.valid.eq(1), self.cpl.payload.tag.eq(ptag[s]),
+                             taken[s].eq(self.cpl.ready)]
+                if s == "dec":
+                    m.d.comb += self.cpl.payload.status.eq(pstat)
+        for s in srcs:
+            with m.If(taken[s]):
+                m.d.sync += pend[s].eq(0)
+        for s in units:
+            with m.If(done[s]):
+                m.d.sync += [pend[s].eq(1), ptag[s].eq(utag[s])]
+        with m.If(dec.own_cpl):
+            m.d.sync += [pend["dec"].eq(1), ptag["dec"].eq(q.tag), pstat.eq(dec.own_status)]
+
+        m.d.comb += [self.status.credit_overflow.eq(mc.overflow),
+                     self.status.stray_word.eq(rcv.stray_word),
+                     self.status.bad_flit.eq(rcv.bad_flit)]
+        return m

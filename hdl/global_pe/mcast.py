@@ -1,0 +1,99 @@
+"""Multicast manager: group table and per-consumer credit windows.
+
+Simba §3.1 "Simba global PE": "a multicast manager that oversees these
+producer-consumer relationships".  Each consumer (every node of every
+chiplet in the addressable meshes) owns a credit counter initialised to
+``credit_window`` at reset: the number of tiles it may still receive.  A
+tile sent to a lane (a multicast group or the unicast destination)
+decrements the counter of every member; a CREDIT packet from a consumer adds
+its count back.  A lane is ``ready`` only when *every* member has at least
+one credit, so a tile never goes to a consumer without credit; lanes are
+independent, so a slow consumer holds back only the lanes it belongs to; a
+node may belong to several groups (its one counter is shared, as its input
+buffer is).
+
+Credit returns beyond the window are clamped to the window and raise the
+sticky ``overflow`` flag (a protocol error of the consumer).
+
+Left out: reconfiguring windows at run time, per-group windows.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .packets import GpeConfig, mask_layout, node_address_layout
+
+
+class MulticastManager(wiring.Component):
+    def __init__(self, cfg: GpeConfig):
+        self.cfg = cfg
+        ml = mask_layout(cfg)
+        self.cbits = cfg.credit_window.bit_length()
+        super().__init__({
+            # group table write (from the command decoder)
+            "tw_en": In(1), "tw_idx": In(range(max(2, cfg.groups))), "tw_mask": In(ml),
+            "table": Out(ml).array(cfg.groups),
+            # unicast lane destination (latched by the SEND engine)
+            "uaddr": In(node_address_layout(cfg)),
+            # credit return (from the network-in unit)
+            "cr_en": In(1), "cr_consumer": In(range(cfg.consumers)), "cr_count": In(8),
+            # the SEND engine takes one tile for a lane
+            "cons_en": In(1), "cons_lane": In(range(cfg.lanes)),
+            "lane_ready": Out(cfg.lanes),
+            "overflow": Out(1),
+            "credits": Out(self.cbits).array(cfg.consumers),   # observability
+        })
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        table = [Signal(mask_layout(cfg), name=f"group{g}") for g in range(cfg.groups)]
+        for g in range(cfg.groups):
+            m.d.comb += self.table[g].eq(table[g])
+            with m.If(self.tw_en & (self.tw_idx == g)):
+                m.d.sync += table[g].eq(self.tw_mask)
+
+        # member bitmaps per lane
+        members = []
+        for g in range(cfg.groups):
+            bits = Signal(cfg.consumers, name=f"members{g}")
+            for c in range(cfg.chiplets):
+                for n in range(cfg.nodes):
+                    m.d.comb += bits[c * cfg.nodes + n].eq(table[g].chiplets[c] & table[g].nodes[n])
+            members.append(bits)
+        ubits = Signal(cfg.consumers, name="members_ucast")
+        u = self.uaddr
+        uidx = ((u.chiplet.y * cfg.chiplet_mesh_x + u.chiplet.x) * cfg.nodes
+                + u.node.y * cfg.node_mesh_x + u.node.x)
+        for i in range(cfg.consumers):
+            m.d.comb += ubits[i].eq(uidx == i)
+        members.append(ubits)
+
+        credit = [Signal(self.cbits, init=cfg.credit_window, name=f"credit{i}")
+                  for i in range(cfg.consumers)]
+        has = Signal(cfg.consumers)
+        m.d.comb += has.eq(Cat(*[c.any() for c in credit]))
+        for lane in range(cfg.lanes):
+            m.d.comb += self.lane_ready[lane].eq(~(members[lane] & ~has).any())
+
+        sel = Signal(cfg.consumers)
+        for lane in range(cfg.lanes):
+            with m.If(self.cons_lane == lane):
+                m.d.comb += sel.eq(members[lane])
+        for i in range(cfg.consumers):
+            m.d.comb += self.credits[i].eq(credit[i])
+            dec = Signal(name=f"dec{i}")
+            inc = Signal(8, name=f"inc{i}")
+            m.d.comb += dec.eq(self.cons_en & sel[i])
+            m.d.comb += inc.eq(Const(0, 8))
+            with m.If(self.cr_en & (self.cr_consumer == i)):
+                m.d.comb += inc.eq(self.cr_count)
+            nxt = Signal(self.cbits + 9, name=f"next{i}")
+            m.d.comb += nxt.eq(credit[i] + inc - dec)
+            with m.If(nxt > cfg.credit_window):
+                m.d.sync += [credit[i].eq(cfg.credit_window), self.overflow.eq(1)]
+            with m.Else():
+                m.d.sync += credit[i].eq(nxt)
+        return m

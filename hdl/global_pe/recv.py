@@ -1,0 +1,150 @@
+"""Network-in unit: RECV tracker (output-activation writes) and credit returns.
+
+Simba §3.1 "Simba global PE" (output activations arrive from the PEs'
+post-processing units and are stored for the next layer) and the multicast
+manager's credit loop.
+
+Incoming packets (:mod:`packets`):
+
+* CREDIT: the count is passed to the multicast manager for the consumer
+  named by the flit's ``src``.
+* OUT: ``nwords`` data flits for buffer words ``addr, addr+1, ...``.  A
+  word is written (and counted) only if an open RECV slot lists the packet's
+  source as a producer and its window ``[a, a + count)`` holds the address
+  (the lowest such slot owns the word); otherwise it is dropped and the
+  sticky ``stray_word`` flag is set (so a RECV never lets data land outside
+  the region it opened).  A RECV completes when ``count`` words have been
+  written, whatever their order or producer.  Words are counted, not
+  de-duplicated: a producer that sends a word twice is a protocol error the
+  count does not catch.
+* Anything else (unknown kind, body flit without a head, source outside the
+  meshes) is dropped and sets ``bad_flit``.
+
+The network input is back-pressured only while a write waits for its bank
+(hold-until-granted, see :mod:`buffer`).  ``recv_slots`` RECVs can be open
+at once (e.g. the next layer's window while the current one fills); the
+controller must issue a RECV before it triggers the producers (a word that
+arrives earlier is a stray) and keep open windows of the same producers
+disjoint.
+
+Left out: duplicate detection.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .buffer import write_req_signature
+from .packets import (FIELD, KIND_CREDIT, KIND_OUT, GpeConfig, credit_layout,
+                      mask_layout, net_flit_layout, out_header_layout)
+
+
+class RecvUnit(wiring.Component):
+    def __init__(self, cfg: GpeConfig, addr_bits: int):
+        self.cfg = cfg
+        self.addr_bits = addr_bits
+        S = cfg.recv_slots
+        super().__init__({
+            # start: open a window in slot ``start_slot`` (chosen by the top: a free slot)
+            "start": In(1), "start_slot": In(range(max(2, S))),
+            "active": Out(S), "done": Out(S),
+            "a": In(FIELD), "count": In(FIELD), "mask": In(mask_layout(cfg)),
+            "net_in": In(stream.Signature(net_flit_layout(cfg))),
+            "wr": Out(write_req_signature(addr_bits, cfg.word_bits)),
+            "cr_en": Out(1), "cr_consumer": Out(range(cfg.consumers)), "cr_count": Out(8),
+            "stray_word": Out(1), "bad_flit": Out(1),
+        })
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        S = cfg.recv_slots
+        m = Module()
+        f = self.net_in.payload
+        active = [Signal(name=f"s{k}_active") for k in range(S)]
+        win_a = [Signal(FIELD, name=f"s{k}_a") for k in range(S)]
+        win_n = [Signal(FIELD, name=f"s{k}_n") for k in range(S)]
+        pmask = [Signal(mask_layout(cfg), name=f"s{k}_mask") for k in range(S)]
+        got = [Signal(FIELD, name=f"s{k}_got") for k in range(S)]
+        m.d.comb += self.active.eq(Cat(*active))
+
+        # source decoding
+        src = f.src
+        src_ok = Signal()
+        m.d.comb += src_ok.eq((src.chiplet.x < cfg.chiplet_mesh_x)
+                              & (src.chiplet.y < cfg.chiplet_mesh_y)
+                              & (src.node.x < cfg.node_mesh_x) & (src.node.y < cfg.node_mesh_y))
+        cidx = Signal(range(cfg.chiplets))
+        nidx = Signal(range(cfg.nodes))
+        m.d.comb += [cidx.eq(src.chiplet.y * cfg.chiplet_mesh_x + src.chiplet.x),
+                     nidx.eq(src.node.y * cfg.node_mesh_x + src.node.x)]
+        hdr_out = out_header_layout()(f.payload[:out_header_layout().size])
+        hdr_cr = credit_layout()(f.payload[:credit_layout().size])
+
+        for k in range(S):
+            with m.If(self.start & (self.start_slot == k)):
+                m.d.sync += [active[k].eq(1), win_a[k].eq(self.a), win_n[k].eq(self.count),
+                             pmask[k].eq(self.mask), got[k].eq(0)]
+
+        # packet state
+        waddr = Signal(FIELD + 1)
+        src_in = Signal(S)              # the packet's producer is in slot k's set
+        drop_all = Signal()             # body of a bad / credit packet
+        in_body = Signal()
+
+        m.d.comb += self.wr.addr.eq(waddr[:self.addr_bits])
+        m.d.comb += self.wr.data.eq(f.payload)
+        # the word belongs to the first (lowest) slot that is open, lists the
+        # producer and whose window holds the address
+        match = Signal(S)
+        for k in range(S):
+            m.d.comb += match[k].eq(active[k] & src_in[k] & ~drop_all & (waddr >= win_a[k])
+                                    & (waddr < win_a[k] + win_n[k]))
+        owner = Signal(S)               # one-hot of match
+        for k in range(S):
+            m.d.comb += owner[k].eq(match[k] & ~match[:k].any() if k else match[0])
+        keep = Signal()
+        m.d.comb += keep.eq(match.any())
+
+        with m.If(~in_body):
+            m.d.comb += self.net_in.ready.eq(1)
+            with m.If(self.net_in.valid):
+                with m.If(~f.head):
+                    m.d.sync += self.bad_flit.eq(1)
+                    m.d.sync += [in_body.eq(~f.tail), drop_all.eq(1)]
+                with m.Elif(~src_ok):
+                    m.d.sync += [self.bad_flit.eq(1), in_body.eq(~f.tail), drop_all.eq(1)]
+                with m.Elif(hdr_cr.kind == KIND_CREDIT):
+                    m.d.comb += [self.cr_en.eq(1), self.cr_consumer.eq(cidx * cfg.nodes + nidx),
+                                 self.cr_count.eq(hdr_cr.count)]
+                    with m.If(~f.tail):
+                        m.d.sync += [self.bad_flit.eq(1), in_body.eq(1), drop_all.eq(1)]
+                with m.Elif(hdr_out.kind == KIND_OUT):
+                    m.d.sync += [waddr.eq(hdr_out.addr), in_body.eq(~f.tail), drop_all.eq(0)]
+                    for k in range(S):
+                        m.d.sync += src_in[k].eq((pmask[k].chiplets >> cidx)[0]
+                                                 & (pmask[k].nodes >> nidx)[0])
+                with m.Else():
+                    m.d.sync += [self.bad_flit.eq(1), in_body.eq(~f.tail), drop_all.eq(1)]
+        with m.Else():
+            with m.If(self.net_in.valid):
+                with m.If(keep):
+                    m.d.comb += [self.wr.valid.eq(1), self.net_in.ready.eq(self.wr.grant)]
+                with m.Else():
+                    m.d.comb += self.net_in.ready.eq(1)
+                    with m.If(~drop_all):
+                        m.d.sync += self.stray_word.eq(1)
+                with m.If(self.net_in.ready):
+                    m.d.sync += waddr.eq(waddr + 1)
+                    with m.If(f.tail):
+                        m.d.sync += in_body.eq(0)
+
+        for k in range(S):
+            counted = Signal(name=f"s{k}_counted")
+            m.d.comb += counted.eq(self.wr.valid & self.wr.grant & owner[k])
+            with m.If(counted):
+                m.d.sync += got[k].eq(got[k] + 1)
+            with m.If(active[k] & (got[k] + counted == win_n[k])):
+                m.d.comb += self.done[k].eq(1)
+                m.d.sync += active[k].eq(0)
+        return m

@@ -1,0 +1,1 @@
+"""cocotb testbench of the Simba Global PE (issue 4)."""

@@ -1,0 +1,519 @@
+"""cocotb tests of the Global PE against the golden model (run via tessera.tb.runner).
+
+Environment knobs: ``GPE_CMDS`` (random commands per run), ``GPE_OUT_READY``
+(network-out ready probability), ``GPE_IN_IDLE``, ``GPE_SPAN``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+
+import cocotb
+
+from tessera.golden.global_pe import Command, GlobalPEModel, ewise_words
+from tessera.hdl.global_pe.packets import (EW_ADD, EW_MAX, EW_MUL, OP_EWISE, OP_GROUP, OP_RECV,
+                                           OP_SEND, ST_OK)
+from tessera.tb.global_pe.env import GpeEnv
+from tessera.tb.global_pe import scenarios as sc
+
+
+def _env_float(name, default):
+    return float(os.environ.get(name, default))
+
+
+class Runner:
+    """Issues a command list to the DUT and keeps the golden model in step.
+
+    A RECV is issued only when every earlier SEND / EWISE / GROUP has
+    completed and a RECV slot is free (so the decoder dispatches it at once);
+    its OUT packets are injected right after.  A later command that touches
+    an open RECV window (or a RECV whose window overlaps an open one) waits
+    for that RECV's completion, so the golden model's command order holds.
+    """
+
+    def __init__(self, env: GpeEnv, model: GlobalPEModel):
+        self.env, self.model = env, model
+        self.issued = 0
+        self.open_recv = []            # [(tag, lo, hi)]
+        self.recv_issued = 0
+        self._recv_tags = set()
+
+    def _done_tags(self):
+        return {c["tag"] for c in self.env.cpl.items}
+
+    async def _all_done(self):
+        done = self._done_tags()
+        await self.env.wait_until(lambda: len(self.env.cpl.items) >= self.issued,
+                                  what=f"all completions; outstanding tags "
+                                       f"{[t for t, _ in self.model.completions if t not in done]}")
+
+    async def run(self, cmds):
+        env = self.env
+        slots = env.cfg.recv_slots
+        for cmd in cmds:
+            for tag, lo, hi in list(self.open_recv):
+                if any(a < hi and lo < b for a, b in sc.regions(cmd)):
+                    await env.wait_until(lambda: tag in self._done_tags(), what=f"RECV {tag}")
+            if cmd.op == OP_RECV:
+                # every non-RECV command done, fewer than `slots` RECVs open
+                await env.wait_until(
+                    lambda: len(self.env.cpl.items) - self._recv_done() >= self.issued
+                    - self.recv_issued and self._open() < slots, what="RECV slot")
+            self.open_recv = [r for r in self.open_recv if r[0] not in self._done_tags()]
+            env.issue(cmd)
+            env.dut._log.debug("issue %s", {k: v for k, v in cmd.__dict__.items()
+                                            if k != "arrivals"})
+            self.issued += 1
+            self.model.step(cmd)
+            if cmd.op == OP_RECV:
+                self.recv_issued += 1
+                self._recv_tags.add(cmd.tag)
+                await env.cmd.wait_idle()
+                await env.clocks(4)
+                if self.model.completions[-1][1] == ST_OK:
+                    self.open_recv.append((cmd.tag, cmd.a, cmd.a + cmd.cnt[0]))
+                for src, addr, words in cmd.arrivals:
+                    env.send_in(env.out_packet(src, addr, words))
+        await self._all_done()
+
+    def _recv_done(self):
+        return sum(1 for c in self.env.cpl.items if c["tag"] in self._recv_tags)
+
+    def _open(self):
+        done = self._done_tags()
+        return sum(1 for t, _, _ in self.open_recv if t not in done)
+
+    def check(self, ordered=True):
+        env, model = self.env, self.model
+        got = [(c["tag"], c["status"]) for c in env.cpl.items]
+        env.check_equal(sorted(got), sorted(model.completions), "completions")
+        if ordered:   # non-RECV completions come in command order
+            recv_tags = {t for t, _ in model.completions if t in self._recv_tags}
+            env.check_equal([g for g in got if g[0] not in recv_tags],
+                            [g for g in model.completions if g[0] not in recv_tags],
+                            "completion order")
+        env.check_packets(model.packets)
+
+
+
+async def _start(dut, **kw):
+    env = GpeEnv(dut, **kw)
+    await env.reset()
+    return env
+
+
+async def _random_run(dut, n_cmds, span, out_ready, in_idle, slow_frac=0.2):
+    env = await _start(dut, out_ready=out_ready, in_idle=in_idle, cmd_idle=0.2, cpl_ready=0.5)
+    rng = random.Random(env.seed)
+    cfg = env.cfg
+    for c in range(cfg.consumers):      # per-consumer credit-return delays
+        env.delay[c] = (30, 120) if rng.random() < slow_frac else (1, rng.randint(2, 12))
+    cmds = sc.random_sequence(rng, cfg, n_cmds=n_cmds, span=span)
+    runner = Runner(env, GlobalPEModel(cfg))
+    await runner.run(cmds)
+    await env.clocks(20)
+    runner.check()
+    env.check_equal(int(dut.status.value.to_unsigned()) & 1, 0, "credit_overflow flag")
+    return env, cmds
+
+
+@cocotb.test()
+async def random_commands(dut):
+    """Random SEND/EWISE/RECV/GROUP/malformed sequence, random back-pressure and credit delays."""
+    env, cmds = await _random_run(dut, int(os.environ.get("GPE_CMDS", "24")),
+                                  int(os.environ.get("GPE_SPAN", "192")),
+                                  _env_float("GPE_OUT_READY", 0.7), _env_float("GPE_IN_IDLE", 0.2))
+    env.report("random_commands", commands=len(cmds))
+
+
+@cocotb.test()
+async def demo(dut):
+    """make demo: groups across chiplets, load, multicast + unicast SEND, EWISE, read-back."""
+    env = await _start(dut, out_ready=0.8, in_idle=0.1)
+    rng = random.Random(env.seed)
+    cfg = env.cfg
+    cmds = sc.group_commands(rng, cfg)
+    cmds.append(sc.load_command(rng, cfg, 10, 0, 64))
+    cmds.append(Command(OP_SEND, tag=11, a=0, cnt=(8, 2, 1), stride=(1, 16, 0), tile=4,
+                        groups=(1 << cfg.groups) - 1, ucast=True, uaddr=((1, 0), (2, 3))))
+    cmds.append(Command(OP_EWISE, tag=12, a=0, b=16, c=32, cnt=(16, 1, 1), sub=EW_MUL, shift=3))
+    cmds.append(Command(OP_EWISE, tag=13, a=32, b=48, c=32, cnt=(16, 1, 1), sub=EW_ADD, shift=0))
+    cmds.append(sc.readback(cfg, 14, 0, 64))
+    runner = Runner(env, GlobalPEModel(cfg))
+    await runner.run(cmds)
+    await env.clocks(10)
+    runner.check()
+    env.report("demo")
+
+
+@cocotb.test()
+async def malformed_commands(dut):
+    """Every malformed class completes with its status and touches nothing."""
+    env = await _start(dut, out_ready=0.9)
+    cfg = env.cfg
+    rng = random.Random(env.seed)
+    cmds = sc.group_commands(rng, cfg)
+    cmds.append(sc.load_command(rng, cfg, 20, 0, 32))
+    bad = sc.malformed(cfg)
+    cmds += [c for _, c in bad]
+    cmds.append(sc.readback(cfg, 21, 0, 32))
+    runner = Runner(env, GlobalPEModel(cfg))
+    await runner.run(cmds)
+    await env.clocks(10)
+    runner.check()
+    got = {c["tag"]: c["status"] for c in env.cpl.items}
+    for status, c in bad:                       # golden checks agree with the hand list
+        env.check_equal(got[c.tag], status, f"status of malformed tag {c.tag:#x}")
+    # only the legal read-back produced traffic (check_packets also rejects extra tiles)
+    env.check_equal(sum(len(v) for v in env.received.values()),
+                    -(-32 // cfg.max_tile), "packets: read-back only")
+    env.report("malformed_commands")
+
+
+@cocotb.test()
+async def ewise_saturation(dut):
+    """EWISE add/mul/max with extreme operands and every shift, bit-exact."""
+    env = await _start(dut)
+    cfg = env.cfg
+    rng = random.Random(env.seed)
+    lanes = cfg.word_bits // 8
+    ext = [-128, -127, -1, 0, 1, 127, 126, -64, 64]
+    words = []
+    for i in range(16):
+        words.append(sum(((rng.choice(ext) if rng.random() < 0.7 else rng.randint(-128, 127))
+                          & 0xFF) << (8 * j) for j in range(lanes)))
+    cmds = sc.group_commands(rng, cfg)
+    cmds.append(Command(OP_RECV, tag=30, a=0, cnt=(16, 1, 1), mask=(1, 2),
+                        arrivals=[(1, 0, words[:7]), (1, 7, words[7:])]))
+    tag = 31
+    for sub in (EW_ADD, EW_MUL, EW_MAX):
+        for shift in (0, 1, 4, 7, 15):
+            cmds.append(Command(OP_EWISE, tag=tag, a=0, b=8, c=16 + (tag - 31) * 8,
+                                cnt=(8, 1, 1), sub=sub, shift=shift))
+            tag += 1
+    cmds.append(sc.readback(cfg, tag, 0, 16 + 15 * 8))
+    runner = Runner(env, GlobalPEModel(cfg))
+    await runner.run(cmds)
+    await env.clocks(10)
+    runner.check()
+    # a hand-computed lane: (-128) * (-128) >> 0 saturates to 127; 127 + 127 >> 1 = 127
+    import numpy as np
+    a = np.array([-128, 127, -128, 100], dtype=np.int8)
+    b = np.array([-128, 127, 127, -100], dtype=np.int8)
+    env.check_equal(list(ewise_words(a, b, EW_MUL, 0)), [127, 127, -128, -128], "mul sat")
+    env.check_equal(list(ewise_words(a, b, EW_ADD, 1)), [-128, 127, -1, 0], "add shift")
+    env.report("ewise_saturation")
+
+
+@cocotb.test()
+async def credit_window_and_slow_group(dut):
+    """A consumer that holds its credits gets exactly credit_window tiles; a slow group
+    holds back only itself; credits returned later release the rest."""
+    env = await _start(dut)
+    cfg = env.cfg
+    W = cfg.credit_window
+    rng = random.Random(env.seed)
+    N = cfg.nodes
+    fast = (1, 0b1111 & ((1 << N) - 1))                      # chiplet 0, nodes 0..3
+    slow = (1 << (cfg.chiplets - 1), 0b11 << (N - 2))        # last chiplet, last 2 nodes
+    both = (1 | 1 << (cfg.chiplets - 1), 0b10)               # node 1 of both: also in fast
+    cmds = [Command(OP_GROUP, tag=0, gidx=0, mask=fast),
+            Command(OP_GROUP, tag=1, gidx=1, mask=slow)]
+    if cfg.groups > 2:                                       # a node in two groups
+        cmds.append(Command(OP_GROUP, tag=4, gidx=2, mask=both))
+    cmds.append(sc.load_command(rng, cfg, 2, 0, 64))
+    runner = Runner(env, GlobalPEModel(cfg))
+    await runner.run(cmds)
+    slow_nodes = env.members(*slow)
+    fast_nodes = env.members(*fast)
+    for c in slow_nodes:
+        env.delay[c] = None                        # hold credits
+    tiles = 16
+    lanes_of = {c: sum(c in env.members(*cmd.mask) for cmd in cmds if cmd.op == OP_GROUP)
+                for c in fast_nodes}
+    send = Command(OP_SEND, tag=3, a=0, cnt=(tiles * 2, 1, 1), stride=(1, 0, 0), tile=2,
+                   groups=(1 << min(cfg.groups, 3)) - 1)
+    env.issue(send)
+    runner.model.step(send)
+    runner.issued += 1
+    await env.wait_until(lambda: all(len(env.received[c]) == tiles * lanes_of[c]
+                                     for c in fast_nodes)
+                         and all(len(env.received[c]) == W for c in slow_nodes), limit=5000,
+                         what="fast group done, slow group at its window")
+    await env.clocks(200)
+    for c in slow_nodes:
+        env.check_equal(len(env.received[c]), W, f"slow consumer {c} tiles while holding")
+    env.check_equal(len(env.cpl.items), len(cmds), "SEND not complete while slow group waits")
+    for _ in range(tiles):
+        for c in slow_nodes:
+            env.release(c)
+        await env.clocks(rng.randint(5, 40))
+    for c in slow_nodes:
+        env.delay[c] = (1, 3)
+        env.release(c)
+    await env.wait_cpl(len(cmds) + 1, limit=20000)
+    await env.clocks(50)
+    runner.check()
+    env.report("credit_window_and_slow_group")
+
+
+@cocotb.test()
+async def reset_mid_send(dut):
+    """Reset during a long multicast SEND; afterwards the PE works from a clean state
+    (full credit windows, empty group table)."""
+    env = await _start(dut, out_ready=0.8)
+    cfg = env.cfg
+    rng = random.Random(env.seed)
+    cmds = sc.group_commands(rng, cfg)
+    cmds.append(sc.load_command(rng, cfg, 9, 0, 64))
+    runner = Runner(env, GlobalPEModel(cfg))
+    await runner.run(cmds)
+    env.issue(Command(OP_SEND, tag=10, a=0, cnt=(64, 4, 1), stride=(1, 0, 0),
+                      tile=min(8, cfg.max_tile),
+                      groups=(1 << cfg.groups) - 1, ucast=True))
+    await env.wait_until(lambda: env.out_flits > 100, what="SEND under way")
+    dut.rst.value = 1
+    env.cmd.clear()
+    await env.clocks(3)
+    env.reset_model()
+    env.cpl.items.clear()
+    dut.net_in__valid.value = 0
+    dut.rst.value = 0
+    await env.clocks(2)
+    # after reset the group table is empty: a multicast SEND is EMPTY_SET
+    model = GlobalPEModel(cfg)           # fresh golden: empty buffer contents are not
+    cmds = [Command(OP_SEND, tag=40, a=0, cnt=(1, 1, 1), tile=1, groups=1)]  # relied upon
+    hold = sc.HOST
+    env.delay[hold] = None
+    cmds.append(Command(OP_RECV, tag=41, a=0, cnt=(8, 1, 1), mask=(1, 1),
+                        arrivals=[(0, 0, [sc.random_word(rng, cfg) for _ in range(8)])]))
+    cmds.append(sc.readback(cfg, 42, 0, 8))
+    cmds[-1].tile = 1
+    runner = Runner(env, model)
+    await runner.run(cmds[:2])
+    env.issue(cmds[2])
+    model.step(cmds[2])
+    runner.issued += 1
+    # the host holds credits: exactly a full window of tiles arrives
+    await env.wait_until(lambda: len(env.received[hold]) == cfg.credit_window, limit=3000,
+                         what="full credit window after reset")
+    await env.clocks(100)
+    env.check_equal(len(env.received[hold]), cfg.credit_window, "tiles within fresh window")
+    env.delay[hold] = (1, 2)
+    env.release(hold)
+    await env.wait_cpl(3, limit=5000)
+    runner.check()
+    env.report("reset_mid_send")
+
+
+async def _timed(env, cmd):
+    """Issue one command; return (issue cycle, completion cycle)."""
+    n = len(env.cpl.items)
+    await env.cmd.wait_idle()
+    t0 = env.cycles
+    env.issue(cmd)
+    await env.wait_cpl(n + 1, limit=100000)
+    return t0, env.cycles
+
+
+@cocotb.test()
+async def bench_bandwidth(dut):
+    """bench/gpe_bandwidth.py: steady-state rates with consumers keeping up (credit
+    return 1-2 cycles, network always ready).  Writes JSON to $GPE_BENCH_OUT."""
+    env = await _start(dut, out_ready=1.0, in_idle=0.0)
+    cfg = env.cfg
+    rng = random.Random(env.seed)
+    for c in range(cfg.consumers):
+        env.delay[c] = (1, 2)
+    words = int(os.environ.get("GPE_BENCH_WORDS", "1024"))
+    tile = cfg.max_tile
+    out = {"words": words, "tile_words": tile, "credit_window": cfg.credit_window}
+
+    # RECV: one producer streams back-to-back OUT packets of `tile` words
+    arrivals = [(0, a, [sc.random_word(rng, cfg, 0) for _ in range(min(tile, words - a))])
+                for a in range(0, words, tile)]
+    recv = Command(OP_RECV, tag=1, a=0, cnt=(words, 1, 1), mask=(1, 1), arrivals=arrivals)
+    model = GlobalPEModel(cfg)
+    model.step(recv)
+    env.issue(recv)
+    await env.cmd.wait_idle()
+    await env.clocks(4)
+    t0 = env.cycles
+    for src, addr, ws in arrivals:
+        env.send_in(env.out_packet(src, addr, ws))
+    await env.wait_cpl(1)
+    out["recv_cycles"] = env.cycles - t0
+    out["recv_words_per_cycle"] = words / out["recv_cycles"]
+
+    async def send(tag, **kw):
+        cmd = Command(OP_SEND, tag=tag, a=0, cnt=(words, 1, 1), stride=(1, 0, 0), tile=tile, **kw)
+        model.step(cmd)
+        env.first_out = None
+        f0 = env.out_flits
+        t_issue, t_done = await _timed(env, cmd)
+        flits = env.out_flits - f0
+        return flits, env.last_out - env.first_out + 1, t_done - t_issue
+
+    flits, busy, total = await send(2, ucast=True, uaddr=((1, 1), (3, 4)))
+    out.update(send_unicast_flits=flits, send_unicast_cycles=busy,
+               send_unicast_flits_per_cycle=flits / busy,
+               send_unicast_cycles_incl_command=total)
+    g = Command(OP_GROUP, tag=3, gidx=0, mask=(0b1111, 0b1111))   # 4 nodes x 4 chiplets
+    model.step(g)
+    await _timed(env, g)
+    flits, busy, total = await send(4, groups=1)
+    out.update(send_multicast_consumers=16, send_multicast_flits=flits,
+               send_multicast_cycles=busy, send_multicast_flits_per_cycle=flits / busy,
+               send_multicast_cycles_incl_command=total)
+
+    n = min(256, words // 4)
+    for tag, (a, b, c, name) in enumerate([(0, n + 1, 2 * n + 2, "ewise"),
+                                           (0, n, 2 * n, "ewise_same_bank")], start=5):
+        cmd = Command(OP_EWISE, tag=tag, a=a, b=b, c=c, cnt=(n, 1, 1), sub=EW_MUL, shift=4)
+        model.step(cmd)
+        t_issue, t_done = await _timed(env, cmd)
+        out[f"{name}_cycles_incl_command"] = t_done - t_issue
+        out[f"{name}_bytes_per_cycle"] = n * cfg.word_bits // 8 / (t_done - t_issue)
+    out["ewise_words"] = n
+
+    # a slow group (credits return after 200 cycles) next to a fast one in one SEND
+    N = cfg.nodes
+    fast, slow = (1, 0b1111), (1 << (cfg.chiplets - 1), 0b11 << (N - 2))
+    for tag, gidx, mask in ((7, 1, fast), (8, 2, slow)):
+        g = Command(OP_GROUP, tag=tag, gidx=gidx, mask=mask)
+        model.step(g)
+        await _timed(env, g)
+    for c in env.members(*slow):
+        env.delay[c] = (200, 200)
+    m_words = 256
+    fast_nodes = env.members(*fast)
+    for tag, groups, key in ((9, 0b010, "fast_alone"), (10, 0b110, "fast_with_slow")):
+        cmd = Command(OP_SEND, tag=tag, a=0, cnt=(m_words, 1, 1), stride=(1, 0, 0), tile=tile,
+                      groups=groups)
+        model.step(cmd)
+        before = len(env.received[fast_nodes[0]])
+        slow_before = len(env.received[env.members(*slow)[0]])
+        t0 = env.cycles
+        await env.cmd.wait_idle()
+        env.issue(cmd)
+        await env.wait_until(lambda: len(env.received[fast_nodes[0]]) - before == m_words // tile,
+                             what="fast group tiles")
+        out[f"send_{key}_cycles"] = env.cycles - t0
+        out[f"send_{key}_slow_tiles_meanwhile"] = (len(env.received[env.members(*slow)[0]])
+                                                   - slow_before)
+        await env.wait_cpl(len(model.completions), limit=100000)
+    out["send_slow_group_credit_delay"] = 200
+    out["send_fast_group_slowdown_with_slow_group"] = (out["send_fast_with_slow_cycles"]
+                                                      / out["send_fast_alone_cycles"])
+    # everything the DUT sent is what the golden model says
+    got = [(c["tag"], c["status"]) for c in env.cpl.items]
+    env.check_equal(got, model.completions, "completions")
+    env.check_packets(model.packets)
+    path = os.environ.get("GPE_BENCH_OUT")
+    if path:
+        with open(path, "w") as fh:
+            json.dump(out, fh, indent=2)
+    env.report("bench_bandwidth", **{k: v for k, v in out.items() if "per_cycle" in k})
+
+
+@cocotb.test()
+async def protocol_errors(dut):
+    """Stray OUT words (non-producer, outside the window), malformed flits and excess
+    credits are dropped / clamped, flagged in ``status``, and change nothing else."""
+    env = await _start(dut, out_ready=0.9, in_idle=0.1)
+    cfg = env.cfg
+    W = cfg.credit_window
+    rng = random.Random(env.seed)
+    env.check_equal(int(dut.status.value.to_unsigned()), 0, "status after reset")
+    word = lambda: sc.random_word(rng, cfg)      # noqa: E731
+    # malformed flits first: no RECV is open, nothing may be written
+    hdr = int(0)
+    bad = [
+        [(env.flit(0, 1, 1, word()), None)],                            # body without head
+        [(env.flit(1, 1, 1, 0), None)],                                 # kind 0
+        [(env.flit(1, 0, 1, 0), None), (env.flit(0, 1, 1, word()), None)],   # kind 0, 2 flits
+        [(env.flit(1, 1, ((0, 0), (0, cfg.node_mesh_y)), 3 | 1 << 2), None)],  # src off-mesh
+    ]
+    for p in bad:
+        env.send_in(p)
+    await env.wait_until(lambda: not env.in_cur and not env.in_packets and not env.in_valid,
+                         what="bad flits consumed")
+    await env.clocks(3)
+    env.check_equal(int(dut.status.value.to_unsigned()), 0b100, "bad_flit only")
+    arrivals = [(2, 16, [word()]),                 # not a producer
+                (1, 14, [word(), word()]),         # before the window
+                (1, 16, [word() for _ in range(5)]),
+                (1, 21, [word() for _ in range(3)]),
+                (1, 24, [word()])]                 # after the window (RECV already done)
+    cmds = [Command(OP_RECV, tag=1, a=16, cnt=(8, 1, 1), mask=(1, 0b10), arrivals=arrivals)]
+    model = GlobalPEModel(cfg)
+    runner = Runner(env, model)
+    await runner.run(cmds)
+    await env.wait_until(lambda: not env.in_cur and not env.in_packets and not env.in_valid,
+                         what="strays consumed")
+    await env.clocks(3)
+    env.check_equal(int(dut.status.value.to_unsigned()), 0b110, "stray_word + bad_flit")
+    env.check_equal(model.flags["stray_word"], 1, "golden stray flag")
+    # excess credits: consumer 5 returns credits it never used -> clamped, flagged
+    env.send_in(env.credit_packet(5, 3))
+    await env.clocks(10)
+    env.check_equal(int(dut.status.value.to_unsigned()), 0b111, "credit_overflow")
+    env.delay[5] = None
+    x, y = 5 % cfg.node_mesh_x, 5 // cfg.node_mesh_x
+    send = Command(OP_SEND, tag=2, a=16, cnt=(8, 1, 1), stride=(1, 0, 0), tile=1, ucast=True,
+                   uaddr=((0, 0), (x, y)))
+    env.issue(send)
+    model.step(send)
+    runner.issued += 1
+    await env.clocks(150)
+    env.check_equal(len(env.received[5]), W, "clamped window")
+    env.delay[5] = (1, 2)
+    env.release(5)
+    readback = sc.readback(cfg, 3, 0, 32)
+    await runner.run([readback])
+    await env.clocks(10)
+    runner.check()
+    env.report("protocol_errors")
+
+
+@cocotb.test()
+async def recv_two_windows(dut):
+    """Two RECV windows open at once (overlapping producer sets), their OUT packets
+    shuffled together and interleaved with a multicast SEND; then a read-back."""
+    env = await _start(dut, out_ready=0.8, in_idle=0.3)
+    cfg = env.cfg
+    rng = random.Random(env.seed)
+    model = GlobalPEModel(cfg)
+    runner = Runner(env, model)
+    await runner.run(sc.group_commands(rng, cfg) + [sc.load_command(rng, cfg, 9, 128, 32)])
+    slots = min(cfg.recv_slots, 2)
+    m1 = (1, 0b0111)
+    m2 = (1 | 1 << (cfg.chiplets - 1), 0b0110)
+    recvs = []
+    for k, (a, mask) in enumerate([(0, m1), (64, m2)][:slots]):
+        arr = sc.recv_arrivals(rng, cfg, a, 32, sc.members(cfg, mask), max_pkt=4)
+        recvs.append(Command(OP_RECV, tag=20 + k, a=a, cnt=(32, 1, 1), mask=mask, arrivals=arr))
+    for c in recvs:
+        env.issue(c)
+        model.step(c)
+        runner.issued += 1
+        runner.recv_issued += 1
+        runner._recv_tags.add(c.tag)
+    send = Command(OP_SEND, tag=30, a=128, cnt=(8, 4, 1), stride=(1, 8, 0), tile=3,
+                   groups=(1 << cfg.groups) - 1)
+    env.issue(send)
+    model.step(send)
+    runner.issued += 1
+    await env.cmd.wait_idle()
+    await env.clocks(4)
+    pkts = [p for c in recvs for p in c.arrivals]
+    rng.shuffle(pkts)
+    for src, addr, words in pkts:
+        env.send_in(env.out_packet(src, addr, words))
+    await runner._all_done()
+    await runner.run([sc.readback(cfg, 40, 0, 160)])
+    await env.clocks(10)
+    runner.check()
+    env.check_equal(int(dut.status.value.to_unsigned()), 0, "no strays")
+    env.report("recv_two_windows")
