@@ -185,7 +185,8 @@ def demo() -> list:
     f = cm.fig3()
     tpu = f["TPU"]["rows"]
     ok = [tpu["organic"]["total"] < tpu["mono"]["total"], tpu["passive"]["interposer_share"] > 0.15,
-          tpu["active"]["interposer_share"] > 0.30, f["Gem"]["rows"]["organic"]["die"] > 0.95]
+          tpu["active"]["interposer_share"] > 0.30, f["Gem"]["rows"]["organic"]["die"] > 0.95,
+          f["Gem"]["rows"]["passive"]["interposer_share"] > 0.15, f["Gem"]["rows"]["active"]["interposer_share"] > 0.30]
     n += len(ok)
     rows.append({"block": "monad.cost", "checks": n if all(ok) else 0, "cycles": "-",
                  "detail": f"Fig3 TPU organic {tpu['organic']['total']:.2f} vs mono {tpu['mono']['total']:.2f}; "

@@ -141,7 +141,7 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     if polish and h.best is not None:
         wl = load_workload(workload)
         b = h.best
-        f = {k: v for k, v in (fixed or {}).items() if k in ("order", "tiling", "placement")}
+        f = {k: v for k, v in (fixed or {}).items() if k in ("order", "tiling", "placement", "chiplets")}
         space = Space(wl, pe_total or default_pe_total(workload, len(wl.ops)), f)
         v, high, res, samples, n = anneal(space, b["low"], objective, polish, random.Random(seed + 104729),
                                           keep_samples, start=b["high"], t0=0.05)

@@ -19,6 +19,11 @@ architecture stage, each {"low": arch fields, "high": order/tiling}) the
 per-op architecture fields are replaced by a *design selector* per op
 (``<op>.design``), and annealing only moves the placement.
 Fields can be frozen (``fixed``) to build the baselines and the ablation.
+``fixed["chiplets"] = n`` keeps only shapes with n chiplets per op (Fig 7:
+Monad is compared at the baselines' "same number of PEs and die-to-die
+interfaces", §V-B).  ``capacity_tiling`` derives the tiling from fixed buffer
+capacities (a given hardware configuration, e.g. Simba's 64 KiB global buffer),
+since shape *and* tiling are the resource assignment (§IV-B).
 """
 from __future__ import annotations
 
@@ -71,6 +76,11 @@ class Space:
     def __post_init__(self):
         self.budgets = pe_budgets(self.wl, self.pe_total)
         self.shape_opts = [shapes(b, self.max_chiplets) for b in self.budgets]
+        if "chiplets" in self.fixed:
+            n = self.fixed["chiplets"]
+            if not isinstance(n, int) or n < 1:
+                raise ValueError(f"fixed chiplets must be a positive int, got {n!r}")
+            self.shape_opts = [[s for s in opts if s[0][0] * s[0][1] == n] for opts in self.shape_opts]
         self.pairs = [[(a, b) for a in op.loop_names for b in op.loop_names] for op in self.wl.ops]
         for i, s in enumerate(self.shape_opts):
             if not s:
@@ -88,7 +98,7 @@ class Space:
         self.all_low.append(("packaging", 3))
         self.all_low.append(("network", len(NETWORKS)))
         for k in self.fixed:
-            if k not in dict(self.all_low) and k not in ("order", "tiling", "placement", "candidates"):
+            if k not in dict(self.all_low) and k not in ("order", "tiling", "placement", "candidates", "chiplets"):
                 raise ValueError(f"unknown field {k!r}")
         self.free_low = [(n, k) for n, k in self.all_low if n not in self.fixed and k > 1]
 
@@ -158,6 +168,37 @@ class Space:
                     v = list(range(self.n_chiplets(low))) + [-1] * (nn - self.n_chiplets(low))
                 high[k] = v
         return high
+
+    def capacity_tiling(self, low: dict, chip_buf_bytes: int, core_buf_bytes: int) -> list:
+        """Tiling (log2 tile per loop, package and chiplet level, per op) that
+        fits fixed buffer capacities: start from whole shares and halve the
+        largest tile until the double-buffered chiplet buffer (package-level
+        tile) and core buffer (chiplet-level tile) fit -- i.e. the tiling a
+        given hardware configuration's buffers impose (§IV-B: "We set the
+        buffer size for each tensor based on the tile size")."""
+        from .perf import _spatial_share, _tile, footprint, hardware as hw
+        wb = hw()["word_bytes"]
+        out = []
+        for i, op in enumerate(self.wl.ops):
+            cg, kg, _ = self.shape_opts[i][low[f"{op.name}.shape"]]
+            sp = [self.pairs[i][low[f"{op.name}.spatial.{lv}"]] for lv in LEVELS]
+            exps = [{l: self._emax(op, l) for l in op.loop_names} for _ in range(2)]
+            for k, cap in ((0, chip_buf_bytes), (1, core_buf_bytes)):
+                while True:
+                    S1 = _spatial_share(op.bounds, Level(cg, sp[0]))
+                    T1 = _tile(S1, Level(cg, sp[0], (), tuple((l, 2 ** e) for l, e in exps[0].items())))
+                    T = T1
+                    if k == 1:
+                        S2 = _spatial_share(T1, Level(kg, sp[1]))
+                        T = _tile(S2, Level(kg, sp[1], (), tuple((l, 2 ** e) for l, e in exps[1].items())))
+                    if 2 * wb * sum(footprint(t, T) for t in op.tensors) <= cap:
+                        break
+                    big = max((l for l in op.loop_names if T[l] > 1), key=lambda l: T[l], default=None)
+                    if big is None:
+                        raise ValueError(f"op {op.name}: a {cap}-byte buffer cannot hold unit tiles")
+                    exps[k][big] = max(0, min(exps[k][big], math.ceil(math.log2(T[big]))) - 1)
+            out.append(exps)
+        return out
 
     @staticmethod
     def _emax(op, l):
