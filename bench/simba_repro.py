@@ -97,9 +97,19 @@ def main():
         lat = [search(net[name], arch.with_(grs_gbps=float(g)), 32, S, seed=6).latency_cycles for g in rates]
         fig6[name] = {"gbps": rates, "normalised": [x / lat[0] for x in lat]}
         entry(f"fig6 {name} latency decrease at 25 Gb/s", 1 - lat[-1] / lat[0], paper, "fraction")
+    # sensitivity: other start states / dataflows (not the paper's baseline; see the note)
+    for label, kw in (("distributed IA/OA start", {"placement": "distributed"}),
+                      ("P/Q also spatial", {"spatial_pq": True})):
+        for name in ("res3a_branch1", "res3a_branch2b"):
+            lat = [search(net[name], arch.with_(grs_gbps=float(g)), 32, S, seed=6, **kw).latency_cycles
+                   for g in (11, 25)]
+            fig6[f"{name} ({label})"] = {"gbps": [11, 25], "normalised": [1.0, lat[1] / lat[0]]}
+            print(f"  sensitivity ({label}): {name} latency decrease at 25 Gb/s {1 - lat[1] / lat[0]:.3f}")
     doc["fig6"] = fig6
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, d in fig6.items():
+        if "(" in name:
+            continue
         ax.plot([r / 11 for r in d["gbps"]], d["normalised"], "o-", label=name)
     ax.set_xlabel("NoP bandwidth (x 11 Gb/s)"); ax.set_ylabel("normalised latency")
     ax.set_title("Fig 6 (model), 32 chiplets"); ax.legend(); fig.tight_layout()
@@ -186,6 +196,10 @@ def main():
         entry(f"ResNet-50 latency, {label}, 1.03 GHz", sum(l[key]["latency_us"] for l in nd["layers"]) / 1e3,
               None, "ms")
     entry("ResNet-50 latency, all opts, 1.03 GHz / 11 Gb/s", nd["total_us"] / 1e3, 0.50, "ms")
+    run_pq = run_network(list(net.values()), arch, 32, "all", S, seed=0, jobs=args.jobs, spatial_pq=True)
+    doc["network_1p03GHz_spatial_pq"] = network_dict(run_pq, arch)
+    entry("ResNet-50 latency, all opts, 1.03 GHz, P/Q also spatial", run_pq["total_cycles"] / f / 1e3, 0.50,
+          "ms", "issue option --spatial-pq; Listing 1 keeps P/Q temporal")
     fast = load_arch(bench_dir=OUT, pe_clock_ghz=1.8, grs_gbps=25.0)
     run_f = run_network(list(net.values()), fast, 32, "all", S, seed=0, jobs=args.jobs)
     ndf = network_dict(run_f, fast)
