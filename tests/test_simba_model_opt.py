@@ -155,3 +155,17 @@ def test_listing1_dataflow_keeps_p_q_temporal():
         assert (r.mapping.pc, r.mapping.qc, r.mapping.pp, r.mapping.qp) == (1, 1, 1, 1)
     pq = search(l, ARCH, [8, 32], samples=300, seed=3, keep_per_count=True, spatial_pq=True)
     assert any((r.mapping.pc, r.mapping.qc, r.mapping.pp, r.mapping.qp) != (1, 1, 1, 1) for r in pq.values())
+
+
+def test_cli_spatial_pq_flag(tmp_path, capsys):
+    """--spatial-pq reaches the mapper: the JSON records it, and without it no layer splits P/Q."""
+    for flag in ([], ["--spatial-pq"]):
+        rc = main(["simba", "--layer", "res3a_branch2b", "--samples", "100", "--jobs", "1",
+                   "--out", str(tmp_path), "--bench-dir", str(tmp_path)] + flag)
+        assert rc == 0
+        doc = json.loads((tmp_path / "simba_resnet50_uniform.json").read_text())
+        assert doc["spatial_pq"] == bool(flag)
+        if not flag:
+            import re
+            assert re.match(r"chip K\d+C\d+P1Q1 pe K\d+C\d+P1Q1 ", doc["layers"][0]["best"]["mapping"])
+    capsys.readouterr()
