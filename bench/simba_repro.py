@@ -97,9 +97,19 @@ def main():
         lat = [search(net[name], arch.with_(grs_gbps=float(g)), 32, S, seed=6).latency_cycles for g in rates]
         fig6[name] = {"gbps": rates, "normalised": [x / lat[0] for x in lat]}
         entry(f"fig6 {name} latency decrease at 25 Gb/s", 1 - lat[-1] / lat[0], paper, "fraction")
+    # sensitivity: other start states / dataflows (not the paper's baseline; see the note)
+    for label, kw in (("distributed IA/OA start", {"placement": "distributed"}),
+                      ("P/Q also spatial", {"spatial_pq": True})):
+        for name in ("res3a_branch1", "res3a_branch2b"):
+            lat = [search(net[name], arch.with_(grs_gbps=float(g)), 32, S, seed=6, **kw).latency_cycles
+                   for g in (11, 25)]
+            fig6[f"{name} ({label})"] = {"gbps": [11, 25], "normalised": [1.0, lat[1] / lat[0]]}
+            print(f"  sensitivity ({label}): {name} latency decrease at 25 Gb/s {1 - lat[1] / lat[0]:.3f}")
     doc["fig6"] = fig6
     fig, ax = plt.subplots(figsize=(6, 4))
     for name, d in fig6.items():
+        if "(" in name:
+            continue
         ax.plot([r / 11 for r in d["gbps"]], d["normalised"], "o-", label=name)
     ax.set_xlabel("NoP bandwidth (x 11 Gb/s)"); ax.set_ylabel("normalised latency")
     ax.set_title("Fig 6 (model), 32 chiplets"); ax.legend(); fig.tight_layout()
@@ -186,6 +196,10 @@ def main():
         entry(f"ResNet-50 latency, {label}, 1.03 GHz", sum(l[key]["latency_us"] for l in nd["layers"]) / 1e3,
               None, "ms")
     entry("ResNet-50 latency, all opts, 1.03 GHz / 11 Gb/s", nd["total_us"] / 1e3, 0.50, "ms")
+    run_pq = run_network(list(net.values()), arch, 32, "all", S, seed=0, jobs=args.jobs, spatial_pq=True)
+    doc["network_1p03GHz_spatial_pq"] = network_dict(run_pq, arch)
+    entry("ResNet-50 latency, all opts, 1.03 GHz, P/Q also spatial", run_pq["total_cycles"] / f / 1e3, 0.50,
+          "ms", "issue option --spatial-pq; Listing 1 keeps P/Q temporal")
     fast = load_arch(bench_dir=OUT, pe_clock_ghz=1.8, grs_gbps=25.0)
     run_f = run_network(list(net.values()), fast, 32, "all", S, seed=0, jobs=args.jobs)
     ndf = network_dict(run_f, fast)
@@ -208,25 +222,30 @@ NOTE = """Differences from the paper and why:
   sync cost and energy split are stated assumptions (data/simba_arch.json).  PEs are ideal apart from
   buffer-bounded tiling and padding (pe_utilization 1.0 unless the RTL bench provides one), so
   communication is the dominant non-ideal term at 32 chiplets.
+- Dataflow: the mapper follows Listing 1 (Simba's baseline dataflow): K and C are parallel_for across
+  chiplets and PEs, P and Q temporal (p3, q3, p2, q2).  `--spatial-pq` (the issue's "optionally P and
+  Q") is reported as a sensitivity: it gives 0.56 ms at 1.03 GHz but lets 32-chiplet layers keep
+  their traffic local, which contradicts the paper's broadcast / reduction-group narrative (Sec. 5.2).
 - Fig 5: res5[a-c]_branch2b needs 2.36 MB of weights; with weights preloaded in 32 KB PE buffers (as
   measured, Sec. 4.1) it fits on >= 8 chiplets only, so its curve is normalised to 8 chiplets.
-  Qualitatively as in the paper: res2a_branch1 gains ~3x from 1 to 8 chiplets and little beyond;
-  res2a_branch2b stops improving after 4 chiplets (bump at 8), but does not degrade at 32 because the
-  mapper finds P/Q-split tilings that keep traffic local; res5a_branch2b keeps scaling to 32.
-- Fig 6: the model's 32-chiplet tilings of both layers are NoP-bandwidth bound (activations have to
-  leave the few Global PEs that hold them), so both gain ~50 % from 2.3x bandwidth (paper 27 % and
-  5 %).  Lowering pe_utilization or using the optimised placement does not change this (checked), so
-  the real chip must have non-ideal per-tile costs the model does not contain.
-- Fig 7: a 6x6 mesh has at most 10 hops between chiplets (the paper quotes 12).  The model adds hop
-  latency once per transfer and per credit round trip of a double-buffered input tile; with the
-  assumed 20 cycles per NoP hop the tiling stays compute/bandwidth bound (1.02x); the paper's 2.5x
-  needs >= ~110 cycles per hop (see the hop-latency sweep) or per-tile synchronisation.
-- Fig 10: non-uniform partitioning helps where compute and communication are comparable, up to ~12 %
-  here vs 15 % measured.
-- Fig 12: the sequential baseline puts all activations in the first Global PEs (Fig 11b); at 32
-  chiplets the links around them saturate, so moving IA homes to the centre (same number of Global
-  PEs) and spreading OA next to their producers helps far more in the model (median ~40 %) than the
-  measured <= 15 %: the model has no other bottleneck to hide behind (see Fig 6).
+  With K/C-only tilings the 11 Gb/s NoP limits res2a_branch1/branch2b to ~2x (paper: gains to 8).
+- Fig 6: at 32 chiplets every K/C tiling of both layers is NoP-bandwidth bound: a K split broadcasts
+  the whole IA (~100 KB, one 5.34 B/cycle link into each receiver at 11 Gb/s), a C split sends 24-bit
+  partial sums chiplet to chiplet.  So both gain ~50 % from 11 -> 25 Gb/s; neither a distributed start
+  state nor P/Q splits change that (printed sensitivities).  The link bandwidth follows Sec. 3.2
+  exactly (4 TX macros x 4 lanes per chiplet, one per mesh direction = 100 GB/s at 25 Gb/s).  The
+  paper's x-axis range is not in the text; a fully bandwidth-bound layer gaining 27 % would mean a
+  ~1.4x bandwidth step, so the 11 -> 25 Gb/s sweep here is an assumption.
+- Fig 7: a 6x6 mesh has at most 10 hops between chiplets (the paper quotes 12).  The Listing 1 tiling
+  of res4a_branch1 on 4 chiplets moves its IA and OA over the NoP, so moving the chiplets apart costs
+  hop latency per tile credit round trip and more shared links: 1.84x at 20 cycles/hop (assumption;
+  60 cycles/hop gives 2.4x), paper 2.5x.
+- Fig 10: the K/C tilings at 32 chiplets are bound by delivering the same IA to every chiplet, which
+  shifting K work cannot shorten; non-uniform partitioning gains < 1 % (paper up to 15 %).  With P/Q
+  splits (previous default) it reached ~12 %.
+- Fig 12: the sequential baseline fills the first Global PEs (Fig 11b: ~400 KB fills the top row); the
+  greedy placement moves IA homes to the centre and spreads OA: median 13 %, max ~60 % (paper <= 15 %),
+  res4a_branch1 8 % (paper 5 %).
 - Headline: the paper does not give the operating point of its 0.50 ms / 1988 images/s; both the
   Sec. 4.1 point and the 1.8 GHz / 25 Gb/s point are reported.  Per-layer runs are summed (plus the
   pipelined blocks); inter-layer activation movement and pooling are not modelled."""

@@ -7,7 +7,8 @@ import pytest
 from tessera.sim_models.simba.arch import ArchError, load_arch
 from tessera.sim_models.simba.layers import Layer, LayerError, load_network, rows_per_tile
 from tessera.sim_models.simba.model import (Mapping, MappingError, build_structure, evaluate,
-                                            evaluate_batch, place_greedy, place_sequential, split)
+                                            evaluate_batch, place_distributed, place_greedy,
+                                            place_sequential, split)
 from tessera.sim_models.simba.topology import bind, chiplet_noc, mesh, xy_route
 
 ARCH = load_arch()
@@ -114,6 +115,20 @@ def test_binder_orders():
     assert set(bind(4, "centre")) == {14, 15, 20, 21}
     with pytest.raises(ValueError):
         bind(2, (0, 0))
+
+
+def test_placement_distributed_block_per_global_pe():
+    """placement="distributed": one block per Global PE in chiplet order, straddling when a block exceeds the
+    room left, wrapping round to Global PEs with room; OA continue after the IA."""
+    homes, used, nxt = place_distributed([40000, 40000, 100000], 65536, [5, 6, 7])
+    assert homes[0] == [(5, 1.0)] and homes[1] == [(6, 1.0)]
+    assert homes[2] == [(7, pytest.approx(65536 / 1e5)), (5, pytest.approx(25536 / 1e5)),
+                        (6, pytest.approx(8928 / 1e5))]
+    assert used == {5: 65536, 6: 48928, 7: 65536} and nxt == 2     # block 3 ended on 6
+    oa, used2, _ = place_distributed([1000], 65536, [5, 6, 7], dict(used), start=nxt)
+    assert oa == [[(6, 1.0)]]                                       # 5 is full: next with room
+    with pytest.raises(MappingError):
+        place_distributed([10 ** 6], 65536, [5, 6, 7])
 
 
 def test_placement_sequential_and_greedy():
@@ -287,3 +302,17 @@ def test_resnet50_every_layer_consistent():
         if br == "branch2c":
             prev_out = l.K
     assert NET["fc1000"].C == prev_out == 2048
+
+
+def test_distributed_placement_structure():
+    """placement="distributed", cc = 2: the two IA blocks (c 0..7, c 8..15) start on chiplets 0
+    and 1 -- the chiplets that consume them -- and the OA block continues the sequence (wraps
+    to chiplet 0).  On 1 chiplet with a 300 KB activation the Global PE overflows into the
+    unused chiplet nearest to the consumer (chiplet 1, then 6)."""
+    st = build_structure(SMALL, ARCH, 1, 2, 1, 1, placement="distributed")
+    assert st.ia_homes == {(0, 0, 0): [(0, 1.0)], (1, 0, 0): [(1, 1.0)]}
+    assert st.oa_homes == {(0, 0, 0): [(0, 1.0)]}
+    big = Layer("b", C=48, K=8, R=1, S=1, H=80, W=80)       # IA 48 x 80 x 80 = 307200 B
+    st = build_structure(big, ARCH, 1, 1, 1, 1, placement="distributed")
+    homes = [h for h, _ in st.ia_homes[(0, 0, 0)]]
+    assert homes == [0, 1, 6, 2, 7]                          # hop 0, then 1, 1, 2, 2 from chiplet 0

@@ -62,10 +62,12 @@ def test_optimisations_never_lose(name):
 
 
 def test_nonuniform_shifts_work_away_from_far_chiplets():
-    """res3a_branch2b's best 8-chiplet tiling gains from non-uniform partitioning: the extents
-    it picks are unequal and sum to the layer."""
+    """res3a_branch2b's best 8-chiplet tiling with P/Q also spatial gains from non-uniform
+    partitioning: the extents it picks are unequal and sum to the layer.  (With the Listing 1
+    K/C-only default its best 8-chiplet tiling is input-delivery bound on every chiplet, where
+    shifting K cannot help -- Sec. 5.1: gains need comparable compute and communication.)"""
     l = NET["res3a_branch2b"]
-    base = search(l, ARCH, 8, samples=400, seed=0)
+    base = search(l, ARCH, 8, samples=400, seed=0, spatial_pq=True)
     nu = nonuniform(l, ARCH, base)
     assert nu.latency_cycles < base.latency_cycles
     ext = nu.mapping.k_ext or nu.mapping.p_ext
@@ -141,3 +143,29 @@ def test_cli_runs_and_writes(tmp_path, capsys):
     assert doc["layers"][0]["best"]["latency_cycles"] <= doc["layers"][0]["uniform"]["latency_cycles"]
     assert (tmp_path / "simba_resnet50_all.png").stat().st_size > 1000
     assert "pe_utilization.json" in doc["params"]["pe_utilization"]     # RTL bench value used
+
+
+def test_listing1_dataflow_keeps_p_q_temporal():
+    """Listing 1: p3, q3, p2, q2 are temporal loops; only K and C are parallel_for.  The default
+    search never splits P/Q spatially; spatial_pq=True may (and finds a tiling at least as fast,
+    since it searches a superset of the split space)."""
+    l = NET["res3a_branch2b"]
+    per = search(l, ARCH, [8, 32], samples=300, seed=3, keep_per_count=True)
+    for r in per.values():
+        assert (r.mapping.pc, r.mapping.qc, r.mapping.pp, r.mapping.qp) == (1, 1, 1, 1)
+    pq = search(l, ARCH, [8, 32], samples=300, seed=3, keep_per_count=True, spatial_pq=True)
+    assert any((r.mapping.pc, r.mapping.qc, r.mapping.pp, r.mapping.qp) != (1, 1, 1, 1) for r in pq.values())
+
+
+def test_cli_spatial_pq_flag(tmp_path, capsys):
+    """--spatial-pq reaches the mapper: the JSON records it, and without it no layer splits P/Q."""
+    for flag in ([], ["--spatial-pq"]):
+        rc = main(["simba", "--layer", "res3a_branch2b", "--samples", "100", "--jobs", "1",
+                   "--out", str(tmp_path), "--bench-dir", str(tmp_path)] + flag)
+        assert rc == 0
+        doc = json.loads((tmp_path / "simba_resnet50_uniform.json").read_text())
+        assert doc["spatial_pq"] == bool(flag)
+        if not flag:
+            import re
+            assert re.match(r"chip K\d+C\d+P1Q1 pe K\d+C\d+P1Q1 ", doc["layers"][0]["best"]["mapping"])
+    capsys.readouterr()

@@ -25,6 +25,8 @@ def add_parser(subparsers):
     p.add_argument("--clock-ghz", type=float, help="PE clock (default 1.03, Sec. 4.1)")
     p.add_argument("--gbps", type=float, help="GRS rate per pin, Gb/s (default 11)")
     p.add_argument("--bench-dir", default="build/bench", help="RTL bench JSON to take measured parameters from")
+    p.add_argument("--spatial-pq", action="store_true",
+                   help="also split P/Q across chiplets and PEs (Listing 1 keeps them temporal)")
     p.add_argument("--out", metavar="DIR", help="write <DIR>/simba_<network>_<opt>.json and .png")
     p.set_defaults(func=run)
 
@@ -60,7 +62,7 @@ def run(args) -> int:
             return _err(f"unknown layer(s) {', '.join(bad)} in {args.network}")
         layers = [l for l in layers if l.name in args.layer]
     run_ = run_network(layers, arch, args.chiplets, args.opt, args.samples, args.seed, args.jobs,
-                       progress=sys.stderr.isatty())
+                       progress=sys.stderr.isatty(), spatial_pq=args.spatial_pq)
     doc = network_dict(run_, arch)
     doc["network"] = args.network
     print(f"{'layer':18s} {'MMAC':>7s} {'chip':>4s} {'uniform us':>10s} {'opt us':>8s} {'speedup':>7s} "

@@ -1,7 +1,8 @@
 """Mapper and binder (seed paper Sec. 3.3): seeded random search over valid tilings.
 
-The mapper samples the Listing 1 factors -- chiplet-level spatial (kc, cc, pc, qc) over a
-chiplet count, PE-level spatial (kp, cp, pp, qp) and PE temporal tiles (P1, Q1) -- rejects
+The mapper samples the Listing 1 factors -- chiplet-level spatial (kc, cc) over a chiplet
+count, PE-level spatial (kp, cp) and PE temporal tiles (P1, Q1); P and Q are temporal above
+the PE as in Listing 1 unless ``spatial_pq`` also splits them (pc, qc, pp, qp) -- rejects
 those that overflow a PE buffer (weight 32 KB, input 8 KB double-buffered, accumulation
 128 entries per vector MAC) and scores the rest with the performance model (latency first,
 energy as tie-break).  Samples sharing chiplet-level factors are scored in one vectorised
@@ -56,17 +57,21 @@ CHUNK = 1024
 
 
 def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
-           binding="row-major", placement="sequential", keep_per_count: bool = False):
+           binding="row-major", placement="sequential", keep_per_count: bool = False,
+           spatial_pq: bool = False):
     """Random search.  ``counts``: chiplet counts to try (int or list).  Returns the best
     LayerResult (or a dict count -> best if keep_per_count).  ``samples`` valid mappings are
-    evaluated at least (64 chunks of candidates at most)."""
+    evaluated at least (64 chunks of candidates at most).  ``spatial_pq``: also split P and Q
+    spatially across chiplets and PEs; off by default because Listing 1 (Simba's baseline
+    dataflow) runs p3, q3, p2, q2 as temporal loops and only K and C as parallel_for."""
     if isinstance(counts, int):
         counts = [counts]
     if samples < 1:
         raise ValueError("samples must be >= 1")
     rng = np.random.default_rng(seed)
-    pes = np.array(pe_splits(arch))
-    groups = [(n, s) for n in counts for s in chiplet_splits(layer, n)]
+    pes = np.array([f for f in pe_splits(arch) if spatial_pq or f[2] == f[3] == 1])
+    groups = [(n, s) for n in counts for s in chiplet_splits(layer, n)
+              if spatial_pq or s[2] == s[3] == 1]
     if not groups:
         raise MappingError(f"{layer.name}: no chiplet split for counts {counts}")
     best = {}

@@ -118,7 +118,10 @@ def ia_block_bytes(layer: Layer, c: int, p: int, q: int) -> int:
 
 
 def place_sequential(sizes, cap, order, used=None):
-    """Fill Global PEs in ``order`` up to ``cap`` bytes each; a block may straddle homes."""
+    """Fig. 11b default: fill Global PEs in ``order`` (from the first chiplet) up to ``cap``
+    bytes each; a block may straddle homes.  A ~400 KB activation fills the six Global PEs of
+    the top row, as in the Fig. 11b description ("IA to the chiplets on the top row and OA in
+    the next six chiplets")."""
     used = {} if used is None else used
     homes, it = [], iter(order)
     cur = next(it)
@@ -138,6 +141,41 @@ def place_sequential(sizes, cap, order, used=None):
             left -= take
         homes.append(parts if parts else [(cur, 1.0)])
     return homes, used
+
+
+def place_distributed(sizes, cap, order, used=None, start=0, spill=None):
+    """Alternative start state (placement="distributed"; not the paper's default): block b goes
+    to the Global PE of the next chiplet in ``order`` (the used chiplets), one block per Global
+    PE, wrapping round; a block larger than the room left straddles into the following Global
+    PEs.  With the logical order of blocks and chiplets, each IA block then usually starts on
+    a chiplet that consumes it (as in the Fig. 9 example).  ``start``: position in ``order`` of the first block.  When every
+    Global PE in ``order`` is full, block b spills to ``spill(b)`` (chiplets in preference
+    order), else MappingError.  Returns (homes, used, next position)."""
+    used = {} if used is None else used
+    n = len(order)
+    pos = start % n
+    homes = []
+    for b, size in enumerate(sizes):
+        parts, left, tried = [], float(size), 0
+        while left > 0:
+            if tried >= n:                                   # all of `order` full: spill
+                cand = [x for x in (spill(b) if spill else []) if cap - used.get(x, 0) > 0]
+                if not cand:
+                    raise MappingError("activations do not fit in the Global PE buffers")
+                cur = cand[0]
+            else:
+                cur = order[pos]
+            room = cap - used.get(cur, 0)
+            if room <= 0:
+                pos, tried = (pos + 1) % n, tried + 1
+                continue
+            take = min(room, left)
+            used[cur] = used.get(cur, 0) + take
+            parts.append((cur, take / size))
+            left -= take
+        homes.append(parts if parts else [(order[pos], 1.0)])
+        pos = (pos + 1) % n
+    return homes, used, pos
 
 
 def place_greedy(sizes, dests, cap, hops, used=None, max_homes=None):
@@ -201,13 +239,23 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
     last = {(idx[i, 0], idx[i, 2], idx[i, 3]): phys[i] for i in range(n) if idx[i, 1] == cc - 1}
     oa_src = [[last[key]] for key in oa_keys]
     cap = arch.gpe_buffer_bytes
-    if placement == "sequential":
-        order = list(phys) + [x for x in range(m.n) if x not in phys]
+    order = list(phys) + [x for x in range(m.n) if x not in phys]
+    if placement == "distributed":
+        spare = [x for x in range(m.n) if x not in phys]
+        # over the used chiplets' Global PEs; when those are full, a block spills to the unused
+        # chiplet nearest its first consumer (IA) or its producer (OA)
+        near = lambda src: (lambda b: sorted(spare, key=lambda x: (int(m.hops[src[b], x]), x)))
+        ia_homes, used, nxt = place_distributed(ia_sizes, cap, list(phys),
+                                                spill=near([d[0] for d in ia_dest]))
+        oa_homes, _, _ = place_distributed(oa_sizes, cap, list(phys), used, start=nxt,
+                                           spill=near([s_[0] for s_ in oa_src]))
+    elif placement == "sequential":
         ia_homes, used = place_sequential(ia_sizes, cap, order)
         start = max(order.index(h) for hs in ia_homes for h, _ in hs) + 1
         order2 = order[start:] + order[:start]
         oa_homes, _ = place_sequential(oa_sizes, cap, order2, used)
     elif placement == "greedy":
+        # as many IA homes as the sequential baseline opens (Fig. 11c moves, not spreads, data)
         n_ia = -(-int(sum(ia_sizes)) // cap)
         ia_homes, used = place_greedy(ia_sizes, ia_dest, cap, m.hops, max_homes=n_ia)
         oa_homes, _ = place_greedy(oa_sizes, oa_src, cap, m.hops, used)   # spread (Fig. 11d)

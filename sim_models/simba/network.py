@@ -15,8 +15,10 @@ from .optim import nonuniform, pipeline_block, placement
 OPTS = ("uniform", "nonuniform", "placement", "pipeline", "all")
 
 
-def run_layer(layer: Layer, arch: Arch, n_chiplets: int, opt: str, samples: int, seed: int) -> dict:
-    per = search(layer, arch, chiplet_counts(n_chiplets), samples, seed, keep_per_count=True)
+def run_layer(layer: Layer, arch: Arch, n_chiplets: int, opt: str, samples: int, seed: int,
+              spatial_pq: bool = False) -> dict:
+    per = search(layer, arch, chiplet_counts(n_chiplets), samples, seed, keep_per_count=True,
+                 spatial_pq=spatial_pq)
     base = min(per.values(), key=lambda r: (r.latency_cycles, r.energy_pj))
     out = {"layer": layer, "per_count": per, "uniform": base, "best": base}
     cands = [base]
@@ -53,12 +55,15 @@ def blocks(layers: list[Layer]) -> list[list[int]]:
 
 
 def run_network(layers: list[Layer], arch: Arch, n_chiplets: int = 32, opt: str = "uniform",
-                samples: int = 1000, seed: int = 0, jobs: int = 2, progress: bool = False) -> dict:
+                samples: int = 1000, seed: int = 0, jobs: int = 2, progress: bool = False,
+                spatial_pq: bool = False) -> dict:
+    """``spatial_pq``: let the mapper also split P and Q spatially (Listing 1 keeps them
+    temporal; see mapper.search)."""
     if opt not in OPTS:
         raise ValueError(f"unknown opt {opt!r} (choose from {', '.join(OPTS)})")
     if not 1 <= n_chiplets <= arch.n_chiplets:
         raise ValueError(f"chiplets must be in [1, {arch.n_chiplets}], got {n_chiplets}")
-    args = [(l, arch, n_chiplets, opt, samples, seed + i) for i, l in enumerate(layers)]
+    args = [(l, arch, n_chiplets, opt, samples, seed + i, spatial_pq) for i, l in enumerate(layers)]
     bar = None
     if progress:
         from tqdm import tqdm
@@ -94,4 +99,4 @@ def run_network(layers: list[Layer], arch: Arch, n_chiplets: int = 32, opt: str 
                 total += seq
     return {"rows": rows, "opt": opt, "chiplets": n_chiplets, "samples": samples,
             "total_uniform_cycles": total_uniform, "total_cycles": total, "pipelined_blocks": pipes,
-            "clock_ghz": arch.pe_clock_ghz}
+            "clock_ghz": arch.pe_clock_ghz, "spatial_pq": spatial_pq}

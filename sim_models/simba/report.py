@@ -32,6 +32,7 @@ def network_dict(run: dict, arch: Arch) -> dict:
     total_us = run["total_cycles"] / f
     return {
         "opt": run["opt"], "chiplets": run["chiplets"], "samples_per_layer": run["samples"],
+        "spatial_pq": run.get("spatial_pq", False),
         "clock_ghz": arch.pe_clock_ghz, "grs_gbps": arch.grs_gbps,
         "total_uniform_us": run["total_uniform_cycles"] / f, "total_us": total_us,
         "images_per_s": 1e6 / total_us, "pipelined_blocks": run["pipelined_blocks"],
