@@ -9,8 +9,6 @@ own sub-commands: any ``tessera.sim_models.<pkg>.cli`` module with a function
 from __future__ import annotations
 
 import argparse
-import importlib
-import pkgutil
 import sys
 
 from .params import ParamError
@@ -47,16 +45,8 @@ def _cmd_verilog(args) -> int:
 
 
 def _discover_model_clis(sub):
-    import tessera.sim_models as pkg
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if not info.ispkg:
-            continue
-        try:
-            mod = importlib.import_module(f"tessera.sim_models.{info.name}.cli")
-        except ModuleNotFoundError as err:
-            if err.name == f"tessera.sim_models.{info.name}.cli":
-                continue
-            raise
+    from .registry import model_clis
+    for _name, mod in model_clis():
         if hasattr(mod, "add_parser"):
             mod.add_parser(sub)
 

@@ -10,15 +10,13 @@ System models take part in the demo by defining ``demo() -> list[dict]`` in
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
-import pkgutil
 import sys
 import time
 from pathlib import Path
 
 from .export import export
-from .registry import blocks
+from .registry import blocks, model_clis
 from .toolchain import verilator_lint, yosys_check
 
 
@@ -45,18 +43,9 @@ def cmd_lint(out: Path) -> int:
 
 
 def _model_demos():
-    import tessera.sim_models as pkg
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if not info.ispkg:
-            continue
-        try:
-            mod = importlib.import_module(f"tessera.sim_models.{info.name}.cli")
-        except ModuleNotFoundError as err:
-            if err.name == f"tessera.sim_models.{info.name}.cli":
-                continue
-            raise
+    for name, mod in model_clis():
         if hasattr(mod, "demo"):
-            yield info.name, mod.demo
+            yield name, mod.demo
 
 
 def cmd_demo(out: Path) -> int:

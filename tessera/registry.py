@@ -82,3 +82,20 @@ def get(name: str) -> BlockSpec:
     if name not in table:
         raise ParamError("BLOCK", f"unknown block {name!r}; known: {', '.join(sorted(table))}")
     return table[name]
+
+
+def model_clis():
+    """(package name, module) of every ``tessera.sim_models.<pkg>.cli`` module:
+    the system models' CLI (``add_parser``) and demo (``demo``) hooks."""
+    import tessera.sim_models as pkg
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if not info.ispkg:
+            continue
+        name = f"tessera.sim_models.{info.name}.cli"
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name == name:
+                continue
+            raise
+        yield info.name, mod
