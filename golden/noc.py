@@ -178,11 +178,12 @@ def check_deliveries(system: System, packets, received: dict) -> dict:
             elif g > w:
                 dup += g - w
         # unicast order per source
-        last = {}
+        last, seen = {}, set()
         for pid in received.get(node, []):
             p = by_id.get(pid)
-            if p is None or p.mcast:
+            if p is None or p.mcast or pid in seen:
                 continue
+            seen.add(pid)
             if p.src in last and last[p.src] > pid:
                 reord += 1
             last[p.src] = max(pid, last.get(p.src, -1))
