@@ -1,7 +1,8 @@
 """Golden model of the Simba NoC / NoP (Simba §3.1 "Simba interconnect"), written from the spec.
 
 For a traffic trace it gives what each node must receive (exactly once;
-unicast packets of one source/destination pair in order), the XY path of every
+unicast packets of one source/destination pair and message class in order; classes are
+independent virtual networks and may overtake each other), the XY path of every
 unicast packet, the multicast XY tree (union of the XY paths, so every link
 carries one copy) and the zero-load latency.
 
@@ -184,7 +185,8 @@ def check_deliveries(system: System, packets, received: dict) -> dict:
             if p is None or p.mcast or pid in seen:
                 continue
             seen.add(pid)
-            if p.src in last and last[p.src] > pid:
+            key = (p.src, p.mclass)
+            if key in last and last[key] > pid:
                 reord += 1
-            last[p.src] = max(pid, last.get(p.src, -1))
+            last[key] = max(pid, last.get(key, -1))
     return {"lost": lost, "duplicated": dup, "misrouted": mis, "reordered": reord}

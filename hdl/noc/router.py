@@ -25,7 +25,7 @@
   front).  The link registers live in the mesh.
 * Round-robin switch arbitration per output over all input VCs.
 * Bad input (dropped and counted in ``errors``, saturating): head with a
-  destination outside the mesh / empty or out-of-range mask / class >=
+  destination outside the mesh (or, in a two-level system, at a gateway node) / empty or out-of-range mask / class >=
   ``classes``: whole packet dropped; body/tail flit without a head: dropped;
   packet longer than ``max_packet_flits``: truncated (the last allowed flit is
   turned into the tail, the rest is dropped; earlier flits may already be
@@ -203,7 +203,11 @@ class Router(wiring.Component):
         if c.level == "noc" and not c.hier:
             u_ok, m_ok = node_ok_u, node_ok_m
         else:
-            u_ok, m_ok = node_ok_u & chip_ok_u, node_ok_m & chip_ok_m
+            # the gateway node is the NoP router's port, not a destination
+            gw_u = _eqc(uc.node.x, c.gw_x) & _eqc(uc.node.y, c.gw_y)
+            gw_m = mc.nodes[c.gw_y * c.kx + c.gw_x]
+            u_ok = node_ok_u & chip_ok_u & ~gw_u
+            m_ok = node_ok_m & chip_ok_m & ~gw_m
         cls_ok = _lt_const(f.mclass, c.classes)
         m.d.comb += ok.eq(cls_ok & Mux(f.mcast, m_ok, u_ok))
         return ok
