@@ -18,27 +18,17 @@ import csv
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from tessera.golden import noc as G
-from tessera.tb.noc.traffic import TrafficTop
-from tessera.tb.noc.vrun import run_text
+from tessera.tb.noc.traffic import run_traffic
 
 OUT = Path(os.environ.get("TESSERA_BUILD", Path(__file__).resolve().parent.parent / "build")) / "bench"
 CONFIGS = [("1vc_x_4", 1, 4), ("best_2vc_x_8", 2, 8)]
 
 
 def run_points(k, vcs, buf, points, check=False):
-    top = TrafficTop(kx=k, ky=k, vcs=vcs, buffer_flits=buf, link_latency=1, max_packet_flits=4,
-                     check=check)
-    text = top.verilog("traffic")
-    with tempfile.TemporaryDirectory() as td:
-        out = Path(td) / "res.json"
-        run_text(f"noc_bench_{k}x{k}_{vcs}_{buf}_{int(check)}", text, "traffic",
-                 "tessera.tb.noc.bench_cocotb",
-                 env={"NOC_POINTS": json.dumps(points), "NOC_OUT": str(out)}, opt="-O1")
-        return json.loads(out.read_text())
+    return run_traffic(k, vcs, buf, points, check=check)
 
 
 def rate_for(load_flits, plen):

@@ -96,7 +96,7 @@ BLOCKS = [
         extra_manifest=_flit_doc,
         demo_module="tessera.tb.noc.tb_router",
         demo_testcase="directed_turns",
-        demo_params={"kx": 3, "ky": 3, "max_node": 4, "payload_width": 16},
+        demo_params={"kx": 3, "ky": 3, "max_node": 4, "payload_width": 32},
     ),
     BlockSpec(
         name="mesh",
@@ -109,7 +109,7 @@ BLOCKS = [
         extra_manifest=_mesh_manifest,
         demo_module="tessera.tb.noc.tb_mesh",
         demo_testcase="random_uniform",
-        demo_params={"kx": 4, "ky": 4, "max_node": 4, "payload_width": 16},
+        demo_params={"kx": 4, "ky": 4, "max_node": 4, "payload_width": 32},
     ),
     BlockSpec(
         name="nocsys",

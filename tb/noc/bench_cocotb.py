@@ -15,7 +15,7 @@ from cocotb.triggers import RisingEdge, Timer
 from tessera.tb.noc.harness import uval
 
 NAMES = ["gen_pkts", "inj_pkts", "inj_flits", "rcv_flits", "rcv_pkts", "inflight_sum",
-         "mcast_due", "mcast_rcv", "seq_err", "mseq_err", "errors"]
+         "mcast_due", "mcast_rcv", "mc_inj", "seq_err", "mseq_err", "errors"]
 
 
 def snap(dut):

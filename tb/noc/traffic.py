@@ -47,7 +47,7 @@ class TrafficTop(wiring.Component):
             "rate": In(17), "mcast": In(9), "sink_ready": In(9), "enable": In(1), "plen": In(8),
             "gen_pkts": Out(40), "inj_pkts": Out(40), "inj_flits": Out(40),
             "rcv_flits": Out(40), "rcv_pkts": Out(40), "inflight_sum": Out(56),
-            "mcast_due": Out(40), "mcast_rcv": Out(40),
+            "mcast_due": Out(40), "mcast_rcv": Out(40), "mc_inj": Out(40),
             "seq_err": Out(32), "mseq_err": Out(32), "errors": Out(32),
             "lat_sum": Out(48).array(kx + ky - 1), "lat_cnt": Out(40).array(kx + ky - 1),
         })
@@ -62,7 +62,8 @@ class TrafficTop(wiring.Component):
         H = self.kx + self.ky - 1
         lat_terms = [[] for _ in range(H)]
         cnt_terms = [[] for _ in range(H)]
-        gen_v, inj_v, injf_v, rcvf_v, rcvp_v, mdue_v, mrcv_v, serr_v, mserr_v = ([] for _ in range(9))
+        gen_v, inj_v, injf_v, rcvf_v, rcvp_v, mdue_v, mrcv_v, serr_v, mserr_v, mcinj_v = (
+            [] for _ in range(10))
         for i in range(n):
             st = Signal(32, init=(0x9E3779B9 * (i + 1) + self.seed * 7919) & 0xFFFFFFFF or 1,
                         name=f"rng{i}")
@@ -133,6 +134,7 @@ class TrafficTop(wiring.Component):
             m.d.comb += mdue.eq(Mux(start & is_mc, sum(mask[j] for j in range(n)), 0))
             gen_v.append(gen)
             inj_v.append(start)
+            mcinj_v.append(start & is_mc)
             injf_v.append(take)
             mdue_v.append(mdue)
             # sink + checker
@@ -198,6 +200,7 @@ class TrafficTop(wiring.Component):
         acc(self.rcv_pkts, rcvp_v)
         acc(self.mcast_due, mdue_v)
         acc(self.mcast_rcv, mrcv_v)
+        acc(self.mc_inj, mcinj_v)
         acc(self.seq_err, serr_v)
         acc(self.mseq_err, mserr_v)
         # packets in the system (unicast accounting; Little's law latency = sum / delivered)
@@ -214,3 +217,22 @@ class TrafficTop(wiring.Component):
         from tessera.hdl.noc.router import Router
         rv = verilog.convert(Router(self.mesh.cfg), name=self.mesh.router_module, emit_src=False)
         return rv + "\n" + verilog.convert(self, name=name, emit_src=False)
+
+
+def run_traffic(k, vcs, buf, points, check=False, link_latency=1, opt="-O0"):
+    """Build (cached) the TrafficTop for this configuration and run the points
+    (see tessera.tb.noc.bench_cocotb); returns the list of per-point records."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from tessera.tb.noc.vrun import run_text
+    top = TrafficTop(kx=k, ky=k, vcs=vcs, buffer_flits=buf, link_latency=link_latency,
+                     max_packet_flits=4, check=check)
+    text = top.verilog("traffic")
+    with tempfile.TemporaryDirectory() as td:
+        out = Path(td) / "res.json"
+        run_text(f"noc_traffic_{k}x{k}_v{vcs}_b{buf}_l{link_latency}_c{int(check)}", text,
+                 "traffic", "tessera.tb.noc.bench_cocotb",
+                 env={"NOC_POINTS": json.dumps(points), "NOC_OUT": str(out)}, opt=opt)
+        return json.loads(out.read_text())
