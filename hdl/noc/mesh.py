@@ -50,6 +50,18 @@ class _RouterPorts:
             self.sig[name] = Signal(member.shape, name=f"{tag}__{name}")
             self.dirs[name] = member.flow
 
+    def submodule(self, m, router: Router, my_value: int):
+        """Direct Amaranth submodule (for amaranth.sim); same wiring as :meth:`instance`."""
+        for path, member, value in router.signature.flatten(router):
+            name = "__".join(str(p) for p in path)
+            if name == "my":
+                m.d.comb += value.eq(my_value)
+            elif member.flow is In:
+                m.d.comb += value.eq(self.sig[name])
+            else:
+                m.d.comb += self.sig[name].eq(value)
+        return router
+
     def instance(self, module_name: str, my_value: int) -> Instance:
         kw = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
         for name, s in self.sig.items():
@@ -103,7 +115,7 @@ def _wire_grid(m, ports, cfg: RouterConfig, kx, ky, latency, tag):
 
 class Mesh(wiring.Component):
     def __init__(self, kx=4, ky=4, vcs=2, buffer_flits=4, max_packet_flits=4, payload_width=64,
-                 classes=2, link_latency=1, max_node=8, err_width=16, name="mesh"):
+                 classes=2, link_latency=1, max_node=8, err_width=16, name="mesh", sim=False):
         _check_rtt("buffer_flits", buffer_flits, link_latency)
         if link_latency < 1:
             raise ValueError("link_latency: must be >= 1")
@@ -112,6 +124,7 @@ class Mesh(wiring.Component):
                                 classes=classes, max_node=max_node, max_chiplet=1,
                                 err_width=err_width)
         self.kx, self.ky, self.link_latency, self.top = kx, ky, link_latency, name
+        self.sim = sim      # True: routers as Amaranth submodules (amaranth.sim), not Instances
         n = kx * ky
         super().__init__({
             "local_in": In(stream.Signature(self.cfg.flit)).array(n),
@@ -134,8 +147,9 @@ class Mesh(wiring.Component):
                 i = y * self.kx + x
                 rp = _RouterPorts(proto, f"r{x}_{y}")
                 ports.append(rp)
-                m.submodules[f"r{x}_{y}"] = rp.instance(self.router_module,
-                                                        _addr_value(c, (0, 0), (x, y)))
+                my = _addr_value(c, (0, 0), (x, y))
+                m.submodules[f"r{x}_{y}"] = (rp.submodule(m, Router(c), my) if self.sim
+                                             else rp.instance(self.router_module, my))
                 li, lo = self.local_in[i], self.local_out[i]
                 m.d.comb += [rp.sig["local_in__valid"].eq(li.valid),
                              rp.sig["local_in__payload"].eq(li.payload),

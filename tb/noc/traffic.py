@@ -33,7 +33,7 @@ def _xorshift(m, state, name):
 
 class TrafficTop(wiring.Component):
     def __init__(self, kx=4, ky=4, vcs=1, buffer_flits=4, link_latency=1, packet_flits=4,
-                 max_packet_flits=4, check=True, seed=1):
+                 max_packet_flits=4, check=True, seed=1, sim=False):
         self.kx, self.ky, self.n = kx, ky, kx * ky
         self.packet_flits, self.check, self.seed = packet_flits, check, seed
         self.maxlen = max(max_packet_flits, packet_flits)
@@ -42,7 +42,7 @@ class TrafficTop(wiring.Component):
         pw = self.idxw + self.seqw + 1
         self.mesh = Mesh(kx=kx, ky=ky, vcs=vcs, buffer_flits=buffer_flits,
                          max_packet_flits=self.maxlen, payload_width=pw, classes=1,
-                         link_latency=link_latency, max_node=max(kx, ky), name="bench")
+                         link_latency=link_latency, max_node=max(kx, ky), name="bench", sim=sim)
         super().__init__({
             "rate": In(17), "mcast": In(9), "sink_ready": In(9), "enable": In(1), "plen": In(8),
             "gen_pkts": Out(40), "inj_pkts": Out(40), "inj_flits": Out(40),
@@ -103,6 +103,9 @@ class TrafficTop(wiring.Component):
                         with m.Case(j):
                             m.d.comb += seq_now.eq(seqs[j])
             hdr = Signal(cfg.flit, name=f"hdr{i}")
+            # one statement drives every bit first: otherwise Amaranth splits hdr into several
+            # always blocks and Verilator (MULTIDRIVEN waived in simulation) mis-orders them
+            m.d.comb += hdr.eq(0)
             m.d.comb += [hdr.head.eq(1), hdr.tail.eq(length == 1), hdr.mcast.eq(is_mc),
                          hdr.src.node.x.eq(i % kx), hdr.src.node.y.eq(i // kx),
                          hdr.payload.eq(Cat(Const(i, self.idxw), Mux(is_mc, mseq, seq_now),
