@@ -24,7 +24,7 @@ from tessera.golden import noc as G
 from tessera.tb.noc.traffic import run_traffic
 
 OUT = Path(os.environ.get("TESSERA_BUILD", Path(__file__).resolve().parent.parent / "build")) / "bench"
-CONFIGS = [("1vc_x_4", 1, 4), ("best_2vc_x_8", 2, 8)]
+CONFIGS = [("1vc_x_4", 1, 4), ("2vc_x_8", 2, 8)]
 
 
 def run_points(k, vcs, buf, points, check=False):
@@ -100,7 +100,7 @@ def main(argv=None):
                             "unicast_link_traversals": uni,
                             "tree_over_minimum": round(tree / G.broadcast_min_links(k, k), 4)})
     # RTL multicast copies: 4x4 broadcast-heavy random multicast traffic, every copy delivered
-    res = run_points(4, 1, 4, [{"rate": rate_for(0.02, 1), "plen": 1, "mcast": 256,
+    res = run_points(4, 2, 4, [{"rate": rate_for(0.02, 1), "plen": 1, "mcast": 256,
                                 "warmup": 200, "cycles": 3000, "drain": 2000}], check=True)
     dr = res[0]["drained"]
     entries.append({"kind": "multicast_rtl", "mesh": "4x4", "copies_due": dr["mcast_due"],

@@ -15,7 +15,7 @@ received) and the Little's-law integral of packets in the system are ports.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -29,6 +29,25 @@ def _xorshift(m, state, name):
     c = Signal(32, name=f"{name}_c")
     m.d.comb += [a.eq(state ^ (state << 13)[:32]), b.eq(a ^ (a >> 17)), c.eq(b ^ (b << 5)[:32])]
     return c
+
+
+def _place(layout, values: dict):
+    """Bit vector of ``layout`` width with the dotted fields set to values (others 0)."""
+    from amaranth.lib import data
+    total = Const(0, layout.size)
+    out = []
+    for path, val in values.items():
+        shape, off = layout, 0
+        for part in path.split("."):
+            fld = shape[part]
+            off += fld.offset
+            shape = fld.shape
+        width = shape.size if isinstance(shape, data.Layout) else Shape.cast(shape).width
+        out.append((Value.cast(val)[:width].as_unsigned() if len(Value.cast(val)) >= width
+                    else Value.cast(val).as_unsigned()) << off)
+    for v in out:
+        total = total | v
+    return total[:layout.size]
 
 
 class TrafficTop(wiring.Component):
@@ -82,7 +101,10 @@ class TrafficTop(wiring.Component):
             left = Signal(8, name=f"left{i}")
             cur = Signal(cfg.flit, name=f"cur{i}")
             start = Signal(name=f"start{i}")
-            m.d.comb += start.eq(~busy & (pending != 0))
+            take = Signal(name=f"take{i}")
+            # a new packet is loaded when idle or while the previous tail is taken, so a source
+            # can offer 1 flit/cycle back to back
+            m.d.comb += start.eq((~busy | (take & (left == 1))) & (pending != 0))
             # new packet header from random bits
             dst = Signal(self.idxw, name=f"dst{i}")
             m.d.comb += dst.eq(nx[16:32] % n)
@@ -103,19 +125,19 @@ class TrafficTop(wiring.Component):
                         with m.Case(j):
                             m.d.comb += seq_now.eq(seqs[j])
             hdr = Signal(cfg.flit, name=f"hdr{i}")
-            # one statement drives every bit first: otherwise Amaranth splits hdr into several
-            # always blocks and Verilator (MULTIDRIVEN waived in simulation) mis-orders them
-            m.d.comb += hdr.eq(0)
-            m.d.comb += [hdr.head.eq(1), hdr.tail.eq(length == 1), hdr.mcast.eq(is_mc),
-                         hdr.src.node.x.eq(i % kx), hdr.src.node.y.eq(i // kx),
-                         hdr.payload.eq(Cat(Const(i, self.idxw), Mux(is_mc, mseq, seq_now),
-                                            is_mc))]
-            with m.If(is_mc):
-                m.d.comb += hdr.dest.mcast.nodes.eq(mask)
-            with m.Else():
-                m.d.comb += [hdr.dest.ucast.node.x.eq(dst % kx), hdr.dest.ucast.node.y.eq(dst // kx)]
+            # built as ONE expression from the layout offsets: assigning View fields in
+            # different If branches makes Amaranth emit several always blocks for one reg,
+            # which Verilator (MULTIDRIVEN waived in simulation) evaluates wrongly
+            L = cfg.flit
+            pay = Cat(Const(i, self.idxw), Mux(is_mc, mseq, seq_now) if self.check else now, is_mc)
+            ucast = _place(L, {"dest.ucast.node.x": (dst % kx), "dest.ucast.node.y": (dst // kx)})
+            mcast = _place(L, {"dest.mcast.nodes": mask})
+            common = _place(L, {"head": Const(1, 1), "tail": length == 1, "mcast": is_mc,
+                                "src.node.x": Const(i % kx, 8), "src.node.y": Const(i // kx, 8),
+                                "payload": pay})
+            m.d.comb += hdr.eq(common | Mux(is_mc, mcast, ucast))
             m.d.comb += [li.valid.eq(busy), f.eq(cur)]
-            take = li.valid & li.ready
+            m.d.comb += take.eq(li.valid & li.ready)
             inj = Signal(name=f"inj{i}")
             m.d.comb += inj.eq(start)
             with m.If(start):
@@ -129,7 +151,8 @@ class TrafficTop(wiring.Component):
                                 with m.Case(j):
                                     m.d.sync += seqs[j].eq(seqs[j] + 1)
             with m.Elif(take):
-                m.d.sync += [left.eq(left - 1), cur.head.eq(0), cur.tail.eq(left == 2)]
+                m.d.sync += [left.eq(left - 1),
+                             cur.eq(Cat(Const(0, 1), left == 2, cur.as_value()[2:]))]
                 with m.If(left == 1):
                     m.d.sync += busy.eq(0)
             m.d.sync += pending.eq(pending + gen - start)
