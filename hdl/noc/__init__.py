@@ -2,7 +2,7 @@
 router.py for the router, mesh.py for the mesh and the two-level chiplet/NoP system."""
 import os
 
-from tessera.params import Param
+from tessera.params import Param, ParamError
 from tessera.registry import BlockSpec
 
 from .flit import MAX_MESH
@@ -29,30 +29,42 @@ def _common(kx=4, ky=4):
     ]
 
 
+def _checked(fn, **p):
+    """Constructor ValueErrors -> one-line ParamError naming the parameter."""
+    try:
+        return fn(**p)
+    except ParamError:
+        raise
+    except ValueError as err:
+        name = getattr(err, "param", None) or "config"
+        msg = str(err)
+        if msg.startswith(f"{name}: "):
+            msg = msg[len(name) + 2:]
+        raise ParamError(name, msg) from None
+
+
 def _build_router(**p):
     from .router import Router
-    return Router(**p)
+    return _checked(Router, **p)
 
 
 def _build_mesh(**p):
     from .mesh import Mesh
-    return Mesh(**p)
+    return _checked(Mesh, **p)
 
 
 def _mesh_verilog(p):
-    from .mesh import Mesh
-    mesh = Mesh(**p)
+    mesh = _build_mesh(**p)
     return mesh.verilog(), mesh
 
 
 def _build_sys(**p):
     from .mesh import TwoLevel
-    return TwoLevel(**p)
+    return _checked(TwoLevel, **p)
 
 
 def _sys_verilog(p):
-    from .mesh import TwoLevel
-    s = TwoLevel(**p)
+    s = _build_sys(**p)
     return s.verilog(), s
 
 

@@ -118,7 +118,9 @@ class Mesh(wiring.Component):
                  classes=2, link_latency=1, max_node=8, err_width=16, name="mesh", sim=False):
         _check_rtt("buffer_flits", buffer_flits, link_latency)
         if link_latency < 1:
-            raise ValueError("link_latency: must be >= 1")
+            err = ValueError("link_latency: must be >= 1")
+            err.param = "link_latency"
+            raise err
         self.cfg = RouterConfig(kx=kx, ky=ky, vcs=vcs, buffer_flits=buffer_flits,
                                 max_packet_flits=max_packet_flits, payload_width=payload_width,
                                 classes=classes, max_node=max_node, max_chiplet=1,
@@ -175,7 +177,9 @@ class TwoLevel(wiring.Component):
         _check_rtt("buffer_flits", buffer_flits, link_latency)
         _check_rtt("nop_buffer_flits", nop_buffer_flits, nop_link_latency)
         if kx * ky < 2:
-            raise ValueError("kx: a chiplet needs the gateway and at least one other node")
+            err = ValueError("kx: a chiplet needs the gateway and at least one other node")
+            err.param = "kx"
+            raise err
         common = dict(kx=kx, ky=ky, vcs=vcs, max_packet_flits=max_packet_flits,
                       payload_width=payload_width, classes=classes, ckx=ckx, cky=cky,
                       gw_x=gw_x, gw_y=gw_y, max_node=max_node, max_chiplet=max_chiplet,
