@@ -8,7 +8,7 @@ from tessera.tb.noc.traffic import run_traffic
 
 
 def soak(cycles):
-    pts = [{"rate": 3000, "plen": 0, "mcast": 26, "sink_ready": 200, "warmup": 0,
+    pts = [{"rate": 3000, "plen": 0, "mcast": 26, "sink_ready": 200, "warmup": 100,
             "cycles": cycles, "drain": 5000}]
     rec = run_traffic(4, 2, 4, pts, check=True)[0]
     d = rec["drained"]
