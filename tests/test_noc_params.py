@@ -1,0 +1,20 @@
+"""NoC block parameters are validated with one-line errors naming the parameter."""
+import pytest
+
+from tessera.params import ParamError
+from tessera.registry import get
+
+
+@pytest.mark.parametrize("block,params,name,text", [
+    ("mesh", {"buffer_flits": 2}, "buffer_flits", "credit round trip"),
+    ("mesh", {"link_latency": 4, "buffer_flits": 8}, "buffer_flits", "2*link_latency+2 = 10"),
+    ("router", {"max_packet_flits": 8}, "buffer_flits", "cut-through"),
+    ("router", {"vcs": 3}, "vcs", "cannot be split evenly"),
+    ("nocsys", {"gw_x": 3}, "gw_x", "outside the 2x2 chiplet mesh"),
+])
+def test_bad_parameters(block, params, name, text):
+    spec = get(block)
+    with pytest.raises(ParamError) as err:
+        spec.elaborate_checked(spec.resolve(**params))
+    assert err.value.name == name and text in str(err.value)
+    assert len(str(err.value).splitlines()) == 1
