@@ -2,7 +2,7 @@
 
 For 4x4 and 6x6 meshes, uniform random traffic (self-addressed included), 1- and 4-flit
 packets, 1 VC x 4-flit buffers and a larger VC/buffer configuration: zero-load latency
-(offered load 0.02 flits/node/cycle, Little's law), cycles per hop (slope of the unicast
+(offered load ZERO_LOAD = 0.005 flits/node/cycle, Little's law), cycles per hop (slope of the unicast
 latency over hop count at that load), saturation = accepted flits/node/cycle at full offered
 load, bound = 4/k, and a latency-load curve.  Multicast entries compare the link traversals of
 a broadcast XY tree (golden model, the tree the router replicates on) with the minimum
@@ -25,6 +25,9 @@ from tessera.tb.noc.traffic import run_traffic
 
 OUT = Path(os.environ.get("TESSERA_BUILD", Path(__file__).resolve().parent.parent / "build")) / "bench"
 CONFIGS = [("1vc_x_4", 1, 4), ("2vc_x_8", 2, 8)]
+# "Zero load": low enough that queueing adds < 0.01 cycles/hop to the slope (at 0.02 the 6x6
+# slope was 2.007), long enough windows for ~2000 packets on a 4x4 mesh.
+ZERO_LOAD = 0.005
 
 
 def run_points(k, vcs, buf, points, check=False):
@@ -65,8 +68,8 @@ def main(argv=None):
         for cname, vcs, buf in CONFIGS:
             pts = []
             for plen in (1, 4):
-                pts.append({"rate": rate_for(0.02, plen), "plen": plen, "warmup": warm,
-                            "cycles": cyc * 2})
+                pts.append({"rate": rate_for(ZERO_LOAD, plen), "plen": plen, "warmup": warm,
+                            "cycles": cyc * 4})
                 pts.append({"rate": 65536, "plen": plen, "warmup": warm, "cycles": cyc})
             loads = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
             for f in loads:

@@ -7,18 +7,18 @@ import pytest
 from tessera.tb.runner import run
 
 # -O0: these Verilated models are big and the cocotb runs are Python-bound, so a fast C++
-# build beats a fast model.  PCH fix: see hdl/noc/__init__.py.
+# build beats a fast model.  PCH fix: see tb/runner.py.
 FAST_BUILD = "CFG_CXXFLAGS_PCH_I=-include OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"
 
 
 def test_mesh_4x4_cocotb(monkeypatch):
     monkeypatch.setenv("MAKEFLAGS", FAST_BUILD)
     run("mesh", {"kx": 4, "ky": 4, "max_node": 4, "payload_width": 32},
-        "tessera.tb.noc.tb_mesh", seed=3)
+        "tessera.tb.noc.tb_mesh", seed=3, public="top")
 
 
 def test_two_level_2x2_of_2x2_cocotb(monkeypatch):
     monkeypatch.setenv("MAKEFLAGS", FAST_BUILD)
     run("nocsys", {"kx": 2, "ky": 2, "ckx": 2, "cky": 2, "max_node": 2, "max_chiplet": 4,
                    "payload_width": 32, "nop_link_latency": 4, "nop_buffer_flits": 10},
-        "tessera.tb.noc.tb_mesh", seed=5)
+        "tessera.tb.noc.tb_mesh", seed=5, public="top")
