@@ -44,6 +44,7 @@ bench: $(STAMP)
 
 soak: $(STAMP)
 	$(VPY) -m pytest -n $(JOBS) -m slow tests
+	@echo "NoC soak (4x4 mesh, mixed traffic):"; cat $${TESSERA_BUILD:-build}/soak/noc_soak.json
 
 clean:
 	rm -rf build .pytest_cache sim_build results.xml

@@ -42,6 +42,13 @@ def run_set(sysm, keys):
     return res
 
 
+def vs_note(d: dict, extra: str = "") -> str:
+    """Footer for a plot: one 'name: model / paper / diff' line per compared value in ``d``."""
+    out = [f"{k:22s} model {v['model']:6.1f}  paper {v['paper']:6.1f}  diff {v['diff']:+6.1f}"
+           for k, v in d.items() if isinstance(v, dict) and "paper" in v]
+    return "\n".join(out + ([extra] if extra else []))
+
+
 def summary(rows, cfgs=CFGS):
     return {c: dict(geomean=pct(study.geomean(r.speedup(c) for r in rows)),
                     max=pct(max(r.speedup(c) for r in rows))) for c in cfgs}
@@ -82,8 +89,9 @@ def main() -> int:
     extra = max(r.speedup("ideal-rs-nmc") / r.speedup("ideal") for r in rows)
     f16["nmc_extra_max"] = line("Ideal-RS+NMC over Ideal, max", pct(extra), 100 * P["nmc_extra_speedup_max"])
     F["fig15_16"] = dict(rows=js, summary=sm, vs_paper=f16)
-    plots.breakdown(js, PLOTS / "fig15_breakdown.png")
-    plots.speedups(js, PLOTS / "fig16_speedup.png")
+    plots.breakdown(js, PLOTS / "fig15_breakdown.png",
+                    note="paper gives the breakdown as bars only (no numbers); speedups: see fig16")
+    plots.speedups(js, PLOTS / "fig16_speedup.png", note=vs_note(f16, "values in %"))
 
     # ---------------- NMC RS gain (§6.1.1) and bus bandwidth
     print("RS with NMC vs baseline RS (§6.1.1)")
@@ -116,7 +124,7 @@ def main() -> int:
                               P["fig18_rs_read_reduction_x"], unit="x"),
            "gemm_reads_x": line("GEMM reads reduction (x, geomean)", study.geomean(gr_red), 1.56, unit="x")}
     F["fig18"] = f18
-    plots.traffic(js, PLOTS / "fig18_traffic.png")
+    plots.traffic(js, PLOTS / "fig18_traffic.png", note=vs_note(f18, "reductions in % or x"))
 
     # ---------------- large models (§6.4) and Fig 19 end-to-end
     big = run_set(sysm, ("gpt-3", "palm", "mt-nlg"))
@@ -167,7 +175,8 @@ def main() -> int:
     labels = [f"{r['model']} TP{r['tp']}" for r in e2e_rows]
     plots.grouped(labels, {f"{plots.CFG_LABEL[c]} {ph}": [r[c][ph] for r in e2e_rows]
                            for c in ("t3", "t3-mca") for ph in ("train", "infer")},
-                  PLOTS / "fig19_e2e.png", "end-to-end speedup (%)", "End-to-end speedups, Fig 19")
+                  PLOTS / "fig19_e2e.png", "end-to-end speedup (%)", "End-to-end speedups, Fig 19",
+                  note=vs_note(f19, "values in %"))
 
     # ---------------- Fig 20: GPU-2X-CU
     print("Fig 20: GPU-2X-CU (160 CUs, same memory and links) - T3-MCA speedup")
@@ -190,7 +199,9 @@ def main() -> int:
     plots.grouped([f"{r['model']}\nTP{r['tp']} {r['sublayer']}" for r in f20],
                   {"T3-MCA base": [r["base"] for r in f20], "T3-MCA 2X-CU": [r["x2"] for r in f20],
                    "T3 base": [r["base_t3"] for r in f20], "T3 2X-CU": [r["x2_t3"] for r in f20]},
-                  PLOTS / "fig20_2xcu.png", "speedup over Sequential (%)", "GPU-2X-CU, Fig 20")
+                  PLOTS / "fig20_2xcu.png", "speedup over Sequential (%)", "GPU-2X-CU, Fig 20",
+                  note=f"paper (trend only, no numbers): FC-2 benefit grows with 2x CUs - model {fc2_up}/4 "
+                       f"cases; OP benefit shrinks - model {op_down}/4 cases")
 
     # ---------------- timeline (Fig 7/17 style) for T-NLG FC-2 TP8
     tl = study.evaluate(sysm, config.model("t-nlg"), 8, "FC-2", record=True)

@@ -18,3 +18,18 @@ def test_bad_parameters(block, params, name, text):
         spec.elaborate_checked(spec.resolve(**params))
     assert err.value.name == name and text in str(err.value)
     assert len(str(err.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize("block,params,modules,instances", [
+    ("mesh", {"kx": 4, "ky": 4}, {"mesh", "mesh_router"}, {"mesh_router": 16}),
+    ("nocsys", {}, {"nocsys", "nocsys_router", "nocsys_nop_router"},
+     {"nocsys_router": 16, "nocsys_nop_router": 4}),
+])
+def test_router_is_one_module_instantiated_per_node(block, params, modules, instances):
+    """The export holds the router once, instantiated kx*ky times (not duplicated text)."""
+    import re
+    from tessera.export import generate
+    text, _, _ = generate(get(block), params)
+    assert set(re.findall(r"^module (\w+)\(", text, re.M)) == modules
+    for mod, n in instances.items():
+        assert len(re.findall(rf"^\s*{mod} \w+ \(", text, re.M)) == n, mod

@@ -1,9 +1,13 @@
 """Soak: mixed traffic (random lengths 1..4, ~10% multicast, random back-pressure at every
 sink) through a Verilated 4x4 mesh with hardware checkers (tessera.tb.noc.traffic); after the
 generators stop the network must drain.  Reports lost / duplicated / reordered / deadlocked.
-``make soak`` (pytest -m slow) pushes >= 1,000,000 flits; the default suite a short run."""
+``make soak`` (pytest -m slow) pushes >= 1,000,000 flits and writes its report to
+build/soak/noc_soak.json (the Makefile prints it); the default suite runs a short version."""
+import json
+
 import pytest
 
+from tessera.tb.runner import BUILD
 from tessera.tb.noc.traffic import run_traffic
 
 
@@ -36,4 +40,8 @@ def test_soak_short():
 
 @pytest.mark.slow
 def test_soak_million_flits():
-    _check(soak(360000), 1_000_000)
+    r = soak(360000)
+    out = BUILD / "soak" / "noc_soak.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(r, indent=2) + "\n")
+    _check(r, 1_000_000)

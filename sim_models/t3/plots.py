@@ -1,7 +1,8 @@
 """Matplotlib figures for the T3 reproduction (Figs 15-20 and a fused-kernel timeline).
 
 Each function takes plain result rows (``SublayerResult.to_json`` dicts or bench rows) and writes
-one PNG; the Agg backend is forced so no display is needed.
+one PNG; the Agg backend is forced so no display is needed.  ``note`` puts the figure's
+model / paper / difference lines (from bench/t3_repro.py) in a footer under the plot.
 """
 from __future__ import annotations
 
@@ -17,11 +18,24 @@ CFG_LABEL = {"t3": "T3", "t3-mca": "T3-MCA", "ideal": "Ideal-GEMM-RS-Overlap",
              "ideal-rs-nmc": "Ideal-RS+NMC", "sequential": "Sequential"}
 
 
+def _finish(fig, path: Path, note: str | None):
+    """tight layout, the model-vs-paper footer (``note``: one line per figure value), save."""
+    if note:
+        n = note.count("\n") + 1
+        h = min(0.6, 0.1 * (n + 1) / fig.get_figheight())     # 6 pt lines ~ 0.1 inch
+        fig.tight_layout(rect=(0, h, 1, 1))
+        fig.text(0.01, 0.005, note, fontsize=6, family="monospace", va="bottom")
+    else:
+        fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def _label(r):
     return f"{r['model']}\nTP{r['tp']} {r['sublayer']}"
 
 
-def breakdown(rows, path: Path, title="Sub-layer runtime breakdown (Sequential), Fig 15"):
+def breakdown(rows, path: Path, title="Sub-layer runtime breakdown (Sequential), Fig 15", note=None):
     fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(rows)), 4))
     x = np.arange(len(rows))
     bottom = np.zeros(len(rows))
@@ -33,13 +47,11 @@ def breakdown(rows, path: Path, title="Sub-layer runtime breakdown (Sequential),
     ax.set_ylabel("fraction of Sequential time")
     ax.set_title(title)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _finish(fig, path, note)
 
 
 def speedups(rows, path: Path, configs=("t3", "t3-mca", "ideal", "ideal-rs-nmc"),
-             title="Speedup over Sequential, Fig 16"):
+             title="Speedup over Sequential, Fig 16", note=None):
     fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(rows)), 4))
     x = np.arange(len(rows))
     w = 0.8 / len(configs)
@@ -51,12 +63,10 @@ def speedups(rows, path: Path, configs=("t3", "t3-mca", "ideal", "ideal-rs-nmc")
     ax.set_ylim(0.8, None)
     ax.set_title(title)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _finish(fig, path, note)
 
 
-def traffic(rows, path: Path, configs=("sequential", "t3", "t3-mca")):
+def traffic(rows, path: Path, configs=("sequential", "t3", "t3-mca"), note=None):
     cats = ("gemm_reads", "gemm_writes", "rs_reads", "rs_writes", "ag_reads", "ag_writes")
     fig, ax = plt.subplots(figsize=(max(6, 0.8 * len(rows)), 4))
     w = 0.8 / len(configs)
@@ -73,12 +83,10 @@ def traffic(rows, path: Path, configs=("sequential", "t3", "t3-mca")):
     ax.set_ylabel("DRAM MB per GPU (bars: " + ", ".join(CFG_LABEL[c] for c in configs) + ")")
     ax.set_title("DRAM accesses per sub-layer, Fig 18")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _finish(fig, path, note)
 
 
-def grouped(labels, series: dict, path: Path, ylabel: str, title: str, hline=None):
+def grouped(labels, series: dict, path: Path, ylabel: str, title: str, hline=None, note=None):
     fig, ax = plt.subplots(figsize=(max(6, 0.7 * len(labels)), 4))
     x = np.arange(len(labels))
     w = 0.8 / max(1, len(series))
@@ -90,9 +98,7 @@ def grouped(labels, series: dict, path: Path, ylabel: str, title: str, hline=Non
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _finish(fig, path, note)
 
 
 def timeline(fused: dict, ag_us: float, path: Path, title: str):
