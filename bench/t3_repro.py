@@ -163,6 +163,10 @@ def main() -> int:
                                   100 * P["fig19_infer_t3mca_max"])
     f19["infer_t3_max"] = line("inference T3 max (Mega/T-NLG)", max(r["t3"]["infer"] for r in small),
                                100 * P["fig19_infer_t3_max"])
+    for ph, name in (("train", "train"), ("infer", "inference")):
+        g = pct(study.geomean(1 + r["t3-mca"][ph] / 100 for r in small))
+        f19[f"{ph}_t3mca_geomean"] = line(f"{name} T3-MCA geomean (Mega/T-NLG)", g,
+                                          100 * P[f"fig19_{ph}_t3mca_geomean"])
     f19["large_train_max"] = line("train T3-MCA max (TP32 models)", max(r["t3-mca"]["train"] for r in large),
                                   100 * P["large_models_train_max"])
     f19["large_infer_max"] = line("inference T3-MCA max (TP32 models)", max(r["t3-mca"]["infer"] for r in large),

@@ -87,6 +87,17 @@ def test_rtl_bench_overrides(tmp_path):
     a = load_arch(bench_dir=tmp_path)
     assert a.noc_hop_cycles == 3.0 and a.pe_utilization == 0.9
     assert "noc_throughput.json" in a.provenance["noc_hop_cycles"]
+    # the NoC bench's real format: a list of entries (the 4x4, 1-flit, latency-1 one is used)
+    entries = [{"kind": "multicast", "mesh": "4x4"},
+               {"mesh": "6x6", "packet_flits": 1, "link_latency": 1, "zero_load_cycles_per_hop": 2.5},
+               {"mesh": "4x4", "packet_flits": 4, "link_latency": 1, "zero_load_cycles_per_hop": 2.2},
+               {"mesh": "4x4", "packet_flits": 1, "link_latency": 1, "zero_load_cycles_per_hop": 2.1}]
+    (tmp_path / "noc_throughput.json").write_text(json.dumps(entries))
+    assert load_arch(bench_dir=tmp_path).noc_hop_cycles == 2.1
+    (tmp_path / "noc_throughput.json").write_text(json.dumps([{"kind": "multicast"}]))
+    with pytest.raises(ArchError, match="zero_load_cycles_per_hop"):
+        load_arch(bench_dir=tmp_path)
+    (tmp_path / "noc_throughput.json").unlink()
     (tmp_path / "pe_utilization.json").write_text(json.dumps({"other": 1}))
     with pytest.raises(ArchError, match="min_utilization_large_tiles"):
         load_arch(bench_dir=tmp_path)
