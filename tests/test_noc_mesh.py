@@ -4,11 +4,11 @@ latency, reset in the middle of traffic, bad input, deadlock watchdog — scoreb
 the golden model."""
 import pytest
 
-from tessera.tb.runner import run
+from tessera.tb.runner import make_flags, run
 
 # -O0: these Verilated models are big and the cocotb runs are Python-bound, so a fast C++
-# build beats a fast model.  PCH fix: see tb/runner.py.
-FAST_BUILD = "CFG_CXXFLAGS_PCH_I=-include OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"
+# build beats a fast model.
+FAST_BUILD = make_flags("-O0")
 
 
 def test_mesh_4x4_cocotb(monkeypatch):

@@ -3,14 +3,13 @@ latency, multicast to every subset of outputs, blocked outputs, random traffic, 
 scoreboarded against the golden XY / XY-tree model."""
 import pytest
 
-from tessera.tb.runner import run
+from tessera.tb.runner import make_flags, run
 
 BASE = {"kx": 3, "ky": 3, "max_node": 4, "payload_width": 32}
 
 
 @pytest.mark.parametrize("vcs,buffer_flits,max_packet_flits", [(2, 4, 4), (1, 5, 5)])
 def test_router_cocotb(vcs, buffer_flits, max_packet_flits, monkeypatch):
-    monkeypatch.setenv("MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include OPT_FAST=-O0 OPT_SLOW=-O0 "
-                       "OPT_GLOBAL=-O0")
+    monkeypatch.setenv("MAKEFLAGS", make_flags("-O0"))
     run("router", {**BASE, "vcs": vcs, "buffer_flits": buffer_flits,
                    "max_packet_flits": max_packet_flits}, "tessera.tb.noc.tb_router", seed=vcs)

