@@ -4,10 +4,15 @@ Executes a command list against a numpy buffer (``words x word_bits/8`` int8
 lanes, lane j = byte j of a word, little endian) and returns what the
 spec says must happen, independent of timing:
 
-* ``packets[consumer]``: for every consumer, one list per SEND lane that
-  reaches it (a node in two groups of one SEND gets two lists) of
-  :class:`Tile` (tag, seq, words) in the order that lane sends them;
-* ``completions``: (tag, status) per command, in command order;
+* ``packets[consumer]``: for every consumer, one list per *destination
+  stream* that reaches it -- multicast group g, or unicast to it -- of
+  :class:`Tile` (tag, seq, words) in the order that stream carries them:
+  the tiles of successive SENDs to one group (or one unicast node) follow
+  each other in command order, while different streams may interleave
+  arbitrarily at the consumer (a node in two groups gets two lists);
+* ``completions``: (tag, status) per command, listed in command order;
+  the spec fixes the set, not the order (completions are tagged; SENDs
+  finish at the pace of their consumers);
 * ``buffer``: final contents;
 * ``flags``: the sticky status flags the RECV traffic must raise.
 
@@ -16,7 +21,9 @@ open (``arrivals``: (consumer, address, words)); arrival order does not
 change the result unless two words hit one address (tests avoid that).
 Shares only data definitions (:mod:`tessera.hdl.global_pe.packets`) with the
 RTL.  Timing, credits and back-pressure are not modelled: the testbench
-checks those properties directly.
+checks those properties directly.  Commands may overlap in the hardware;
+the spec requires the result of running them one by one in command order,
+which is what this model does.
 """
 from __future__ import annotations
 
@@ -107,7 +114,7 @@ class GlobalPEModel:
         self.buf = (np.zeros((cfg.words, nbytes), dtype=np.int8) if buffer is None
                     else np.array(buffer, dtype=np.int8).reshape(cfg.words, nbytes))
         self.table = [(0, 0)] * cfg.groups
-        self.packets: dict[int, list] = {}
+        self.streams: dict[int, dict] = {}    # consumer -> {stream key: [Tile]}
         self.completions: list = []
         self.flags = {"stray_word": 0, "bad_flit": 0, "credit_overflow": 0}
 
@@ -184,13 +191,13 @@ class GlobalPEModel:
             chunks = [words[r + i:r + min(i + cmd.tile, n0)]          # row-aligned tiles
                       for r in range(0, len(words), n0) for i in range(0, n0, cmd.tile)]
             tiles = [Tile(cmd.tag, k % (1 << 16), tuple(ch)) for k, ch in enumerate(chunks)]
-            lanes = [self.members(*self.table[g]) for g in range(self.cfg.groups)
-                     if cmd.groups >> g & 1]
+            dests = [(("group", g), self.members(*self.table[g]))
+                     for g in range(self.cfg.groups) if cmd.groups >> g & 1]
             if cmd.ucast:
-                lanes.append([self.consumer(cmd.uaddr)])
-            for lane in lanes:
-                for c in lane:
-                    self.packets.setdefault(c, []).append(list(tiles))
+                dests.append((("ucast",), [self.consumer(cmd.uaddr)]))
+            for key, consumers in dests:
+                for c in consumers:
+                    self.streams.setdefault(c, {}).setdefault(key, []).extend(tiles)
         elif cmd.op == OP_RECV:
             prod = set(self.members(*cmd.mask))
             lo, hi = cmd.a, cmd.a + cmd.cnt[0]
@@ -210,6 +217,11 @@ class GlobalPEModel:
             n = cmd.cnt[0]
             self.buf[cmd.c:cmd.c + n] = ewise_words(self.buf[cmd.a:cmd.a + n],
                                                     self.buf[cmd.b:cmd.b + n], cmd.sub, cmd.shift)
+
+    @property
+    def packets(self) -> dict:
+        """{consumer: [tiles of one destination stream, ...]} (streams in first-use order)."""
+        return {c: [list(t) for t in streams.values()] for c, streams in self.streams.items()}
 
     def run(self, commands) -> Result:
         for cmd in commands:

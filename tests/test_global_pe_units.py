@@ -47,6 +47,22 @@ def test_send_three_levels():
                              for k, r in enumerate(rows)]]
 
 
+def test_successive_sends_form_one_stream_per_destination():
+    """Tiles of later SENDs to the same group / unicast node follow the earlier ones in
+    one stream; a different group is a separate stream (it may interleave)."""
+    m = _model_with_data()
+    m.step(Command(OP_GROUP, tag=0, gidx=0, mask=(0b1, 0b11)))      # chiplet 0, nodes 0, 1
+    m.step(Command(OP_GROUP, tag=1, gidx=1, mask=(0b1, 0b10)))      # chiplet 0, node 1
+    m.step(Command(OP_SEND, tag=2, a=0, cnt=(2, 1, 1), stride=(1, 0, 0), tile=1, groups=0b01))
+    m.step(Command(OP_SEND, tag=3, a=4, cnt=(1, 1, 1), tile=1, groups=0b10))
+    m.step(Command(OP_SEND, tag=4, a=8, cnt=(1, 1, 1), tile=1, groups=0b01, ucast=True))
+    w = lambda x: (word_to_int(m.buf[x]),)          # noqa: E731
+    g0 = [Tile(2, 0, w(0)), Tile(2, 1, w(1)), Tile(4, 0, w(8))]
+    assert m.packets[0] == [g0, [Tile(4, 0, w(8))]]                  # group 0, unicast
+    assert m.packets[1] == [g0, [Tile(3, 0, w(4))]]                  # group 0, group 1
+    assert [t for t, _ in m.completions] == [0, 1, 2, 3, 4]
+
+
 def test_ewise_arithmetic_by_hand():
     a = np.array([-128, 127, 100, -7, 5, -1], dtype=np.int8)
     b = np.array([-128, 127, -100, 3, 5, -1], dtype=np.int8)

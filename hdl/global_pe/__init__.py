@@ -27,6 +27,8 @@ PARAMS = [
     Param("max_tile", 16, "max words per SEND packet", min=1, max=255),
     Param("classes", 2, "NoC message classes (flit mclass width)", min=1, max=8),
     Param("recv_slots", 2, "RECV windows open at once", min=1, max=4),
+    Param("send_slots", 4, "SEND commands in flight at once", min=1, max=8),
+    Param("ucast_lanes", 2, "unicast destinations in flight at once", min=1, max=4),
 ]
 
 

@@ -5,13 +5,26 @@ reports completion).  One command is taken from the command stream into a
 register; the next cycle it is checked and, if legal, dispatched when its
 unit can take it:
 
-* SEND, EWISE and GROUP run one at a time and in order: each starts only
-  when neither the SEND engine nor the EWISE unit is running (GROUP edits the
-  group table, which a running SEND reads); a rejected command also waits
-  for them, so every completion except RECV's comes in command order;
+* commands leave the register in order (a command that cannot start yet
+  holds back the ones behind it), but run concurrently once started:
+* SEND starts when the SEND engine can take it (every lane it needs idle, a
+  send slot free: ``send_ok``) and no EWISE is running (an EWISE may be
+  writing what the SEND reads);
+* EWISE starts when the EWISE unit is free and no SEND still reading has a
+  region overlapping the EWISE destination (``ewise_ok``);
+* GROUP waits until the lane of the group it rewrites is idle
+  (``group_ok``), then writes the group table;
 * RECV only needs a free RECV slot: it opens its window and runs in the
-  background, so the controller can issue RECV, then the SENDs that
-  make the PEs produce the outputs.
+  background, so the controller can issue RECV, then the SENDs that make
+  the PEs produce the outputs;
+* a rejected command completes at once (``own_free``: the decoder's one
+  completion register).
+
+So the buffer contents and every destination's tile stream are those of
+executing the commands one by one in command order (RECV aside: its words
+land when the producers send them; keeping SENDs and EWISEs off an open
+window is the controller's job); completions are tagged and come when each
+command finishes, not in command order.
 
 Checks, in this order (the first failing one is the status; a failing
 command completes with it and changes nothing):
@@ -26,7 +39,7 @@ command completes with it and changes nothing):
 4. EMPTY_SET: SEND with no lane, or a selected group whose chiplet or node
    mask is empty; RECV / GROUP mask with no chiplet or no node.
 
-Left out: command queueing beyond one register, reordering.
+Left out: command queueing beyond one register, dispatch out of order.
 """
 from __future__ import annotations
 
@@ -45,7 +58,9 @@ class Decoder(wiring.Component):
             "cmd": In(stream.Signature(command_layout(cfg))),
             "q": Out(command_layout(cfg)),            # the held command (fields for the units)
             "table": In(mask_layout(cfg)).array(cfg.groups),
-            "send_free": In(1), "ewise_free": In(1), "recv_free": In(1), "own_free": In(1),
+            "send_ok": In(1), "ewise_ok": In(1), "group_ok": In(1), "recv_free": In(1),
+            "own_free": In(1),
+            "span": Out(FIELD),                       # last address of a SEND region
             "start_send": Out(1), "start_ewise": Out(1), "start_recv": Out(1),
             "table_we": Out(1),
             "own_cpl": Out(1), "own_status": Out(3),  # completion issued by the decoder itself
@@ -77,6 +92,7 @@ class Decoder(wiring.Component):
                     | (q.ucast & ((u.node.x >= cfg.node_mesh_x) | (u.node.y >= cfg.node_mesh_y)
                                   | (u.chiplet.x >= cfg.chiplet_mesh_x)
                                   | (u.chiplet.y >= cfg.chiplet_mesh_y))))
+        m.d.comb += self.span.eq(span[:FIELD])
         send_region = span >= cfg.words
         grp_empty = Cat(*[q.groups[g] & empty(self.table[g]) for g in range(cfg.groups)]).any()
         send_empty = (~q.groups.any() & ~q.ucast) | grp_empty
@@ -127,18 +143,17 @@ class Decoder(wiring.Component):
         m.d.comb += self.own_status.eq(status)
 
         # --- dispatch -------------------------------------------------------
-        serial_free = self.send_free & self.ewise_free
         with m.If(full):
             with m.If(status != ST_OK):
-                with m.If(serial_free & self.own_free):
+                with m.If(self.own_free):
                     m.d.comb += self.own_cpl.eq(1)
                     m.d.sync += full.eq(0)
             with m.Elif(q.op == OP_SEND):
-                with m.If(serial_free):
+                with m.If(self.send_ok):
                     m.d.comb += self.start_send.eq(1)
                     m.d.sync += full.eq(0)
             with m.Elif(q.op == OP_EWISE):
-                with m.If(serial_free):
+                with m.If(self.ewise_ok):
                     m.d.comb += self.start_ewise.eq(1)
                     m.d.sync += full.eq(0)
             with m.Elif(q.op == OP_RECV):
@@ -146,7 +161,7 @@ class Decoder(wiring.Component):
                     m.d.comb += self.start_recv.eq(1)
                     m.d.sync += full.eq(0)
             with m.Else():       # GROUP
-                with m.If(serial_free & self.own_free):
+                with m.If(self.group_ok & self.own_free):
                     m.d.comb += [self.table_we.eq(1), self.own_cpl.eq(1)]
                     m.d.sync += full.eq(0)
         return m

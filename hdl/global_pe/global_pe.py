@@ -6,7 +6,8 @@ Simba §3.1 "Simba global PE".  Interfaces (all ``amaranth.lib.stream``):
 * ``cmd`` (in): :func:`packets.command_layout` commands from the chiplet
   controller;
 * ``cpl`` (out): :func:`packets.completion_layout` (tag, status), one per
-  command (RECV completions may overtake later commands);
+  command, tagged; they leave in the order commands finish (a SEND to a fast
+  group may complete before an earlier SEND still waiting for slow consumers);
 * ``net_out`` (out): NoC flits (:mod:`tessera.hdl.noc.flit` layout,
   payload = one buffer word) -- DATA packets of SENDs;
 * ``net_in`` (in): NoC flits -- OUT packets (RECV) and CREDIT packets;
@@ -14,11 +15,14 @@ Simba §3.1 "Simba global PE".  Interfaces (all ``amaranth.lib.stream``):
 * ``status`` (out): sticky error flags (:func:`packets.status_layout`).
 
 Buffer requesters: read 0 = SEND, read 1/2 = EWISE operands A/B; write 0 =
-network in (RECV), write 1 = EWISE result.  Completions from the sources
-(each RECV slot, SEND, EWISE, decoder errors / GROUP) wait in one register
-each and leave through a fixed-priority merge in that order; a unit (or
-RECV slot) does not restart while its completion waits, so none is lost,
-and each source has at most one waiting, so none starves.
+network in (RECV), write 1 = EWISE result.  Up to ``send_slots`` SENDs,
+one EWISE, ``recv_slots`` RECVs and one decoder completion (rejected
+command or GROUP) are in flight at once (dispatch rules in
+:mod:`.decoder`).  Completions from the sources (each RECV slot, each send
+slot, EWISE, decoder) wait in one register each and leave through a
+fixed-priority merge in that order; a unit or slot is not reused while its
+completion waits, so none is lost.  Completions are tagged and leave in
+the order the commands finish, not in command order.
 
 Left out: the AXI register interface of the real chiplet (commands arrive as
 a stream), pooling / depth-wise near-memory operations, power management.
@@ -61,6 +65,10 @@ def validate(cfg: GpeConfig):
         bad("credit_window", "must be in 1..255")
     if not 1 <= cfg.recv_slots <= 4:
         bad("recv_slots", "must be in 1..4")
+    if not 1 <= cfg.send_slots <= 8:
+        bad("send_slots", "must be in 1..8")
+    if not 1 <= cfg.ucast_lanes <= 4:
+        bad("ucast_lanes", "must be in 1..4")
     if not 1 <= cfg.max_tile <= 255:
         bad("max_tile", "must be in 1..255")
 
@@ -102,16 +110,18 @@ class GlobalPE(wiring.Component):
         q = dec.q
         # multicast manager
         m.d.comb += [mc.tw_en.eq(dec.table_we), mc.tw_idx.eq(q.gidx), mc.tw_mask.eq(q.mask),
-                     mc.uaddr.eq(snd.uaddr_q),
                      mc.cr_en.eq(rcv.cr_en), mc.cr_consumer.eq(rcv.cr_consumer),
                      mc.cr_count.eq(rcv.cr_count),
                      mc.cons_en.eq(snd.cons_en), mc.cons_lane.eq(snd.cons_lane),
                      snd.lane_ready.eq(mc.lane_ready)]
         for g in range(cfg.groups):
             m.d.comb += [snd.table[g].eq(mc.table[g]), dec.table[g].eq(mc.table[g])]
+        for u in range(cfg.ucast_lanes):
+            m.d.comb += mc.uaddr[u].eq(snd.uaddr_q[u])
 
         # unit starts
         m.d.comb += [snd.start.eq(dec.start_send), snd.tag.eq(q.tag), snd.base.eq(q.a),
+                     snd.span.eq(dec.span),
                      snd.cnt[0].eq(q.cnt0), snd.cnt[1].eq(q.cnt1), snd.cnt[2].eq(q.cnt2),
                      snd.stride[0].eq(q.stride0), snd.stride[1].eq(q.stride1),
                      snd.stride[2].eq(q.stride2), snd.tile.eq(q.tile), snd.groups.eq(q.groups),
@@ -121,17 +131,20 @@ class GlobalPE(wiring.Component):
         m.d.comb += [rcv.start.eq(dec.start_recv), rcv.a.eq(q.a), rcv.count.eq(q.cnt0),
                      rcv.mask.eq(q.mask)]
 
-        # completions: one pending register per source (each RECV slot, SEND,
-        # EWISE, decoder); fixed-priority merge in that order
+        # completions: one pending register per source (each RECV slot, each send
+        # slot, EWISE, decoder); fixed-priority merge in that order
         S = cfg.recv_slots
-        srcs = [f"recv{k}" for k in range(S)] + ["send", "ewise", "dec"]
+        SS = cfg.send_slots
+        srcs = ([f"recv{k}" for k in range(S)] + [f"send{k}" for k in range(SS)]
+                + ["ewise", "dec"])
         pend = {s: Signal(name=f"cpl_{s}_pend") for s in srcs}
         ptag = {s: Signal(TAG_BITS, name=f"cpl_{s}_tag") for s in srcs}
         pstat = Signal(3, name="cpl_dec_status")
         units = srcs[:-1]
         utag = {s: Signal(TAG_BITS, name=f"{s}_tag") for s in units}
         done = {f"recv{k}": rcv.done[k] for k in range(S)}
-        done.update(send=snd.done, ewise=ew.done)
+        done.update({f"send{k}": snd.done & (snd.done_slot == k) for k in range(SS)})
+        done.update(ewise=ew.done)
 
         # RECV slot allocation: the lowest slot that is closed and has no pending completion
         free = [~rcv.active[k] & ~pend[f"recv{k}"] for k in range(S)]
@@ -143,12 +156,28 @@ class GlobalPE(wiring.Component):
         for k in range(S):
             with m.If(dec.start_recv & (slot == k)):
                 m.d.sync += utag[f"recv{k}"].eq(q.tag)
-        for s, start in (("send", dec.start_send), ("ewise", dec.start_ewise)):
-            with m.If(start):
-                m.d.sync += utag[s].eq(q.tag)
+        # send slot allocation: the lowest slot with no SEND in flight and no pending completion
+        sfree = [~snd.slot_busy[k] & ~pend[f"send{k}"] for k in range(SS)]
+        sslot = Signal(range(max(2, SS)))
+        for k in reversed(range(SS)):
+            with m.If(sfree[k]):
+                m.d.comb += sslot.eq(k)
+        m.d.comb += snd.start_slot.eq(sslot)
+        for k in range(SS):
+            with m.If(dec.start_send & (sslot == k)):
+                m.d.sync += utag[f"send{k}"].eq(q.tag)
+        with m.If(dec.start_ewise):
+            m.d.sync += utag["ewise"].eq(q.tag)
 
-        m.d.comb += [dec.send_free.eq(~snd.busy & ~pend["send"]),
-                     dec.ewise_free.eq(~ew.busy & ~pend["ewise"]),
+        # EWISE destination vs. regions that SENDs in flight have yet to read
+        m.d.comb += [snd.chk_lo.eq(q.c), snd.chk_hi.eq(q.c + q.cnt0 - 1)]
+        gidx_busy = Signal()
+        for g in range(cfg.groups):
+            with m.If(q.gidx == g):
+                m.d.comb += gidx_busy.eq(snd.lane_busy[g])
+        m.d.comb += [dec.send_ok.eq(snd.can_start & Cat(*sfree).any() & ~ew.busy),
+                     dec.ewise_ok.eq(~ew.busy & ~pend["ewise"] & ~snd.chk_hit),
+                     dec.group_ok.eq(~gidx_busy),
                      dec.recv_free.eq(Cat(*free).any()),
                      dec.own_free.eq(~pend["dec"])]
 

@@ -4,7 +4,7 @@ Simba §3.1 "Simba global PE": "a multicast manager that oversees these
 producer-consumer relationships".  Each consumer (every node of every
 chiplet in the addressable meshes) owns a credit counter initialised to
 ``credit_window`` at reset: the number of tiles it may still receive.  A
-tile sent to a lane (a multicast group or the unicast destination)
+tile sent to a lane (a multicast group or a unicast destination)
 decrements the counter of every member; a CREDIT packet from a consumer adds
 its count back.  A lane is ``ready`` only when *every* member has at least
 one credit, so a tile never goes to a consumer without credit; lanes are
@@ -35,8 +35,8 @@ class MulticastManager(wiring.Component):
             # group table write (from the command decoder)
             "tw_en": In(1), "tw_idx": In(range(max(2, cfg.groups))), "tw_mask": In(ml),
             "table": Out(ml).array(cfg.groups),
-            # unicast lane destination (latched by the SEND engine)
-            "uaddr": In(node_address_layout(cfg)),
+            # unicast lane destinations (latched by the SEND engine)
+            "uaddr": In(node_address_layout(cfg)).array(cfg.ucast_lanes),
             # credit return (from the network-in unit)
             "cr_en": In(1), "cr_consumer": In(range(cfg.consumers)), "cr_count": In(8),
             # the SEND engine takes one tile for a lane
@@ -63,13 +63,14 @@ class MulticastManager(wiring.Component):
                 for n in range(cfg.nodes):
                     m.d.comb += bits[c * cfg.nodes + n].eq(table[g].chiplets[c] & table[g].nodes[n])
             members.append(bits)
-        ubits = Signal(cfg.consumers, name="members_ucast")
-        u = self.uaddr
-        uidx = ((u.chiplet.y * cfg.chiplet_mesh_x + u.chiplet.x) * cfg.nodes
-                + u.node.y * cfg.node_mesh_x + u.node.x)
-        for i in range(cfg.consumers):
-            m.d.comb += ubits[i].eq(uidx == i)
-        members.append(ubits)
+        for k in range(cfg.ucast_lanes):
+            ubits = Signal(cfg.consumers, name=f"members_ucast{k}")
+            u = self.uaddr[k]
+            uidx = ((u.chiplet.y * cfg.chiplet_mesh_x + u.chiplet.x) * cfg.nodes
+                    + u.node.y * cfg.node_mesh_x + u.node.x)
+            for i in range(cfg.consumers):
+                m.d.comb += ubits[i].eq(uidx == i)
+            members.append(ubits)
 
         credit = [Signal(self.cbits, init=cfg.credit_window, name=f"credit{i}")
                   for i in range(cfg.consumers)]

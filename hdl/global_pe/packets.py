@@ -75,6 +75,8 @@ class GpeConfig:
     max_tile: int = 16
     classes: int = 2
     recv_slots: int = 2
+    send_slots: int = 4
+    ucast_lanes: int = 2
 
     @property
     def nodes(self):
@@ -89,8 +91,8 @@ class GpeConfig:
         return self.nodes * self.chiplets
 
     @property
-    def lanes(self):             # one lane per multicast group + one unicast lane
-        return self.groups + 1
+    def lanes(self):             # one lane per multicast group + the unicast lanes
+        return self.groups + self.ucast_lanes
 
     @property
     def lanes_int8(self):

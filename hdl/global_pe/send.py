@@ -1,22 +1,45 @@
-"""SEND engine: 3-level address generator, credit-gated lane scheduler, packetiser.
+"""SEND engine: lane pool with 3-level address generators, credit-gated lane
+scheduler, packetiser; several SENDs in flight.
 
 Simba §3.1 "Simba global PE": unicast or multicast of activation tiles to
 PEs on this or other chiplets.  A SEND names a region (base + up to three
-(count, stride) levels, level 0 innermost) and a set of *lanes*: each
+(count, stride) levels, level 0 innermost) and a set of destinations: each
 selected multicast group of the group table and/or one unicast node.  Every
-lane receives the whole region as a sequence of tiles, in order, each as
-one NoC packet: a head flit (:func:`packets.data_header_layout`) and one
+destination receives the whole region as a sequence of tiles, in order, each
+as one NoC packet: a head flit (:func:`packets.data_header_layout`) and one
 flit per word.  Tiles are row-aligned: each level-0 row (``cnt0`` words) is
 cut into packets of ``tile`` words, the last of a row possibly shorter, so a
-packet never spans two rows (no region-size multiplier is needed).
+packet never spans two rows.
 
-Lanes progress independently: each has its own address-generator state
-(i0, i1, i2, address, row/plane bases) and tile sequence number.  At every
-tile boundary a round-robin picker chooses a lane that
-still has tiles *and* whose members all have credit
+**Lanes.**  The engine holds ``groups + ucast_lanes`` lanes: lane ``g`` serves
+multicast group ``g``, lanes ``groups..`` serve unicast destinations.  A
+lane is a complete copy of one SEND's stream state: its command (tag,
+counts, strides, tile size), its address generator (i0, i1, i2, address,
+row/plane bases), its tile sequence number and the *send slot* of its
+command.  A SEND starts (``start``) as soon as every lane it needs is idle
+-- the lane of each selected group, and for a unicast any idle unicast lane
+provided no busy unicast lane serves the same node -- and a send slot is
+free (``send_slots`` SENDs in flight).  So a SEND to a fast group starts
+and finishes while an earlier SEND's slow group still waits for credits;
+tiles to one group (or one unicast node) still leave in command order,
+because a later SEND waits for that lane.
+
+**Scheduling.**  At every tile boundary a round-robin picker chooses a lane
+that still has tiles *and* whose members all have credit
 (:class:`MulticastManager`), takes one credit from every member and streams
 that tile; a lane without credit is skipped, so a slow consumer holds back
-only its own lanes.
+only its own lanes, whichever SEND they belong to.
+
+**Completion.**  The last flit of a SEND (the final word of the last of its
+lanes to finish) carries a side-band mark through the flit FIFO; when that
+flit leaves on ``out``, ``done`` pulses with the slot, which is then free.
+SEND completions therefore follow the network, not command order.
+
+**Hazards.**  ``chk_lo``/``chk_hi`` ask whether a SEND still issuing reads
+may read that address range (``chk_hit``): a slot's range is the bounding
+box ``[base, span]`` of its region, kept until its last lane has issued its
+last read.  The top uses it to hold back an EWISE that would overwrite data
+an earlier SEND has yet to read.
 
 Pipeline: issue stage (head flit, or one buffer read per cycle) -> one
 cycle SRAM latency -> flit FIFO (depth 4) -> ``out``.  The issue stage only
@@ -25,7 +48,8 @@ always has a place (no loss, no replay); with the network ready and credit
 available the engine emits one flit per cycle, head flits included.
 
 Left out: cut-through of a tile to several lanes from a single read (each
-lane re-reads the buffer), more than one SEND in flight.
+lane re-reads the buffer); starting part of a SEND's lanes while others are
+still busy (the SEND waits for all of them, and commands behind it wait too).
 """
 from __future__ import annotations
 
@@ -41,21 +65,33 @@ from .packets import (DATA_CLASS, FIELD, KIND_DATA, SEQ_BITS, TAG_BITS, TILE_BIT
 FIFO_DEPTH = 4
 
 
+def _sel(arr, idx):
+    """arr[idx] as a Mux chain (no case statements: lint-clean for any length)."""
+    out = arr[-1]
+    for i in range(len(arr) - 2, -1, -1):
+        out = Mux(idx == i, arr[i], out)
+    return out
+
+
 class SendEngine(wiring.Component):
     def __init__(self, cfg: GpeConfig, addr_bits: int):
         self.cfg = cfg
         self.addr_bits = addr_bits
+        S = cfg.send_slots
         super().__init__({
-            "start": In(1), "busy": Out(1), "done": Out(1),
-            "tag": In(TAG_BITS), "base": In(FIELD),
+            "start": In(1), "start_slot": In(range(max(2, S))), "can_start": Out(1),
+            "tag": In(TAG_BITS), "base": In(FIELD), "span": In(FIELD),
             "cnt": In(FIELD).array(3), "stride": In(FIELD).array(3),
             "tile": In(TILE_BITS), "groups": In(cfg.groups), "ucast": In(1),
             "uaddr": In(node_address_layout(cfg)),
+            "slot_busy": Out(S), "lane_busy": Out(cfg.lanes),
+            "done": Out(1), "done_slot": Out(range(max(2, S))),
+            "chk_lo": In(FIELD + 1), "chk_hi": In(FIELD + 1), "chk_hit": Out(1),
             # multicast manager
             "table": In(mask_layout(cfg)).array(cfg.groups),
             "lane_ready": In(cfg.lanes),
             "cons_en": Out(1), "cons_lane": Out(range(cfg.lanes)),
-            "uaddr_q": Out(node_address_layout(cfg)),
+            "uaddr_q": Out(node_address_layout(cfg)).array(cfg.ucast_lanes),
             # buffer and network
             "rd": Out(read_req_signature(addr_bits, cfg.word_bits)),
             "node_id": In(node_address_layout(cfg)),
@@ -65,40 +101,97 @@ class SendEngine(wiring.Component):
     def elaborate(self, platform):
         cfg = self.cfg
         m = Module()
+        G, U, S = cfg.groups, cfg.ucast_lanes, cfg.send_slots
         L = cfg.lanes
+        SB = max(1, (S - 1).bit_length())
         flit_l = net_flit_layout(cfg)
 
-        m.submodules.fifo = fifo = SyncFIFO(width=flit_l.size, depth=FIFO_DEPTH)
-        m.d.comb += [self.out.payload.eq(fifo.r_data), self.out.valid.eq(fifo.r_rdy),
-                     fifo.r_en.eq(self.out.ready)]
+        # flit FIFO with a side band: (mark = last flit of a SEND, its slot)
+        m.submodules.fifo = fifo = SyncFIFO(width=flit_l.size + 1 + SB, depth=FIFO_DEPTH)
+        m.d.comb += [self.out.payload.eq(fifo.r_data[:flit_l.size]),
+                     self.out.valid.eq(fifo.r_rdy), fifo.r_en.eq(self.out.ready)]
+        r_mark = fifo.r_data[flit_l.size]
+        r_slot = fifo.r_data[flit_l.size + 1:]
+        with m.If(fifo.r_rdy & self.out.ready & r_mark):
+            m.d.comb += [self.done.eq(1), self.done_slot.eq(r_slot)]
 
-        # latched command
-        tag = Signal(TAG_BITS)
-        cnt = [Signal(FIELD, name=f"cnt{k}") for k in range(3)]
-        stride = [Signal(FIELD, name=f"stride{k}") for k in range(3)]
-        tile = Signal(TILE_BITS)
-        uaddr = Signal(node_address_layout(cfg))
-        m.d.comb += self.uaddr_q.eq(uaddr)
+        # per-lane command and stream state
+        def lane_sigs(fmt, width):
+            return [Signal(width, name=fmt.format(i)) for i in range(L)]
+        act = lane_sigs("l{}_active", 1)
+        l_cnt = [lane_sigs("l{}_cnt%d" % k, FIELD) for k in range(3)]
+        l_str = [lane_sigs("l{}_stride%d" % k, FIELD) for k in range(3)]
+        l_tile = lane_sigs("l{}_tile", TILE_BITS)
+        l_tag = lane_sigs("l{}_tag", TAG_BITS)
+        l_slot = lane_sigs("l{}_slot", SB)
+        i0, i1, i2 = (lane_sigs("l{}_i%d" % k, FIELD) for k in range(3))
+        addr = lane_sigs("l{}_addr", FIELD)
+        base1 = lane_sigs("l{}_base1", FIELD)
+        base2 = lane_sigs("l{}_base2", FIELD)
+        seq = lane_sigs("l{}_seq", SEQ_BITS)
+        uaddr = [Signal(node_address_layout(cfg), name=f"u{u}_addr") for u in range(U)]
+        for u in range(U):
+            m.d.comb += self.uaddr_q[u].eq(uaddr[u])
+        m.d.comb += self.lane_busy.eq(Cat(*act))
 
-        # per-lane state
-        active = Signal(L)
-        i0 = list(Signal(FIELD, name=f"l{i}_i0") for i in range(L))
-        i1 = list(Signal(FIELD, name=f"l{i}_i1") for i in range(L))
-        addr = list(Signal(FIELD, name=f"l{i}_addr") for i in range(L))
-        base1 = list(Signal(FIELD, name=f"l{i}_base1") for i in range(L))
-        base2 = list(Signal(FIELD, name=f"l{i}_base2") for i in range(L))
-        seq = list(Signal(SEQ_BITS, name=f"l{i}_seq") for i in range(L))
-        i2 = list(Signal(FIELD, name=f"l{i}_i2") for i in range(L))
+        # send slots: busy from start to the last flit's departure; region bounding box
+        s_busy = [Signal(name=f"s{k}_busy") for k in range(S)]
+        s_lo = [Signal(FIELD, name=f"s{k}_lo") for k in range(S)]
+        s_hi = [Signal(FIELD, name=f"s{k}_hi") for k in range(S)]
+        m.d.comb += self.slot_busy.eq(Cat(*s_busy))
+        reading = [Signal(name=f"s{k}_reading") for k in range(S)]
+        for k in range(S):
+            m.d.comb += reading[k].eq(Cat(*[act[i] & (l_slot[i] == k) for i in range(L)]).any())
+        m.d.comb += self.chk_hit.eq(Cat(*[reading[k] & (s_lo[k] <= self.chk_hi)
+                                          & (self.chk_lo <= s_hi[k]) for k in range(S)]).any())
+        with m.If(self.done):
+            for k in range(S):
+                with m.If(self.done_slot == k):
+                    m.d.sync += s_busy[k].eq(0)
 
+        # --- admission of a new SEND -------------------------------------------
+        ufree = Cat(*[~act[G + u] for u in range(U)])
+        same = Cat(*[act[G + u] & (uaddr[u].as_value() == self.uaddr.as_value())
+                     for u in range(U)]).any()
+        groups_free = ~(self.groups & Cat(*act[:G])).any()
+        m.d.comb += self.can_start.eq(groups_free & (~self.ucast | (ufree.any() & ~same)))
+        new_u = Signal(range(max(2, U)))
+        for u in reversed(range(U)):
+            with m.If(ufree[u]):
+                m.d.comb += new_u.eq(u)
+
+        def init_lane(i):
+            m.d.sync += [act[i].eq(1), l_tile[i].eq(self.tile), l_tag[i].eq(self.tag),
+                         l_slot[i].eq(self.start_slot), i0[i].eq(0), i1[i].eq(0), i2[i].eq(0),
+                         addr[i].eq(self.base), base1[i].eq(self.base),
+                         base2[i].eq(self.base), seq[i].eq(0)]
+            m.d.sync += [l_cnt[k][i].eq(self.cnt[k]) for k in range(3)]
+            m.d.sync += [l_str[k][i].eq(self.stride[k]) for k in range(3)]
+
+        with m.If(self.start):
+            for k in range(S):
+                with m.If(self.start_slot == k):
+                    m.d.sync += [s_busy[k].eq(1), s_lo[k].eq(self.base), s_hi[k].eq(self.span)]
+            for g in range(G):
+                with m.If(self.groups[g]):
+                    init_lane(g)
+            with m.If(self.ucast):
+                for u in range(U):
+                    with m.If(new_u == u):
+                        init_lane(G + u)
+                        m.d.sync += uaddr[u].eq(self.uaddr)
+
+        # --- issue stage -----------------------------------------------------
         cur = Signal(range(L))
         left = Signal(TILE_BITS)        # words of the current tile still to issue
         cur_mcast = Signal()
         cur_dest = Signal(flit_l["dest"].shape)
 
-        # issue -> S1 (SRAM latency) stage
         s1_valid = Signal()
         s1_head = Signal()
         s1_tail = Signal()
+        s1_mark = Signal()
+        s1_slot = Signal(SB)
         s1_hdr = Signal(data_header_layout())
         s1_mcast = Signal()
         s1_dest = Signal(flit_l["dest"].shape)
@@ -110,75 +203,53 @@ class SendEngine(wiring.Component):
         m.d.comb += [flit.head.eq(s1_head), flit.tail.eq(s1_tail), flit.mclass.eq(DATA_CLASS),
                      flit.mcast.eq(s1_mcast), flit.dest.eq(s1_dest), flit.src.eq(self.node_id),
                      flit.payload.eq(Mux(s1_head, s1_hdr.as_value(), self.rd.data)),
-                     fifo.w_data.eq(flit), fifo.w_en.eq(s1_valid)]
+                     fifo.w_data.eq(Cat(flit.as_value(), s1_mark, s1_slot)),
+                     fifo.w_en.eq(s1_valid)]
 
+        PICK, DATA = range(2)
+        state = Signal(1)
+        m.d.comb += self.rd.addr.eq(_sel(addr, cur)[:self.addr_bits])
 
-        IDLE, PICK, DATA, DRAIN = range(4)
-        state = Signal(2)
-
-        def per_lane(idx):
-            """Yield (lane, condition) for the lanes (no case statements: lint-clean)."""
-            for i in range(L):
-                yield i, idx == i
-
-        def sel(arr, idx):
-            out = arr[L - 1]
-            for i in range(L - 2, -1, -1):
-                out = Mux(idx == i, arr[i], out)
-            return out
-
-        m.d.comb += self.rd.addr.eq(sel(addr, cur)[:self.addr_bits])
-
-        with m.If(state == IDLE):
-            with m.If(self.start):
-                m.d.sync += [tag.eq(self.tag), tile.eq(self.tile), uaddr.eq(self.uaddr),
-                             active.eq(Cat(self.groups, self.ucast))]
-                m.d.sync += [c.eq(v) for c, v in zip(cnt, self.cnt)]
-                m.d.sync += [s.eq(v) for s, v in zip(stride, self.stride)]
-                for i in range(L):
-                    m.d.sync += [i0[i].eq(0), i1[i].eq(0), i2[i].eq(0),
-                                 addr[i].eq(self.base), base1[i].eq(self.base),
-                                 base2[i].eq(self.base), seq[i].eq(0)]
-                m.d.sync += state.eq(PICK)
-        with m.Elif(state == PICK):
-            m.d.comb += self.busy.eq(1)
-            eligible = [active[i] & self.lane_ready[i] & space for i in range(L)]
+        with m.If(state == PICK):
+            eligible = [act[i] & self.lane_ready[i] & space for i in range(L)]
             grants, any_g = round_robin(m, eligible, "lane")
-            with m.If(~active.any()):
-                m.d.sync += state.eq(DRAIN)
-            with m.Elif(any_g):
+            with m.If(any_g):
                 lane = Signal(range(L))
                 for i in range(L):
                     with m.If(grants[i]):
                         m.d.comb += lane.eq(i)
                 rem = Signal(FIELD + 1)          # words left in the lane's current row
-                m.d.comb += rem.eq(cnt[0] - sel(i0, lane))
+                m.d.comb += rem.eq(_sel(l_cnt[0], lane) - _sel(i0, lane))
+                tile = _sel(l_tile, lane)
                 nw = Signal(TILE_BITS)
                 m.d.comb += nw.eq(Mux(rem < tile, rem, tile))
                 m.d.comb += [self.cons_en.eq(1), self.cons_lane.eq(lane)]
                 dest = Signal(flit_l["dest"].shape)
                 mc = Signal()
-                for g in range(cfg.groups):
+                for g in range(G):
                     with m.If(grants[g]):
                         m.d.comb += [dest.mcast.eq(self.table[g]), mc.eq(1)]
-                with m.If(grants[cfg.groups]):
-                    m.d.comb += [dest.ucast.eq(uaddr), mc.eq(0)]
+                for u in range(U):
+                    with m.If(grants[G + u]):
+                        m.d.comb += [dest.ucast.eq(uaddr[u]), mc.eq(0)]
                 m.d.sync += [cur.eq(lane), left.eq(nw), cur_mcast.eq(mc), cur_dest.eq(dest),
-                             s1_valid.eq(1), s1_head.eq(1), s1_tail.eq(0),
+                             s1_valid.eq(1), s1_head.eq(1), s1_tail.eq(0), s1_mark.eq(0),
                              s1_mcast.eq(mc), s1_dest.eq(dest),
-                             s1_hdr.kind.eq(KIND_DATA), s1_hdr.tag.eq(tag),
-                             s1_hdr.seq.eq(sel(seq, lane)), s1_hdr.nwords.eq(nw)]
+                             s1_hdr.kind.eq(KIND_DATA), s1_hdr.tag.eq(_sel(l_tag, lane)),
+                             s1_hdr.seq.eq(_sel(seq, lane)), s1_hdr.nwords.eq(nw)]
                 m.d.sync += state.eq(DATA)
-        with m.Elif(state == DATA):
-            m.d.comb += [self.busy.eq(1), self.rd.valid.eq(space)]
+        with m.Else():   # DATA
+            m.d.comb += self.rd.valid.eq(space)
             with m.If(self.rd.grant):
                 last = left == 1
-                m.d.sync += [s1_valid.eq(1), s1_head.eq(0), s1_tail.eq(last),
+                m.d.sync += [s1_valid.eq(1), s1_head.eq(0), s1_tail.eq(last), s1_mark.eq(0),
                              s1_mcast.eq(cur_mcast), s1_dest.eq(cur_dest),
                              left.eq(left - 1)]
                 # advance the 3-level address generator of the current lane
-                for i, hit in per_lane(cur):
-                    with m.If(hit):
+                for i in range(L):
+                    with m.If(cur == i):
+                        cnt = [l_cnt[k][i] for k in range(3)]
+                        stride = [l_str[k][i] for k in range(3)]
                         w0 = i0[i] + 1 == cnt[0]
                         w1 = i1[i] + 1 == cnt[1]
                         with m.If(~w0):
@@ -194,12 +265,10 @@ class SendEngine(wiring.Component):
                         with m.If(last):
                             m.d.sync += seq[i].eq(seq[i] + 1)
                             with m.If(w0 & w1 & (i2[i] + 1 == cnt[2])):   # region done
-                                m.d.sync += active[i].eq(0)
+                                others = Cat(*[act[j] & (l_slot[j] == l_slot[i])
+                                               for j in range(L) if j != i]).any()
+                                m.d.sync += [act[i].eq(0), s1_mark.eq(~others),
+                                             s1_slot.eq(l_slot[i])]
                 with m.If(last):
                     m.d.sync += state.eq(PICK)
-        with m.Else():   # DRAIN
-            m.d.comb += self.busy.eq(1)
-            with m.If(~s1_valid & ~fifo.level.any()):
-                m.d.comb += self.done.eq(1)
-                m.d.sync += state.eq(IDLE)
         return m

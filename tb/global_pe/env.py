@@ -13,6 +13,10 @@ The NoC model stands for the network and every consumer / producer node:
   producers) with random idle cycles; credit counts are recorded when the
   DUT accepts the flit.
 
+It also watches ``cpl``: for every completion it records the cycle and
+how many tiles of that tag had left on ``net_out`` by then, so a test can
+check that a SEND completes only after its last tile.
+
 Only the NoC side is modelled; the expected traffic comes from
 :mod:`tessera.golden.global_pe`.
 """
@@ -45,6 +49,8 @@ class GpeEnv(TBBase):
         self.cfg = GpeConfig.from_params(self.params)
         man = load_manifest()
         self.flit_fields = {f["name"]: (f["offset"], f["width"]) for f in _fields(man, "net_out")}
+        cf = {f["name"]: (f["offset"], f["width"]) for f in _fields(man, "cpl")}
+        self.cpl_tag = lambda w: (w >> cf["tag"][0]) & ((1 << cf["tag"][1]) - 1)
         self.cmd = StreamSource(dut, "cmd", self.clk, fields=_fields(man, "cmd"),
                                 idle_prob=cmd_idle, rng=random.Random(self.seed + 1))
         self.cpl = StreamSink(dut, "cpl", self.clk, fields=_fields(man, "cpl"),
@@ -79,6 +85,8 @@ class GpeEnv(TBBase):
         self.last_out = None
         self.out_busy_cycles = 0
         self.violations = []
+        self.tiles_by_tag: dict = {}                    # tag -> tiles delivered (per consumer)
+        self.cpl_seen: list = []                        # (tag, cycle, tiles of tag so far)
 
     # -- addressing ------------------------------------------------------------
     def coords(self, consumer):
@@ -158,6 +166,9 @@ class GpeEnv(TBBase):
                         self.first_out = now
                     self.last_out = now
                     self._take_out(dut.net_out__payload.value.to_unsigned(), now, W, hdr_l)
+            if int(dut.cpl__valid.value) and int(dut.cpl__ready.value):
+                tag = self.cpl_tag(dut.cpl__payload.value.to_unsigned())
+                self.cpl_seen.append((tag, now, self.tiles_by_tag.get(tag, 0)))
             dut.net_out__ready.value = int(self.out_ready >= 1.0 or
                                            self.rng.random() < self.out_ready)
             # net_in
@@ -219,6 +230,7 @@ class GpeEnv(TBBase):
             self.cur_pkt = None
             assert len(words) == h["nwords"], f"nwords {h['nwords']} but {len(words)} flits"
             t = Tile(h["tag"], h["seq"], tuple(words))
+            self.tiles_by_tag[t.tag] = self.tiles_by_tag.get(t.tag, 0) + len(dests)
             for c in dests:
                 self.received[c].append(t)
                 self.arrive_time[c].append(now)
@@ -243,26 +255,62 @@ class GpeEnv(TBBase):
 
     # -- checks against the golden model ---------------------------------------
     def check_packets(self, expected: dict, tags=None):
-        """Each consumer received exactly the golden tiles: per lane in order, nothing else."""
+        """Each consumer received exactly the golden tiles: the arrival order must be an
+        interleaving of the golden destination streams, each in order, nothing else."""
         for c in range(self.cfg.consumers):
             got = [t for t in self.received[c] if tags is None or t.tag in tags]
             lanes = [[t for t in lane if tags is None or t.tag in tags]
                      for lane in expected.get(c, [])]
             lanes = [lane for lane in lanes if lane]
-            # the arrival order must be an interleaving of the lanes, each in order
-            heads = [0] * len(lanes)
-            for t in got:
-                for k, lane in enumerate(lanes):
-                    if heads[k] < len(lane) and lane[heads[k]] == t:
-                        heads[k] += 1
-                        break
-                else:
-                    why = "unexpected or out of order"
-                    for k, lane in enumerate(lanes):
-                        e = lane[heads[k]] if heads[k] < len(lane) else None
-                        if e is not None and (e.tag, e.seq) == (t.tag, t.seq):
-                            bad = [i for i, (x, y) in enumerate(zip(t.words, e.words)) if x != y]
+            self.check_equal(len(got), sum(map(len, lanes)), f"consumer {c} tile count")
+            bad = _interleaving(got, lanes)
+            if bad is not None:
+                t = got[bad]
+                why = "unexpected or out of order"
+                for lane in lanes:
+                    for e in lane:
+                        if (e.tag, e.seq) == (t.tag, t.seq) and e.words != t.words:
+                            d = [i for i, (x, y) in enumerate(zip(t.words, e.words)) if x != y]
                             why = (f"data differs: {len(t.words)} words vs {len(e.words)} "
-                                   f"expected, first bad word {bad[:1]}")
-                    raise AssertionError(f"consumer {c}: tile tag={t.tag} seq={t.seq}: {why}")
-            self.check_equal(heads, [len(lane) for lane in lanes], f"consumer {c} tiles")
+                                   f"expected, first bad word {d[:1]}")
+                raise AssertionError(f"consumer {c}: arrival {bad} tile tag={t.tag} "
+                                     f"seq={t.seq}: {why}")
+            self.checks += 1
+
+    def check_send_completions(self, expected: dict, send_tags):
+        """A SEND completes only after every tile it sends has left on ``net_out``:
+        at each completion of a tag in ``send_tags`` (tags used once), the tiles of that
+        tag delivered so far (summed over consumers) equal the golden total."""
+        total: dict = {}
+        for lanes in expected.values():
+            for lane in lanes:
+                for t in lane:
+                    total[t.tag] = total.get(t.tag, 0) + 1
+        n = 0
+        for tag, cycle, seen in self.cpl_seen:
+            if tag in send_tags:
+                self.check_equal(seen, total.get(tag, 0),
+                                 f"tiles of SEND {tag} delivered by its completion (cycle {cycle})")
+                n += 1
+        self.check_equal(n, len(send_tags), "SEND completions seen")
+
+
+def _interleaving(got, lanes):
+    """None if ``got`` is an interleaving of ``lanes`` (each kept in order), else the index
+    of the first arrival no interleaving explains.  Depth-first over (arrival, heads) with
+    memo: a tile may head several lanes when one SEND reaches a consumer twice."""
+    n = len(got)
+    start = (0, tuple(0 for _ in lanes))
+    stack, seen, best = [start], {start}, 0
+    while stack:
+        i, heads = stack.pop()
+        if i == n:
+            return None if all(h == len(lane) for h, lane in zip(heads, lanes)) else n
+        best = max(best, i)
+        for k, lane in enumerate(lanes):
+            if heads[k] < len(lane) and lane[heads[k]] == got[i]:
+                nxt = (i + 1, heads[:k] + (heads[k] + 1,) + heads[k + 1:])
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+    return best

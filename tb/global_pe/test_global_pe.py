@@ -38,6 +38,7 @@ class Runner:
         self.open_recv = []            # [(tag, lo, hi)]
         self.recv_issued = 0
         self._recv_tags = set()
+        self.cmds = []
 
     def _done_tags(self):
         return {c["tag"] for c in self.env.cpl.items}
@@ -64,8 +65,7 @@ class Runner:
             env.issue(cmd)
             env.dut._log.debug("issue %s", {k: v for k, v in cmd.__dict__.items()
                                             if k != "arrivals"})
-            self.issued += 1
-            self.model.step(cmd)
+            self.step(cmd)
             if cmd.op == OP_RECV:
                 self.recv_issued += 1
                 self._recv_tags.add(cmd.tag)
@@ -77,6 +77,12 @@ class Runner:
                     env.send_in(env.out_packet(src, addr, words))
         await self._all_done()
 
+    def step(self, cmd):
+        """Account for a command issued to the DUT (by ``run`` or by the test itself)."""
+        self.issued += 1
+        self.cmds.append(cmd)
+        self.model.step(cmd)
+
     def _recv_done(self):
         return sum(1 for c in self.env.cpl.items if c["tag"] in self._recv_tags)
 
@@ -84,17 +90,35 @@ class Runner:
         done = self._done_tags()
         return sum(1 for t, _, _ in self.open_recv if t not in done)
 
-    def check(self, ordered=True):
+    def check(self):
+        """Completions: the golden set; the order the hardware guarantees (the EWISE
+        unit's in command order, the decoder's own -- rejected commands and GROUP -- in
+        command order; SENDs and RECVs finish at their own pace); every SEND completes
+        only after its last tile; every consumer got exactly its golden streams."""
         env, model = self.env, self.model
         got = [(c["tag"], c["status"]) for c in env.cpl.items]
         env.check_equal(sorted(got), sorted(model.completions), "completions")
-        if ordered:   # non-RECV completions come in command order
-            recv_tags = {t for t, _ in model.completions if t in self._recv_tags}
-            env.check_equal([g for g in got if g[0] not in recv_tags],
-                            [g for g in model.completions if g[0] not in recv_tags],
-                            "completion order")
+        cls = {}
+        for cmd, (tag, st) in zip(self.cmds, model.completions):
+            if st != ST_OK or cmd.op == OP_GROUP:
+                cls[tag] = "decoder"
+            elif cmd.op == OP_EWISE:
+                cls[tag] = "ewise"
+        for k in ("decoder", "ewise"):
+            env.check_equal([g for g in got if cls.get(g[0]) == k],
+                            [g for g in model.completions if cls.get(g[0]) == k],
+                            f"{k} completion order")
+        tags = [t for t, _ in model.completions]
+        sends = {c.tag for c, (_, st) in zip(self.cmds, model.completions)
+                 if c.op == OP_SEND and st == ST_OK and tags.count(c.tag) == 1}
+        env.check_send_completions(model.packets, sends)
         env.check_packets(model.packets)
 
+    def overtakes(self):
+        """Completions of non-RECV commands that came before an earlier command's."""
+        order = {t: i for i, (t, _) in enumerate(self.model.completions)}
+        seq = [order[c["tag"]] for c in self.env.cpl.items if c["tag"] not in self._recv_tags]
+        return sum(1 for i, x in enumerate(seq) if any(y > x for y in seq[:i]))
 
 
 async def _start(dut, **kw):
@@ -115,6 +139,8 @@ async def _random_run(dut, n_cmds, span, out_ready, in_idle, slow_frac=0.2):
     await env.clocks(20)
     runner.check()
     env.check_equal(int(dut.status.value.to_unsigned()) & 1, 0, "credit_overflow flag")
+    env.dut._log.info("%d commands, %d completions overtook an earlier command's",
+                      len(cmds), runner.overtakes())
     return env, cmds
 
 
@@ -235,8 +261,7 @@ async def credit_window_and_slow_group(dut):
     send = Command(OP_SEND, tag=3, a=0, cnt=(tiles * 2, 1, 1), stride=(1, 0, 0), tile=2,
                    groups=(1 << min(cfg.groups, 3)) - 1)
     env.issue(send)
-    runner.model.step(send)
-    runner.issued += 1
+    runner.step(send)
     await env.wait_until(lambda: all(len(env.received[c]) == tiles * lanes_of[c]
                                      for c in fast_nodes)
                          and all(len(env.received[c]) == W for c in slow_nodes), limit=5000,
@@ -256,6 +281,111 @@ async def credit_window_and_slow_group(dut):
     await env.clocks(50)
     runner.check()
     env.report("credit_window_and_slow_group")
+
+
+@cocotb.test()
+async def overlapping_sends(dut):
+    """SENDs overlap: with SEND #1's slow group out of credits, a later SEND to a fast
+    group, a unicast SEND and an EWISE that does not touch SEND #1's region start and
+    complete at their own pace; a GROUP rewrite of the slow group and an EWISE that
+    would overwrite words SEND #1 has yet to read wait for SEND #1."""
+    env = await _start(dut)
+    cfg = env.cfg
+    W = cfg.credit_window
+    rng = random.Random(env.seed)
+    N = cfg.nodes
+    slow = (1 << (cfg.chiplets - 1), 0b11 << (N - 2))        # last chiplet, last 2 nodes
+    fast = (1, 0b1111 & ((1 << N) - 1))                      # chiplet 0, nodes 0..3
+    model = GlobalPEModel(cfg)
+    runner = Runner(env, model)
+    await runner.run([Command(OP_GROUP, tag=0, gidx=0, mask=slow),
+                      Command(OP_GROUP, tag=1, gidx=1, mask=fast),
+                      sc.load_command(rng, cfg, 2, 0, 64)])
+    tile = min(4, cfg.max_tile)
+    words = 8 * tile                                         # 8 tiles > any window here
+
+    def send(tag, groups=0, ucast=False, uaddr=((0, 0), (0, 0)), a=0):
+        return Command(OP_SEND, tag=tag, a=a, cnt=(words, 1, 1), stride=(1, 0, 0), tile=tile,
+                       groups=groups, ucast=ucast, uaddr=uaddr)
+
+    def cpl_cycle(tag):
+        hits = [cy for t, cy, _ in env.cpl_seen if t == tag]
+        return hits[0] if hits else None
+
+    async def issue(cmd):
+        await env.cmd.wait_idle()
+        t0 = env.cycles
+        env.issue(cmd)
+        runner.step(cmd)
+        return t0
+
+    # the fast SEND alone: the reference pace
+    t0 = await issue(send(10, groups=0b10))
+    await env.wait_until(lambda: cpl_cycle(10) is not None, limit=5000, what="SEND 10 alone")
+    alone = cpl_cycle(10) - t0
+
+    slow_nodes = env.members(*slow)
+    for c in slow_nodes:
+        env.delay[c] = None                                  # slow consumers hold credits
+    await issue(send(20, groups=0b01))
+    await env.wait_until(lambda: all(len(env.received[c]) == W for c in slow_nodes),
+                         limit=5000, what="slow group at its window")
+    t_fast = await issue(send(21, groups=0b10))
+    await env.wait_until(lambda: cpl_cycle(21) is not None, limit=5000,
+                         what="fast SEND behind the stalled one")
+    paced = cpl_cycle(21) - t_fast
+    env.dut._log.info("fast SEND alone %d cycles, behind a stalled SEND %d", alone, paced)
+    env.check_equal(paced <= alone + 2, True,
+                    f"fast SEND keeps its pace ({paced} vs {alone} cycles alone)")
+    x, y = 2 % cfg.node_mesh_x, 2 // cfg.node_mesh_x          # a fast node, by unicast
+    await issue(send(22, ucast=True, uaddr=((0, 0), (x, y)), a=words))
+    await issue(Command(OP_EWISE, tag=23, a=words, b=words + 16, c=2 * words + 16,
+                        cnt=(16, 1, 1), sub=EW_ADD, shift=1))    # clear of SEND 20's words
+    await issue(Command(OP_GROUP, tag=24, gidx=1, mask=fast))     # the fast lane is free
+    await env.wait_until(lambda: all(cpl_cycle(t) is not None for t in (22, 23, 24)),
+                         limit=5000, what="commands behind the stalled SEND complete")
+    env.check_equal(cpl_cycle(20), None, "stalled SEND not complete")
+
+    # must wait for the stalled SEND: a rewrite of its group (episode 1), then an EWISE
+    # overwriting words it has yet to read (episode 2); each alone behind a stall
+    slow2 = (slow[0], 0b111 << (N - 3))                      # the slow nodes and one more
+
+    async def stall_then(tag_send, blocked_cmd, holders):
+        for c in holders:
+            env.delay[c] = None
+        if tag_send != 20:
+            before = {c: len(env.received[c]) for c in holders}
+            await issue(send(tag_send, groups=0b01))
+            await env.wait_until(lambda: all(len(env.received[c]) == before[c] + W
+                                             for c in holders), limit=5000,
+                                 what=f"SEND {tag_send} at the window")
+        await issue(blocked_cmd)
+        await env.clocks(300)
+        for t in (tag_send, blocked_cmd.tag):
+            env.check_equal(cpl_cycle(t), None, f"command {t} waits for the stalled SEND")
+        t_release = env.cycles
+        for c in holders:
+            env.delay[c] = (1, 3)
+            env.release(c)
+        await env.wait_until(lambda: all(cpl_cycle(t) is not None
+                                         for t in (tag_send, blocked_cmd.tag)),
+                             limit=5000, what=f"stalled SEND {tag_send} and command "
+                                              f"{blocked_cmd.tag}")
+        # (the blocked command may complete a few cycles before the SEND: it needs only
+        # the SEND's reads / its lane done, the SEND's completion waits for its last flit)
+        env.check_equal(cpl_cycle(blocked_cmd.tag) > t_release, True,
+                        f"command {blocked_cmd.tag} completes after the stall ends")
+
+    for c in slow_nodes:
+        env.check_equal(len(env.received[c]), W, f"slow consumer {c} within its window")
+    await stall_then(20, Command(OP_GROUP, tag=25, gidx=0, mask=slow2), slow_nodes)
+    await stall_then(27, Command(OP_EWISE, tag=28, a=words, b=words + 16, c=words // 2,
+                                 cnt=(words // 2, 1, 1), sub=EW_MAX, shift=0),
+                     env.members(*slow2))
+    await runner.run([sc.readback(cfg, 30, 0, 3 * words)])
+    await env.clocks(20)
+    runner.check()
+    env.report("overlapping_sends", fast_alone=alone, fast_behind_stall=paced)
 
 
 @cocotb.test()
@@ -293,8 +423,7 @@ async def reset_mid_send(dut):
     runner = Runner(env, model)
     await runner.run(cmds[:2])
     env.issue(cmds[2])
-    model.step(cmds[2])
-    runner.issued += 1
+    runner.step(cmds[2])
     # the host holds credits: exactly a full window of tiles arrives
     await env.wait_until(lambda: len(env.received[hold]) == cfg.credit_window, limit=3000,
                          what="full credit window after reset")
@@ -464,8 +593,7 @@ async def protocol_errors(dut):
     send = Command(OP_SEND, tag=2, a=16, cnt=(8, 1, 1), stride=(1, 0, 0), tile=1, ucast=True,
                    uaddr=((0, 0), (x, y)))
     env.issue(send)
-    model.step(send)
-    runner.issued += 1
+    runner.step(send)
     await env.clocks(150)
     env.check_equal(len(env.received[5]), W, "clamped window")
     env.delay[5] = (1, 2)
@@ -496,15 +624,13 @@ async def recv_two_windows(dut):
         recvs.append(Command(OP_RECV, tag=20 + k, a=a, cnt=(32, 1, 1), mask=mask, arrivals=arr))
     for c in recvs:
         env.issue(c)
-        model.step(c)
-        runner.issued += 1
+        runner.step(c)
         runner.recv_issued += 1
         runner._recv_tags.add(c.tag)
     send = Command(OP_SEND, tag=30, a=128, cnt=(8, 4, 1), stride=(1, 8, 0), tile=3,
                    groups=(1 << cfg.groups) - 1)
     env.issue(send)
-    model.step(send)
-    runner.issued += 1
+    runner.step(send)
     await env.cmd.wait_idle()
     await env.clocks(4)
     pkts = [p for c in recvs for p in c.arrivals]
