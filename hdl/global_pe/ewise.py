@@ -20,8 +20,13 @@ write is late) -> one result register -> write requester; one word per cycle
 when the A and B reads are in different banks and the write is not held
 back; half that when A and B share a bank (one read port per bank).
 
-Left out: pooling and depth-wise convolution (Simba lists them as near-memory
-candidates), rounding modes other than floor, per-channel shifts.
+Max pooling is composed from this unit: EWISE max of row pairs, EWISE max of
+neighbouring words, then a SEND whose stride-2 address level picks the
+pooled words (testbench ``maxpool_near_memory``, checked against numpy).
+
+Left out: a dedicated pooling command, average pooling (floor of pairwise
+means is not the exact mean) and depth-wise convolution (Simba lists them as
+near-memory candidates), rounding modes other than floor, per-channel shifts.
 """
 from __future__ import annotations
 

@@ -25,7 +25,8 @@ completion waits, so none is lost.  Completions are tagged and leave in
 the order the commands finish, not in command order.
 
 Left out: the AXI register interface of the real chiplet (commands arrive as
-a stream), pooling / depth-wise near-memory operations, power management.
+a stream), a dedicated pooling command (max pooling is composed from EWISE max
+and a strided SEND, see :mod:`.ewise`), depth-wise operations, power management.
 """
 from __future__ import annotations
 
