@@ -33,9 +33,10 @@ def test_random_soak(seed):
 
 # A second parameter set: 2 banks, 64-bit words, 3x3 nodes on a 1x3 chiplet mesh,
 # 3 groups (non-power-of-two: the out-of-range group index is testable), window 2,
-# one RECV slot.
+# one RECV slot, 3 SENDs in flight (non-power-of-two slot count), one unicast lane.
 SMALL = dict(words=512, word_bits=64, banks=2, node_mesh_x=3, node_mesh_y=3, chiplet_mesh_x=1,
-             chiplet_mesh_y=3, groups=3, credit_window=2, max_tile=5, recv_slots=1)
+             chiplet_mesh_y=3, groups=3, credit_window=2, max_tile=5, recv_slots=1,
+             send_slots=3, ucast_lanes=1)
 
 
 @pytest.mark.cocotb

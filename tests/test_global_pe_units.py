@@ -125,7 +125,9 @@ def test_command_fields_match_layout():
 
 
 @pytest.mark.parametrize("assign,name", [(["banks=3"], "banks"), (["words=1002"], "words"),
-                                         (["word_bits=100"], "word_bits")])
+                                         (["word_bits=100"], "word_bits"),
+                                         (["send_slots=0"], "send_slots"),
+                                         (["ucast_lanes=5"], "ucast_lanes")])
 def test_bad_parameters(assign, name):
     spec = get("global_pe")
     with pytest.raises(ParamError) as err:
