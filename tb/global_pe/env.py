@@ -34,6 +34,7 @@ from tessera.hdl.global_pe.packets import (DATA_CLASS, KIND_CREDIT, KIND_DATA, K
                                            GpeConfig, credit_layout, data_header_layout,
                                            out_header_layout, pack_fields, unpack_fields)
 from tessera.tb.common import StreamSink, StreamSource, TBBase, load_manifest
+from tessera.tb.global_pe.checks import interleaving as _interleaving
 
 
 def _fields(manifest, stream):
@@ -293,24 +294,3 @@ class GpeEnv(TBBase):
                                  f"tiles of SEND {tag} delivered by its completion (cycle {cycle})")
                 n += 1
         self.check_equal(n, len(send_tags), "SEND completions seen")
-
-
-def _interleaving(got, lanes):
-    """None if ``got`` is an interleaving of ``lanes`` (each kept in order), else the index
-    of the first arrival no interleaving explains.  Depth-first over (arrival, heads) with
-    memo: a tile may head several lanes when one SEND reaches a consumer twice."""
-    n = len(got)
-    start = (0, tuple(0 for _ in lanes))
-    stack, seen, best = [start], {start}, 0
-    while stack:
-        i, heads = stack.pop()
-        if i == n:
-            return None if all(h == len(lane) for h, lane in zip(heads, lanes)) else n
-        best = max(best, i)
-        for k, lane in enumerate(lanes):
-            if heads[k] < len(lane) and lane[heads[k]] == got[i]:
-                nxt = (i + 1, heads[:k] + (heads[k] + 1,) + heads[k + 1:])
-                if nxt not in seen:
-                    seen.add(nxt)
-                    stack.append(nxt)
-    return best
