@@ -10,8 +10,8 @@ ENV = {}      # (the Verilator PCH make fix now lives in tessera.tb.runner)
 @pytest.mark.cocotb
 @pytest.mark.parametrize("testcase", ["demo", "malformed_commands", "ewise_saturation",
                                       "credit_window_and_slow_group", "overlapping_sends",
-                                      "maxpool_near_memory", "reset_mid_send", "protocol_errors",
-                                      "recv_two_windows"])
+                                      "maxpool_near_memory", "completion_fairness", "reset_mid_send",
+                                      "protocol_errors", "recv_two_windows"])
 def test_directed(testcase):
     run("global_pe", {}, MODULE, testcase=testcase, seed=3, extra_env=ENV)
 

@@ -6,8 +6,9 @@ Simba §3.1 "Simba global PE".  Interfaces (all ``amaranth.lib.stream``):
 * ``cmd`` (in): :func:`packets.command_layout` commands from the chiplet
   controller;
 * ``cpl`` (out): :func:`packets.completion_layout` (tag, status), one per
-  command, tagged; they leave in the order commands finish (a SEND to a fast
-  group may complete before an earlier SEND still waiting for slow consumers);
+  command, tagged; they leave roughly in the order commands finish (a SEND to
+  a fast group may complete before an earlier SEND still waiting for slow
+  consumers), one cycle after the finish at the earliest;
 * ``net_out`` (out): NoC flits (:mod:`tessera.hdl.noc.flit` layout,
   payload = one buffer word) -- DATA packets of SENDs;
 * ``net_in`` (in): NoC flits -- OUT packets (RECV) and CREDIT packets;
@@ -19,10 +20,12 @@ network in (RECV), write 1 = EWISE result.  Up to ``send_slots`` SENDs,
 one EWISE, ``recv_slots`` RECVs and one decoder completion (rejected
 command or GROUP) are in flight at once (dispatch rules in
 :mod:`.decoder`).  Completions from the sources (each RECV slot, each send
-slot, EWISE, decoder) wait in one register each and leave through a
-fixed-priority merge in that order; a unit or slot is not reused while its
-completion waits, so none is lost.  Completions are tagged and leave in
-the order the commands finish, not in command order.
+slot, EWISE, decoder) wait in one register each; a round-robin merge moves
+one per cycle into the ``cpl`` output register (its payload holds still
+while ``cpl`` is back-pressured).  A unit or slot is not reused while its
+completion waits, so none is lost, and round robin means none starves.
+Completions are tagged and leave roughly in the order commands finish, not
+in command order.
 
 Left out: the AXI register interface of the real chiplet (commands arrive as
 a stream), a dedicated pooling command (max pooling is composed from EWISE max
@@ -36,7 +39,7 @@ from amaranth.lib.wiring import In, Out, connect
 
 from tessera.params import ParamError
 
-from .buffer import Buffer
+from .buffer import Buffer, round_robin
 from .decoder import Decoder
 from .ewise import EwiseUnit
 from .mcast import MulticastManager
@@ -133,7 +136,7 @@ class GlobalPE(wiring.Component):
                      rcv.mask.eq(q.mask)]
 
         # completions: one pending register per source (each RECV slot, each send
-        # slot, EWISE, decoder); fixed-priority merge in that order
+        # slot, EWISE, decoder); round-robin merge below
         S = cfg.recv_slots
         SS = cfg.send_slots
         srcs = ([f"recv{k}" for k in range(S)] + [f"send{k}" for k in range(SS)]
@@ -182,16 +185,24 @@ class GlobalPE(wiring.Component):
                      dec.recv_free.eq(Cat(*free).any()),
                      dec.own_free.eq(~pend["dec"])]
 
+        # output register fed by a round-robin pick among the waiting completions: the
+        # payload holds still while ``cpl`` is back-pressured, and no source starves
         taken = {s: Signal(name=f"cpl_{s}_taken") for s in srcs}
+        out_v = Signal(name="cpl_out_valid")
+        out_tag = Signal(TAG_BITS, name="cpl_out_tag")
+        out_st = Signal(3, name="cpl_out_status")
+        m.d.comb += [self.cpl.valid.eq(out_v), self.cpl.payload.tag.eq(out_tag),
+                     self.cpl.payload.status.eq(out_st)]
+        load = Signal(name="cpl_load")
+        m.d.comb += load.eq(~out_v | self.cpl.ready)
+        with m.If(out_v & self.cpl.ready):
+            m.d.sync += out_v.eq(0)
+        grants, _ = round_robin(m, [pend[s] & load for s in srcs], "cpl")
         for i, s in enumerate(srcs):
-            first = pend[s]
-            for h in srcs[:i]:
-                first = first & ~pend[h]
-            with m.If(first):
-                m.d.comb += [self.cpl.valid.eq(1), self.cpl.payload.tag.eq(ptag[s]),
-                             taken[s].eq(self.cpl.ready)]
-                if s == "dec":
-                    m.d.comb += self.cpl.payload.status.eq(pstat)
+            with m.If(grants[i]):
+                m.d.comb += taken[s].eq(1)
+                m.d.sync += [out_v.eq(1), out_tag.eq(ptag[s]),
+                             out_st.eq(pstat if s == "dec" else 0)]
         for s in srcs:
             with m.If(taken[s]):
                 m.d.sync += pend[s].eq(0)

@@ -38,7 +38,7 @@ SEND completions therefore follow the network, not command order.
 **Hazards.**  ``chk_lo``/``chk_hi`` ask whether a SEND still issuing reads
 may read that address range (``chk_hit``): a slot's range is the bounding
 box ``[base, span]`` of its region, kept until its last lane has issued its
-last read.  The top uses it to hold back an EWISE that would overwrite data
+last read (conservative: words already read or skipped by strides count).  The top uses it to hold back an EWISE that would overwrite data
 an earlier SEND has yet to read.
 
 Pipeline: issue stage (head flit, or one buffer read per cycle) -> one
