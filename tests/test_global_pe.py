@@ -23,6 +23,13 @@ def test_random(seed, out_ready, in_idle):
         extra_env={**ENV, "GPE_OUT_READY": str(out_ready), "GPE_IN_IDLE": str(in_idle)})
 
 
+@pytest.mark.cocotb
+def test_random_dense_hazards():
+    """Regions packed into 48 words: EWISEs hit SEND regions in flight all the time."""
+    run("global_pe", {}, MODULE, testcase="random_commands", seed=4,
+        extra_env={**ENV, "GPE_CMDS": "40", "GPE_SPAN": "48"})
+
+
 @pytest.mark.slow
 @pytest.mark.cocotb
 @pytest.mark.parametrize("seed", range(10, 20))

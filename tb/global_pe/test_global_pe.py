@@ -350,15 +350,19 @@ async def overlapping_sends(dut):
     # overwriting words it has yet to read (episode 2); each alone behind a stall
     slow2 = (slow[0], 0b111 << (N - 3))                      # the slow nodes and one more
 
-    async def stall_then(tag_send, blocked_cmd, holders):
+    async def stall_then(tag_send, blocked_cmd, holders, free_cmds=(), a=0):
         for c in holders:
             env.delay[c] = None
         if tag_send != 20:
             before = {c: len(env.received[c]) for c in holders}
-            await issue(send(tag_send, groups=0b01))
+            await issue(send(tag_send, groups=0b01, a=a))
             await env.wait_until(lambda: all(len(env.received[c]) == before[c] + W
                                              for c in holders), limit=5000,
                                  what=f"SEND {tag_send} at the window")
+        for cmd in free_cmds:                      # clear of the stalled SEND: complete
+            await issue(cmd)
+            await env.wait_until(lambda: cpl_cycle(cmd.tag) is not None, limit=2000,
+                                 what=f"command {cmd.tag} beside the stalled SEND")
         await issue(blocked_cmd)
         await env.clocks(300)
         for t in (tag_send, blocked_cmd.tag):
@@ -379,10 +383,16 @@ async def overlapping_sends(dut):
     for c in slow_nodes:
         env.check_equal(len(env.received[c]), W, f"slow consumer {c} within its window")
     await stall_then(20, Command(OP_GROUP, tag=25, gidx=0, mask=slow2), slow_nodes)
-    await stall_then(27, Command(OP_EWISE, tag=28, a=words, b=words + 16, c=words // 2,
-                                 cnt=(words // 2, 1, 1), sub=EW_MAX, shift=0),
-                     env.members(*slow2))
-    await runner.run([sc.readback(cfg, 30, 0, 3 * words)])
+    # SEND 27/31 read [8, 8 + words - 1]; EWISE destinations at the edges of that box
+    lo, hi = 8, 8 + words - 1
+
+    def ew(tag, c, n):
+        return Command(OP_EWISE, tag=tag, a=2 * words, b=2 * words + 16, c=c, cnt=(n, 1, 1),
+                       sub=EW_MAX, shift=0)
+    await stall_then(27, ew(29, 0, lo + 1), env.members(*slow2), a=lo,
+                     free_cmds=[ew(28, hi + 1, 8)])       # ends at base: waits; past span: free
+    await stall_then(31, ew(32, hi, 8), env.members(*slow2), a=lo)   # starts at span: waits
+    await runner.run([sc.readback(cfg, 40, 0, 3 * words)])
     await env.clocks(20)
     runner.check()
     env.report("overlapping_sends", fast_alone=alone, fast_behind_stall=paced)
