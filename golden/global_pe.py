@@ -10,6 +10,8 @@ spec says must happen, independent of timing:
   the tiles of successive SENDs to one group (or one unicast node) follow
   each other in command order, while different streams may interleave
   arbitrarily at the consumer (a node in two groups gets two lists);
+  ``dest_packets`` pairs each tile with its packet destination (multicast
+  masks or unicast node), which tells lanes apart on the wire;
 * ``completions``: (tag, status) per command, listed in command order;
   the spec fixes the set, not the order (completions are tagged; SENDs
   finish at the pace of their consumers);
@@ -114,7 +116,7 @@ class GlobalPEModel:
         self.buf = (np.zeros((cfg.words, nbytes), dtype=np.int8) if buffer is None
                     else np.array(buffer, dtype=np.int8).reshape(cfg.words, nbytes))
         self.table = [(0, 0)] * cfg.groups
-        self.streams: dict[int, dict] = {}    # consumer -> {stream key: [Tile]}
+        self.streams: dict[int, dict] = {}    # consumer -> {stream key: [(Tile, dest)]}
         self.completions: list = []
         self.flags = {"stray_word": 0, "bad_flit": 0, "credit_overflow": 0}
 
@@ -191,13 +193,16 @@ class GlobalPEModel:
             chunks = [words[r + i:r + min(i + cmd.tile, n0)]          # row-aligned tiles
                       for r in range(0, len(words), n0) for i in range(0, n0, cmd.tile)]
             tiles = [Tile(cmd.tag, k % (1 << 16), tuple(ch)) for k, ch in enumerate(chunks)]
-            dests = [(("group", g), self.members(*self.table[g]))
+            dests = [(("group", g), ("mcast",) + tuple(self.table[g]),
+                      self.members(*self.table[g]))
                      for g in range(self.cfg.groups) if cmd.groups >> g & 1]
             if cmd.ucast:
-                dests.append((("ucast",), [self.consumer(cmd.uaddr)]))
-            for key, consumers in dests:
+                u = self.consumer(cmd.uaddr)
+                dests.append((("ucast",), ("ucast", u), [u]))
+            for key, dest, consumers in dests:
                 for c in consumers:
-                    self.streams.setdefault(c, {}).setdefault(key, []).extend(tiles)
+                    self.streams.setdefault(c, {}).setdefault(key, []).extend(
+                        (t, dest) for t in tiles)
         elif cmd.op == OP_RECV:
             prod = set(self.members(*cmd.mask))
             lo, hi = cmd.a, cmd.a + cmd.cnt[0]
@@ -221,7 +226,14 @@ class GlobalPEModel:
     @property
     def packets(self) -> dict:
         """{consumer: [tiles of one destination stream, ...]} (streams in first-use order)."""
-        return {c: [list(t) for t in streams.values()] for c, streams in self.streams.items()}
+        return {c: [[t for t, _ in st] for st in streams.values()]
+                for c, streams in self.streams.items()}
+
+    @property
+    def dest_packets(self) -> dict:
+        """As :attr:`packets`, each tile paired with the packet destination it travels
+        under: ``("mcast", chiplet mask, node mask)`` or ``("ucast", consumer)``."""
+        return {c: [list(st) for st in streams.values()] for c, streams in self.streams.items()}
 
     def run(self, commands) -> Result:
         for cmd in commands:

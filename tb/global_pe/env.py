@@ -13,8 +13,8 @@ The NoC model stands for the network and every consumer / producer node:
   producers) with random idle cycles; credit counts are recorded when the
   DUT accepts the flit.
 
-It also watches ``cpl``: for every completion it records the cycle and
-how many tiles of that tag had left on ``net_out`` by then, so a test can
+It also watches ``cpl``: for every completion it records the cycle it first
+shows (valid) and how many tiles of that tag had left on ``net_out`` by then, so a test can
 check that a SEND completes only after its last tile.
 
 Only the NoC side is modelled; the expected traffic comes from
@@ -70,6 +70,7 @@ class GpeEnv(TBBase):
     def reset_model(self):
         n = self.cfg.consumers
         self.received = {c: [] for c in range(n)}      # Tile list per consumer, arrival order
+        self.received_dest = {c: [] for c in range(n)}  # (Tile, packet destination) pairs
         self.heads = [0] * n                            # tiles started per consumer
         self.accepted = [0] * n                         # credits accepted by the DUT
         self.held = [0] * n                             # credits a holding consumer owes
@@ -88,6 +89,7 @@ class GpeEnv(TBBase):
         self.violations = []
         self.tiles_by_tag: dict = {}                    # tag -> tiles delivered (per consumer)
         self.cpl_seen: list = []                        # (tag, cycle, tiles of tag so far)
+        self._cpl_showing = False
 
     # -- addressing ------------------------------------------------------------
     def coords(self, consumer):
@@ -167,9 +169,13 @@ class GpeEnv(TBBase):
                         self.first_out = now
                     self.last_out = now
                     self._take_out(dut.net_out__payload.value.to_unsigned(), now, W, hdr_l)
-            if int(dut.cpl__valid.value) and int(dut.cpl__ready.value):
-                tag = self.cpl_tag(dut.cpl__payload.value.to_unsigned())
-                self.cpl_seen.append((tag, now, self.tiles_by_tag.get(tag, 0)))
+            if int(dut.cpl__valid.value):      # first cycle a completion shows
+                if not self._cpl_showing:
+                    tag = self.cpl_tag(dut.cpl__payload.value.to_unsigned())
+                    self.cpl_seen.append((tag, now, self.tiles_by_tag.get(tag, 0)))
+                self._cpl_showing = not int(dut.cpl__ready.value)
+            else:
+                self._cpl_showing = False
             dut.net_out__ready.value = int(self.out_ready >= 1.0 or
                                            self.rng.random() < self.out_ready)
             # net_in
@@ -215,6 +221,10 @@ class GpeEnv(TBBase):
                                         (g(word, "dest.ucast.node.x"),
                                          g(word, "dest.ucast.node.y")))]
             assert dests, "packet with no destination"
+            if g(word, "mcast"):
+                dkey = ("mcast", g(word, "dest.mcast.chiplets"), g(word, "dest.mcast.nodes"))
+            else:
+                dkey = ("ucast", dests[0])
             for c in dests:
                 self.heads[c] += 1
                 if self.heads[c] - self.accepted[c] > W:
@@ -222,18 +232,19 @@ class GpeEnv(TBBase):
                 assert self.heads[c] - self.accepted[c] <= W, (
                     f"consumer {c} got tile {self.heads[c]} with only {self.accepted[c]} "
                     f"credits returned (window {W})")
-            self.cur_pkt = (h, dests, [])
+            self.cur_pkt = (h, dests, [], dkey)
             return
         assert self.cur_pkt is not None, "body flit without head"
         self.cur_pkt[2].append(payload)
         if tail:
-            h, dests, words = self.cur_pkt
+            h, dests, words, dkey = self.cur_pkt
             self.cur_pkt = None
             assert len(words) == h["nwords"], f"nwords {h['nwords']} but {len(words)} flits"
             t = Tile(h["tag"], h["seq"], tuple(words))
             self.tiles_by_tag[t.tag] = self.tiles_by_tag.get(t.tag, 0) + len(dests)
             for c in dests:
                 self.received[c].append(t)
+                self.received_dest[c].append((t, dkey))
                 self.arrive_time[c].append(now)
                 d = self.delay.get(c, (1, 4))
                 if d is None:
@@ -248,6 +259,22 @@ class GpeEnv(TBBase):
         return ((chip[1] * cfg.chiplet_mesh_x + chip[0]) * cfg.nodes
                 + node[1] * cfg.node_mesh_x + node[0])
 
+    async def check_credits_restored(self):
+        """Once every credit return has reached the DUT, each consumer's credit counter in
+        the multicast manager is back at ``credit_window`` (no credit leaked or invented),
+        holding consumers excepted."""
+        await self.wait_until(lambda: not self.pending_credits and not self.in_packets
+                              and not self.in_cur and not self.in_valid,
+                              what="credit returns drained")
+        await self.clocks(4)
+        W = self.cfg.credit_window
+        for c in range(self.cfg.consumers):
+            v = int(getattr(self.dut.mcast, f"credit{c}").value)
+            exp = W - (self.heads[c] - self.accepted[c])
+            self.check_equal(v, exp, f"consumer {c} credit counter")
+            if not self.held[c]:
+                self.check_equal(v, W, f"consumer {c} credits back at the window")
+
     def release(self, c):
         """A holding consumer returns all credits it owes."""
         n, self.held[c] = self.held[c], 0
@@ -257,35 +284,39 @@ class GpeEnv(TBBase):
     # -- checks against the golden model ---------------------------------------
     def check_packets(self, expected: dict, tags=None):
         """Each consumer received exactly the golden tiles: the arrival order must be an
-        interleaving of the golden destination streams, each in order, nothing else."""
+        interleaving of the golden destination streams, each in order, nothing else.
+        ``expected`` is the golden model's ``dest_packets``: tiles are compared together
+        with the packet destination (multicast masks / unicast node), so two lanes
+        carrying the same tiles to one consumer are still told apart."""
         for c in range(self.cfg.consumers):
-            got = [t for t in self.received[c] if tags is None or t.tag in tags]
-            lanes = [[t for t in lane if tags is None or t.tag in tags]
+            got = [x for x in self.received_dest[c] if tags is None or x[0].tag in tags]
+            lanes = [[x for x in lane if tags is None or x[0].tag in tags]
                      for lane in expected.get(c, [])]
             lanes = [lane for lane in lanes if lane]
             self.check_equal(len(got), sum(map(len, lanes)), f"consumer {c} tile count")
             bad = _interleaving(got, lanes)
             if bad is not None:
-                t = got[bad]
+                t, d = got[bad]
                 why = "unexpected or out of order"
                 for lane in lanes:
-                    for e in lane:
+                    for e, _ in lane:
                         if (e.tag, e.seq) == (t.tag, t.seq) and e.words != t.words:
-                            d = [i for i, (x, y) in enumerate(zip(t.words, e.words)) if x != y]
+                            x = [i for i, (p, q) in enumerate(zip(t.words, e.words)) if p != q]
                             why = (f"data differs: {len(t.words)} words vs {len(e.words)} "
-                                   f"expected, first bad word {d[:1]}")
+                                   f"expected, first bad word {x[:1]}")
                 raise AssertionError(f"consumer {c}: arrival {bad} tile tag={t.tag} "
-                                     f"seq={t.seq}: {why}")
+                                     f"seq={t.seq} dest={d}: {why}")
             self.checks += 1
 
     def check_send_completions(self, expected: dict, send_tags):
         """A SEND completes only after every tile it sends has left on ``net_out``:
-        at each completion of a tag in ``send_tags`` (tags used once), the tiles of that
-        tag delivered so far (summed over consumers) equal the golden total."""
+        when the completion of a tag in ``send_tags`` (tags used once) first shows on
+        ``cpl`` (valid), the tiles of that tag delivered so far (summed over consumers)
+        equal the golden total (``expected``: the golden ``dest_packets``)."""
         total: dict = {}
         for lanes in expected.values():
             for lane in lanes:
-                for t in lane:
+                for t, _ in lane:
                     total[t.tag] = total.get(t.tag, 0) + 1
         n = 0
         for tag, cycle, seen in self.cpl_seen:

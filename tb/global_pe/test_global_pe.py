@@ -111,8 +111,8 @@ class Runner:
         tags = [t for t, _ in model.completions]
         sends = {c.tag for c, (_, st) in zip(self.cmds, model.completions)
                  if c.op == OP_SEND and st == ST_OK and tags.count(c.tag) == 1}
-        env.check_send_completions(model.packets, sends)
-        env.check_packets(model.packets)
+        env.check_send_completions(model.dest_packets, sends)
+        env.check_packets(model.dest_packets)
 
     def overtakes(self):
         """Completions of non-RECV commands that came before an earlier command's."""
@@ -138,6 +138,7 @@ async def _random_run(dut, n_cmds, span, out_ready, in_idle, slow_frac=0.2):
     await runner.run(cmds)
     await env.clocks(20)
     runner.check()
+    await env.check_credits_restored()
     env.check_equal(int(dut.status.value.to_unsigned()) & 1, 0, "credit_overflow flag")
     env.dut._log.info("%d commands, %d completions overtook an earlier command's",
                       len(cmds), runner.overtakes())
@@ -395,6 +396,7 @@ async def overlapping_sends(dut):
     await runner.run([sc.readback(cfg, 40, 0, 3 * words)])
     await env.clocks(20)
     runner.check()
+    await env.check_credits_restored()
     env.report("overlapping_sends", fast_alone=alone, fast_behind_stall=paced)
 
 
@@ -635,7 +637,7 @@ async def bench_bandwidth(dut):
     # everything the DUT sent is what the golden model says
     got = [(c["tag"], c["status"]) for c in env.cpl.items]
     env.check_equal(sorted(got), sorted(model.completions), "completions")
-    env.check_packets(model.packets)
+    env.check_packets(model.dest_packets)
     path = os.environ.get("GPE_BENCH_OUT")
     if path:
         with open(path, "w") as fh:
