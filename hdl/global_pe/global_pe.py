@@ -150,26 +150,22 @@ class GlobalPE(wiring.Component):
         done.update({f"send{k}": snd.done & (snd.done_slot == k) for k in range(SS)})
         done.update(ewise=ew.done)
 
-        # RECV slot allocation: the lowest slot that is closed and has no pending completion
-        free = [~rcv.active[k] & ~pend[f"recv{k}"] for k in range(S)]
-        slot = Signal(range(max(2, S)))
-        for k in reversed(range(S)):
-            with m.If(free[k]):
-                m.d.comb += slot.eq(k)
-        m.d.comb += rcv.start_slot.eq(slot)
-        for k in range(S):
-            with m.If(dec.start_recv & (slot == k)):
-                m.d.sync += utag[f"recv{k}"].eq(q.tag)
-        # send slot allocation: the lowest slot with no SEND in flight and no pending completion
-        sfree = [~snd.slot_busy[k] & ~pend[f"send{k}"] for k in range(SS)]
-        sslot = Signal(range(max(2, SS)))
-        for k in reversed(range(SS)):
-            with m.If(sfree[k]):
-                m.d.comb += sslot.eq(k)
-        m.d.comb += snd.start_slot.eq(sslot)
-        for k in range(SS):
-            with m.If(dec.start_send & (sslot == k)):
-                m.d.sync += utag[f"send{k}"].eq(q.tag)
+        def allocate(kind, n, busy, start, target):
+            """The lowest slot of ``kind`` that is idle and has no completion waiting;
+            its tag is latched when ``start`` dispatches a command into it."""
+            free = [~busy[k] & ~pend[f"{kind}{k}"] for k in range(n)]
+            slot = Signal(range(max(2, n)), name=f"{kind}_alloc")
+            for k in reversed(range(n)):
+                with m.If(free[k]):
+                    m.d.comb += slot.eq(k)
+            m.d.comb += target.eq(slot)
+            for k in range(n):
+                with m.If(start & (slot == k)):
+                    m.d.sync += utag[f"{kind}{k}"].eq(q.tag)
+            return free
+
+        free = allocate("recv", S, rcv.active, dec.start_recv, rcv.start_slot)
+        sfree = allocate("send", SS, snd.slot_busy, dec.start_send, snd.start_slot)
         with m.If(dec.start_ewise):
             m.d.sync += utag["ewise"].eq(q.tag)
 
