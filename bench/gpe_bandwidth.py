@@ -10,7 +10,7 @@ always ready), 1024 words of 256 bit, 16-word tiles:
 Also: cycles for a fast group to receive 256 words alone, vs. in the same SEND as
 a slow group whose credits return after 200 cycles, vs. in a SEND issued right
 behind a SEND to that slow group (SENDs overlap: the slow group holds back only
-itself).  Target: >= 0.95 flits/cycle for sends.  Writes build/bench/gpe_bandwidth.json.
+itself), and the last again with send_slots=1 (one SEND at a time).  Target: >= 0.95 flits/cycle for sends.  Writes build/bench/gpe_bandwidth.json.
 """
 import json
 import sys
@@ -29,6 +29,12 @@ def main() -> int:
         seed=1, extra_env={**ENV, "GPE_BENCH_OUT": str(raw.resolve())})
     res = json.loads(raw.read_text())
     raw.unlink()
+    # the same run with one SEND in flight at a time (send_slots=1): the fast SEND waits
+    run("global_pe", {"send_slots": 1}, "tessera.tb.global_pe.test_global_pe",
+        testcase="bench_bandwidth", seed=1, extra_env={**ENV, "GPE_BENCH_OUT": str(raw.resolve())})
+    one = json.loads(raw.read_text())
+    raw.unlink()
+    res["send_fast_behind_slow_send_cycles_one_slot"] = one["send_fast_behind_slow_send_cycles"]
     keys = ["send_unicast_flits_per_cycle", "send_multicast_flits_per_cycle",
             "recv_words_per_cycle", "ewise_bytes_per_cycle"]
     doc = {k: round(res[k], 4) for k in keys}
@@ -50,7 +56,8 @@ def main() -> int:
           f"{res['send_fast_behind_slow_send_cycles']} vs {res['send_fast_alone_cycles']} "
           f"cycles alone (x{res['send_fast_group_slowdown_behind_slow_send']:.3f}; "
           f"completed first: {res['send_fast_behind_slow_send_completed_first']}; the link "
-          f"also carried the slow group's first credit window)")
+          f"also carried the slow group's first credit window); with send_slots=1 (one SEND "
+          f"at a time): {res['send_fast_behind_slow_send_cycles_one_slot']} cycles")
     print(f"target send >= 0.95 flits/cycle: {'met' if doc['meets_target'] else 'NOT met'}")
     print(f"wrote {out_dir / 'gpe_bandwidth.json'}")
     return 0 if doc["meets_target"] else 1
