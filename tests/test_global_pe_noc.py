@@ -95,10 +95,11 @@ def test_global_pe_through_router_mesh():
     hdr_l, cr_l, out_l = data_header_layout(), credit_layout(), out_header_layout()
     W = GPE["credit_window"]
     res = {"received": {i: [] for i in range(K * K)}, "cpl": [], "sent": [0] * (K * K),
-           "accepted": [0] * (K * K), "cycles": 0}
+           "accepted": [0] * (K * K)}
+    recv_tag = next(c.tag for c in cmds if c.op == OP_RECV)
 
     async def bench(ctx):
-        cmd_q = [c.fields() for c in cmds]
+        cmd_q = list(cmds)
         cmd_lay = gpe.cmd.payload.shape()
         inq = {i: [] for i in range(1, K * K)}            # flits to inject per port
         pending = []                                       # (cycle, port) credit returns
@@ -109,10 +110,10 @@ def test_global_pe_through_router_mesh():
         for cycle in range(20000):
             # commands: the RECV's producers start once it has been taken
             # (the controller's rule: nothing touches an open RECV window until it completes)
-            hold = recv_sent and 3 not in [t for t, _ in res["cpl"]]
+            hold = recv_sent and recv_tag not in [t for t, _ in res["cpl"]]
             if cmd_q and not hold:
                 ctx.set(gpe.cmd.valid, 1)
-                ctx.set(gpe.cmd.payload, cmd_lay.const(_nest(cmd_q[0])))
+                ctx.set(gpe.cmd.payload, cmd_lay.const(_nest(cmd_q[0].fields())))
             else:
                 ctx.set(gpe.cmd.valid, 0)
             cmd_taken = bool(cmd_q) and not hold and ctx.get(gpe.cmd.ready)
@@ -144,10 +145,8 @@ def test_global_pe_through_router_mesh():
                 if ctx.get(gpe.cpl.valid) else None
             assert not any(ctx.get(e) for e in mesh.errors), f"router error at cycle {cycle}"
             await ctx.tick()
-            res["cycles"] = cycle
             if cmd_taken:
-                cmd_q.pop(0)
-                if cmds[len(cmds) - len(cmd_q) - 1].op == OP_RECV and not recv_sent:
+                if cmd_q.pop(0).op == OP_RECV:
                     recv_sent = True
                     for src, a, ws in arrivals:
                         p = pack_fields(out_l, kind=KIND_OUT, addr=a, nwords=len(ws))

@@ -183,7 +183,6 @@ class GlobalPE(wiring.Component):
 
         # output register fed by a round-robin pick among the waiting completions: the
         # payload holds still while ``cpl`` is back-pressured, and no source starves
-        taken = {s: Signal(name=f"cpl_{s}_taken") for s in srcs}
         out_v = Signal(name="cpl_out_valid")
         out_tag = Signal(TAG_BITS, name="cpl_out_tag")
         out_st = Signal(3, name="cpl_out_status")
@@ -196,12 +195,8 @@ class GlobalPE(wiring.Component):
         grants, _ = round_robin(m, [pend[s] & load for s in srcs], "cpl")
         for i, s in enumerate(srcs):
             with m.If(grants[i]):
-                m.d.comb += taken[s].eq(1)
-                m.d.sync += [out_v.eq(1), out_tag.eq(ptag[s]),
+                m.d.sync += [pend[s].eq(0), out_v.eq(1), out_tag.eq(ptag[s]),
                              out_st.eq(pstat if s == "dec" else 0)]
-        for s in srcs:
-            with m.If(taken[s]):
-                m.d.sync += pend[s].eq(0)
         for s in units:
             with m.If(done[s]):
                 m.d.sync += [pend[s].eq(1), ptag[s].eq(utag[s])]

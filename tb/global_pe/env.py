@@ -33,7 +33,7 @@ from tessera.golden.global_pe import Tile
 from tessera.hdl.global_pe.packets import (DATA_CLASS, KIND_CREDIT, KIND_DATA, KIND_OUT,
                                            GpeConfig, credit_layout, data_header_layout,
                                            out_header_layout, pack_fields, unpack_fields)
-from tessera.tb.common import StreamSink, StreamSource, TBBase, load_manifest
+from tessera.tb.common import StreamSink, StreamSource, TBBase, load_manifest, unpack
 from tessera.tb.global_pe.checks import interleaving as _interleaving
 
 
@@ -50,8 +50,6 @@ class GpeEnv(TBBase):
         self.cfg = GpeConfig.from_params(self.params)
         man = load_manifest()
         self.flit_fields = {f["name"]: (f["offset"], f["width"]) for f in _fields(man, "net_out")}
-        cf = {f["name"]: (f["offset"], f["width"]) for f in _fields(man, "cpl")}
-        self.cpl_tag = lambda w: (w >> cf["tag"][0]) & ((1 << cf["tag"][1]) - 1)
         self.cmd = StreamSource(dut, "cmd", self.clk, fields=_fields(man, "cmd"),
                                 idle_prob=cmd_idle, rng=random.Random(self.seed + 1))
         self.cpl = StreamSink(dut, "cpl", self.clk, fields=_fields(man, "cpl"),
@@ -171,7 +169,7 @@ class GpeEnv(TBBase):
                     self._take_out(dut.net_out__payload.value.to_unsigned(), now, W, hdr_l)
             if int(dut.cpl__valid.value):      # first cycle a completion shows
                 if not self._cpl_showing:
-                    tag = self.cpl_tag(dut.cpl__payload.value.to_unsigned())
+                    tag = unpack(self.cpl.fields, dut.cpl__payload.value.to_unsigned())["tag"]
                     self.cpl_seen.append((tag, now, self.tiles_by_tag.get(tag, 0)))
                 self._cpl_showing = not int(dut.cpl__ready.value)
             else:

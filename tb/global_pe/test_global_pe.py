@@ -34,11 +34,10 @@ class Runner:
 
     def __init__(self, env: GpeEnv, model: GlobalPEModel):
         self.env, self.model = env, model
-        self.issued = 0
         self.open_recv = []            # [(tag, lo, hi)]
         self.recv_issued = 0
         self._recv_tags = set()
-        self.cmds = []
+        self.cmds = []                 # every command issued, in order (see step)
 
     def _done_tags(self):
         return {c["tag"] for c in self.env.cpl.items}
@@ -77,9 +76,12 @@ class Runner:
                     env.send_in(env.out_packet(src, addr, words))
         await self._all_done()
 
+    @property
+    def issued(self):
+        return len(self.cmds)
+
     def step(self, cmd):
         """Account for a command issued to the DUT (by ``run`` or by the test itself)."""
-        self.issued += 1
         self.cmds.append(cmd)
         self.model.step(cmd)
 
