@@ -19,6 +19,7 @@ from amaranth.hdl import Shape
 from amaranth.lib import data, stream, wiring
 
 from .params import ParamError
+from tessera.hdl.sram import srams_of
 from .registry import BlockSpec
 
 
@@ -99,6 +100,9 @@ def manifest(spec: BlockSpec, params: dict, component, top: str | None = None) -
         "reset": {"name": "rst", "polarity": "active_high", "kind": "synchronous"},
         "ports": ports,
         "streams": _streams(component.signature),
+        # Every SRAM wrapper (hdl/sram) below the top: the modules an ASIC flow
+        # swaps for compiled macros (interface in hdl/sram/sram.py).
+        "memories": srams_of(component, top),
     }
     if spec.extra_manifest is not None:
         doc.update(spec.extra_manifest(params))

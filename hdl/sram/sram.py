@@ -1,0 +1,103 @@
+"""The one memory primitive of every Tessera block: a synchronous 1-write 1-read SRAM.
+
+Every buffer above 1 kbit in Tessera's RTL (PE weight/input/accumulation
+buffers, PPU tables, Global PE banks, router input buffers, tracker sets)
+is an :class:`SRAM`, so that one documented interface can be swapped for a
+compiled SRAM macro in an ASIC flow, and an FPGA flow maps it to block RAM
+(ECP5 DP16KD) or distributed RAM (DPR16X4) instead of flip-flops.
+
+Ports (``clk`` is the block's ``sync`` domain; there is no reset: contents are
+undefined after power-up, as in a real macro):
+
+========== ===== =====================================================
+``w_en``   in    write this cycle (per ``granularity`` lane: ``w_en`` is
+                 ``width // granularity`` bits wide)
+``w_addr`` in    write address
+``w_data`` in    write data
+``r_en``   in    read this cycle (``r_data`` updates on the next edge)
+``r_addr`` in    read address
+``r_data`` out   data of the address presented with ``r_en`` one cycle
+                 earlier (read latency 1); held while ``r_en`` is low
+========== ===== =====================================================
+
+Same-address read and write in one cycle (``collision``):
+
+* ``"undefined"`` (default): ``r_data`` is undefined.  Yosys gets the
+  ``no_rw_check`` attribute, so no bypass logic is built (the block must not
+  rely on the value; Amaranth's simulator returns the old word).
+* ``"old"``: the old word (read-before-write); FPGA block RAM needs emulation
+  logic for this, so use it only where a block needs it.
+* ``"new"``: the written word (write-first, transparent read).
+
+The behavioural model for simulation is the Amaranth memory itself (the
+Verilog export keeps each :class:`SRAM` as its own module, named by its place
+in the hierarchy; :func:`srams_of` lists them for the port manifest).
+
+Left out: multiple read ports (blocks that need them bank or replicate),
+ECC, power gating, initial contents.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Fragment, Module
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+COLLISIONS = ("undefined", "old", "new")
+
+
+class SRAM(wiring.Component):
+    def __init__(self, depth: int, width: int, *, granularity: int | None = None,
+                 collision: str = "undefined"):
+        if depth < 2:
+            raise ValueError(f"SRAM depth must be >= 2, got {depth}")
+        if width < 1:
+            raise ValueError(f"SRAM width must be >= 1, got {width}")
+        granularity = granularity or width
+        if width % granularity:
+            raise ValueError(f"SRAM width {width} is not a multiple of granularity {granularity}")
+        if collision not in COLLISIONS:
+            raise ValueError(f"SRAM collision must be one of {COLLISIONS}, got {collision!r}")
+        self.depth, self.width, self.granularity, self.collision = depth, width, granularity, collision
+        abits = max(1, (depth - 1).bit_length())
+        super().__init__({
+            "w_en": In(width // granularity), "w_addr": In(abits), "w_data": In(width),
+            "r_en": In(1), "r_addr": In(abits), "r_data": Out(width),
+        })
+
+    @property
+    def bits(self) -> int:
+        return self.depth * self.width
+
+    def describe(self) -> dict:
+        return {"depth": self.depth, "width": self.width, "bits": self.bits,
+                "ports": "1w1r", "read_latency": 1, "write_granularity": self.granularity,
+                "collision": self.collision}
+
+    def elaborate(self, platform):
+        m = Module()
+        attrs = {"no_rw_check": 1} if self.collision == "undefined" else {}
+        m.submodules.mem = mem = memory.Memory(shape=self.width, depth=self.depth, init=[],
+                                               attrs=attrs)
+        g = None if self.granularity == self.width else self.granularity
+        wp = mem.write_port(granularity=g)
+        rp = mem.read_port(transparent_for=(wp,) if self.collision == "new" else ())
+        m.d.comb += [wp.en.eq(self.w_en), wp.addr.eq(self.w_addr), wp.data.eq(self.w_data),
+                     rp.en.eq(self.r_en), rp.addr.eq(self.r_addr), self.r_data.eq(rp.data)]
+        return m
+
+
+def srams_of(top, top_name: str) -> list[dict]:
+    """Every :class:`SRAM` below ``top`` with its Verilog module name (Amaranth
+    names a submodule's module by its hierarchy path) and its description."""
+    out = []
+
+    def walk(frag, path):
+        for sub, name, _loc in frag.subfragments:
+            p = path + (name or "U$",)
+            if any(isinstance(o, SRAM) for o in (sub.origins or ())):
+                sram = next(o for o in sub.origins if isinstance(o, SRAM))
+                out.append({"module": ".".join(p), **sram.describe()})
+            walk(sub, p)
+
+    walk(Fragment.get(top, None), (top_name,))
+    return out
