@@ -10,7 +10,7 @@ JOBS    ?= 2
 WAVES   ?= 0
 export WAVES
 
-.PHONY: setup verilog test demo lint bench soak clean
+.PHONY: setup verilog test demo lint bench soak synth formal clean
 
 setup: $(STAMP)
 
@@ -41,6 +41,15 @@ demo: $(STAMP)
 # Every bench/*.py script; each prints its figures and writes build/bench/*.json.
 bench: $(STAMP)
 	@set -e; for b in bench/*.py; do echo "== $$b"; $(VPY) $$b; done
+
+# Yosys synth_ecp5 + nextpnr-ecp5 (ECP5-85k CABGA381, speed 6 and 8, 100 MHz,
+# out of context) on every block; table + build/bench/synth.json.  BLOCKS=... for a subset.
+synth: $(STAMP)
+	$(VPY) -m tessera.synth $(BLOCKS)
+
+# Every SymbiYosys proof (make test runs the fast ones); results in build/formal/.
+formal: $(STAMP)
+	$(VPY) -m tessera.formal
 
 soak: $(STAMP)
 	$(VPY) -m pytest -n $(JOBS) -m slow tests

