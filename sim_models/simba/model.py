@@ -289,6 +289,7 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
     if placement == "local":
         ia_homes, used = place_local(ia_sizes, ia_dest, cap, m.hops)
         oa_homes, _ = place_local(oa_sizes, oa_src, cap, m.hops, used)
+
     elif placement == "distributed":
         spare = [x for x in range(m.n) if x not in phys]
         # over the used chiplets' Global PEs; when those are full, a block spills to the unused
