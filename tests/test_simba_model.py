@@ -376,3 +376,26 @@ def test_pe_tile_overheads_charged_per_tile():
     st = build_structure(SMALL, ARCH, 1, 1, 1, 1)
     r = evaluate_batch(st, ARCH, [1, 1], [1, 1], [1, 1], [1, 1], [6, 1], [6, 1])
     assert r.comp[1, 0] - r.comp[0, 0] == pytest.approx(35 * OV_PPU)
+
+
+def test_interlayer_move_hand_computed():
+    """Producer split on P over chiplets 0/1 (outputs stay on their producer); consumer split on
+    K needs the whole input, homed on chiplet 0: rows 2-3 (2 x 4 x 8 = 64 B) move 1 -> 0."""
+    from tessera.sim_models.simba.interlayer import move_bytes, move_time, producers, transfer_cycles
+    a = Layer("a", C=8, K=8, R=1, S=1, H=4, W=4)
+    b = Layer("b", C=8, K=16, R=1, S=1, H=4, W=4)
+    ra = evaluate(a, ARCH, Mapping(1, 1, 2, 1, 1, 1, 1, 1, 2, 4))
+    rb = evaluate(b, ARCH, Mapping(2, 1, 1, 1, 1, 1, 1, 1, 4, 4))
+    mv = move_bytes(a, ra, b, rb, ARCH)
+    assert mv == {(1, 0): 64}
+    t, lat = move_time(mv, ARCH)
+    assert t == pytest.approx(64 / ARCH.nop_link_bytes_per_cycle)
+    assert lat == pytest.approx(2 * 1 * ARCH.noc_hop_pe_cycles + ARCH.nop_hop_cycles)
+    # one producer step: nothing overlaps; the move is charged in full after the producer
+    assert transfer_cycles(a, ra, b, rb, ARCH) == pytest.approx(lat + t)
+    names = [l.name for l in load_network("resnet50")]
+    prod = producers(load_network("resnet50"))
+    get = lambda n: names[prod[names.index(n)]]
+    assert prod[0] is None and get("res2a_branch1") == get("res2a_branch2a") == "conv1"
+    assert get("res3a_branch1") == get("res3a_branch2a") == "res2c_branch2c"
+    assert get("res3a_branch2c") == "res3a_branch2b" and get("fc1000") == "res5c_branch2c"

@@ -120,6 +120,10 @@ def test_network_all_never_loses():
     a = run_network(sub, ARCH, 32, "all", samples=150, jobs=1)
     assert u["total_cycles"] == pytest.approx(a["total_uniform_cycles"])
     assert a["total_cycles"] <= u["total_cycles"]
+    # moves between layers are part of the network latency (2a -> 2b -> 2c on different tilings)
+    assert u["move_uniform_cycles"] > 0
+    assert u["total_cycles"] == pytest.approx(sum(r["uniform"].latency_cycles for r in u["rows"])
+                                              + u["move_uniform_cycles"])
     with pytest.raises(ValueError):
         run_network(sub, ARCH, 37, "all")
 

@@ -79,3 +79,16 @@ def test_refit_follows_a_retimed_pe(tmp_path):
         load_pe_cycles(tmp_path)
     with pytest.raises(PECycleError):
         PECycles(-1, 0, 0)
+
+
+def test_fit_finds_a_weight_switch_cost():
+    """A PE that lost 2 cycles per weight block would be fitted with that cost (the measured RTL
+    double-buffers the weight registers: 0)."""
+    tiles = [{**t, "cycles": t["cycles"] + 2 * (t["config"]["R"] * t["config"]["S"] * t["config"]["K1"]
+                                               * t["config"]["C1"])} for t in DATA["tiles"]]
+    pc = fit(tiles)
+    assert pc.weight_switch_cycles == pytest.approx(2.0)
+    assert (pc.overhead_ppu, pc.overhead_psum) == (DATA["constants"]["overhead_ppu"],
+                                                   DATA["constants"]["overhead_psum"])
+    for t in tiles:
+        assert tile_cycles(t["config"], pc) == pytest.approx(t["cycles"], rel=0.02)
