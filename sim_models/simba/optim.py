@@ -7,7 +7,7 @@
   counters.  Weight/accumulation capacities are re-checked for every move.
 * ``placement`` (Sec. 5.2): same tiling, re-bind logical chiplets (row-major / snake / centre)
   and place input- and output-activation tiles greedily (min aggregate multicast hop count),
-  keeping the best including the sequential baseline.
+  keeping the best including the baseline (runtime "local" homes, or the Fig. 11b sequential fill).
 * ``pipeline_block`` (Sec. 5, cross-layer pipelining): the layers of a residual block run on
   disjoint chiplet partitions; each stage starts when its producer has emitted the rows its
   first output row needs and they have crossed to the consumer's partition (interlayer.py
