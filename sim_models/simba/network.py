@@ -126,7 +126,8 @@ def run_network(layers: list[Layer], arch: Arch, n_chiplets: int = 32, opt: str 
             if pl is not None and pl[0] + into < seq:
                 total += pl[0] + into
                 pipes.append({"block": [layers[i].name for i in blk], "sequential_cycles": seq,
-                              "pipelined_cycles": pl[0], "chiplets": [p[1] for p in pl[1]]})
+                              "pipelined_cycles": pl[0] + into, "move_into_block_cycles": into,
+                              "chiplets": [p[1] for p in pl[1]]})
             else:
                 total += seq
     return {"rows": rows, "opt": opt, "chiplets": n_chiplets, "samples": samples,
