@@ -8,10 +8,13 @@ from tessera.sim_models.simba.arch import ArchError, load_arch
 from tessera.sim_models.simba.layers import Layer, LayerError, load_network, rows_per_tile
 from tessera.sim_models.simba.model import (Mapping, MappingError, build_structure, evaluate,
                                             evaluate_batch, place_distributed, place_greedy,
-                                            place_sequential, split)
+                                            place_local, place_sequential, split)
 from tessera.sim_models.simba.topology import bind, chiplet_noc, mesh, xy_route
 
 ARCH = load_arch()
+# hand-computed cases: 20 PE cycles per NoP hop at 1.03 GHz; RTL tile fill/drain (pe_cycles.py)
+ARCH20 = load_arch(nop_hop_ns=20 / 1.03)
+OV_PPU, OV_PSUM = ARCH.pe_overhead_ppu, ARCH.pe_overhead_psum
 NET = {l.name: l for l in load_network("resnet50")}
 ES = (0.72 / 0.42) ** 2
 
@@ -72,8 +75,10 @@ def test_arch_derived():
 
 
 def test_arch_validation():
-    with pytest.raises(ArchError, match="pe_utilization"):
-        load_arch(pe_utilization=1.5)
+    with pytest.raises(ArchError, match="chiplet_sync_ns"):
+        load_arch(chiplet_sync_ns=-1.0)
+    with pytest.raises(ArchError, match="noc_clock_ghz"):
+        load_arch(noc_clock_ghz=0)
     with pytest.raises(ArchError, match="unknown"):
         load_arch(bogus=1)
     with pytest.raises(ArchError, match="grs_gbps"):
@@ -83,10 +88,14 @@ def test_arch_validation():
 def test_rtl_bench_overrides(tmp_path):
     assert load_arch(bench_dir=tmp_path) == ARCH                      # absent files: defaults
     (tmp_path / "noc_throughput.json").write_text(json.dumps({"zero_load_cycles_per_hop": 3}))
-    (tmp_path / "pe_utilization.json").write_text(json.dumps({"min_utilization_large_tiles": 0.9}))
+    tiles = [{"config": dict(R=1, S=1, C1=4, K1=2, P1=4, Q1=4, H_in=4, W_in=4, role=3), "cycles": 128 + 9},
+             {"config": dict(R=3, S=3, C1=1, K1=1, P1=4, Q1=4, H_in=6, W_in=6, role=0), "cycles": 144 + 5}]
+    (tmp_path / "pe_utilization.json").write_text(json.dumps({"tiles": tiles}))
     a = load_arch(bench_dir=tmp_path)
-    assert a.noc_hop_cycles == 3.0 and a.pe_utilization == 0.9
+    assert a.noc_hop_cycles == 3.0 and (a.pe_overhead_ppu, a.pe_overhead_psum) == (9, 5)
     assert "noc_throughput.json" in a.provenance["noc_hop_cycles"]
+    assert "pe_utilization.json" in a.provenance["pe_overhead_ppu"]
+    (tmp_path / "pe_utilization.json").unlink()
     # the NoC bench's real format: a list of entries (the 4x4, 1-flit, latency-1 one is used)
     entries = [{"kind": "multicast", "mesh": "4x4"},
                {"mesh": "6x6", "packet_flits": 1, "link_latency": 1, "zero_load_cycles_per_hop": 2.5},
@@ -99,8 +108,20 @@ def test_rtl_bench_overrides(tmp_path):
         load_arch(bench_dir=tmp_path)
     (tmp_path / "noc_throughput.json").unlink()
     (tmp_path / "pe_utilization.json").write_text(json.dumps({"other": 1}))
-    with pytest.raises(ArchError, match="min_utilization_large_tiles"):
+    with pytest.raises(ArchError, match="tiles"):
         load_arch(bench_dir=tmp_path)
+
+
+def test_hop_latency_in_its_own_clock_domain():
+    """NoP hop latency is in ns and the NoC's in NoC-router cycles: a faster PE clock sees more PE
+    cycles for the same wire / router delay, and the NoC bandwidth per PE cycle drops."""
+    fast = ARCH.with_(pe_clock_ghz=2.06)
+    assert fast.nop_hop_cycles == pytest.approx(2 * ARCH.nop_hop_cycles)
+    assert fast.nop_hop_cycles / fast.pe_clock_ghz == pytest.approx(ARCH.nop_hop_ns)
+    assert fast.noc_hop_pe_cycles == pytest.approx(2 * ARCH.noc_hop_pe_cycles)
+    assert fast.noc_bytes_per_pe_cycle == pytest.approx(ARCH.noc_bytes_per_pe_cycle / 2)
+    both = fast.with_(noc_clock_ghz=2.06)
+    assert both.noc_hop_pe_cycles == pytest.approx(ARCH.noc_hop_pe_cycles)
 
 
 # ---------------- topology ----------------
@@ -157,13 +178,13 @@ SMALL = Layer("t", C=16, K=16, R=3, S=3, H=6, W=6, stride=1, pad=1)
 
 
 def test_one_pe_hand_computed():
-    """1 chiplet, 1 PE, one 6x6 tile: K1 = C1 = 2, compute 9*2*2*36 = 1296 cycles.
+    """1 chiplet, 1 PE, one 6x6 tile: K1 = C1 = 2, compute 9*2*2*36 = 1296 cycles + fill/drain.
     IA (16 ch x 8 x 8 = 1024 B) is local: GPE port 1024/16 = 64 cycles, latency 6 hops x 2.
     OA (16 x 36 = 576 B) goes to chiplet 1 (sequential placement): 1 NoP link at 5.34 B/cycle,
     latency 2*(6+1) + 20; sync 300 cycles."""
-    r = evaluate(SMALL, ARCH, Mapping(1, 1, 1, 1, 1, 1, 1, 1, 6, 6))
+    r = evaluate(SMALL, ARCH20, Mapping(1, 1, 1, 1, 1, 1, 1, 1, 6, 6), placement="sequential")
     nop_bw = 4 * 11 / 8 / 1.03
-    own = 12 + 64 + 1296
+    own = 12 + 64 + 1296 + OV_PPU                   # + RTL tile fill/drain (one tile, PPU role)
     assert r.own == [pytest.approx(own)]
     assert r.latency_cycles == pytest.approx(own + 34 + 576 / nop_bw + 300)
     macs = 16 * 16 * 9 * 36
@@ -184,19 +205,21 @@ def test_temporal_tiles_and_halo():
     r = evaluate_batch(st, ARCH, [1], [1], [1], [1], [3], [3])
     t_in = 1600 / 16
     lat_in = 12
-    period = max(1296 / 4, (2 * lat_in + t_in / 4) / 2)
+    comp = 1296 + 4 * OV_PPU                          # every one of the 4 tiles pays fill/drain
+    assert r.comp[0, 0] == comp
+    period = max(comp / 4, (2 * lat_in + t_in / 4) / 2)
     # fill: first tile delivered and computed; then 3 more periods
-    assert r.own[0, 0] == pytest.approx(lat_in + t_in / 4 + 1296 / 4 + 3 * period)
+    assert r.own[0, 0] == pytest.approx(lat_in + t_in / 4 + comp / 4 + 3 * period)
 
 
 def test_remote_multicast_link_sharing():
     """2 chiplets split on K (kc=2): IA (1024 B) stored on chiplet 0, multicast to chiplets 0
     and 1; chiplet 1 waits for 1 NoP hop and the 0->1 link at 5.34 B/cycle, which it shares
     with chiplet 0's output activations (8 x 36 = 288 B, placed on chiplet 1)."""
-    st = build_structure(SMALL, ARCH, 2, 1, 1, 1)
-    r = evaluate_batch(st, ARCH, [1], [1], [1], [1], [6], [6])
+    st = build_structure(SMALL, ARCH20, 2, 1, 1, 1, placement="sequential")
+    r = evaluate_batch(st, ARCH20, [1], [1], [1], [1], [6], [6])
     nop_bw = 4 * 11 / 8 / 1.03
-    comp = 9 * 1 * 2 * 36                                # K per chiplet 8 -> K1 = 1
+    comp = 9 * 1 * 2 * 36 + OV_PPU                       # K per chiplet 8 -> K1 = 1
     assert r.comp[0].tolist() == [comp, comp]
     assert r.own[0, 0] == pytest.approx(12 + 64 + comp)
     lat1 = 2 * (1 + 6) + 20
@@ -259,16 +282,16 @@ def test_reduction_chain_hand_computed():
     """cc = 2: chiplet 0 (c 0..7) sends 24-bit psums (3 x 16 x 36 = 1728 B) to chiplet 1 over
     the 0->1 link, which also carries chiplet 1's IA (512 B); chiplet 1 writes the outputs to
     its own Global PE (sequential OA placement continues after the IA home, chiplet 0)."""
-    st = build_structure(SMALL, ARCH, 1, 2, 1, 1)
+    st = build_structure(SMALL, ARCH20, 1, 2, 1, 1, placement="sequential")
     assert st.ia_homes == {(0, 0, 0): [(0, 1.0)], (1, 0, 0): [(0, 1.0)]}
     assert st.oa_homes == {(0, 0, 0): [(1, 1.0)]}
-    r = evaluate_batch(st, ARCH, [1], [1], [1], [1], [6], [6])
+    r = evaluate_batch(st, ARCH20, [1], [1], [1], [1], [6], [6])
     bw = 4 * 11 / 8 / 1.03
     comp = 9 * 2 * 1 * 36                               # K1 = 2, C1 = 1
     link = (512 + 1728) / bw                             # 0->1 link load
-    own0 = 12 + 1024 / 16 + comp                         # GPE 0 sends 2 x 512 B
+    own0 = 12 + 1024 / 16 + comp + OV_PSUM               # GPE 0 sends 2 x 512 B; psum hand-off
     lat1 = 2 * (1 + 6) + 20
-    own1 = lat1 + link + comp
+    own1 = lat1 + link + comp + OV_PPU                   # last of the chain: PPU
     assert r.own[0].tolist() == [pytest.approx(own0), pytest.approx(own1)]
     chain = max(own0, own1) + (2 * (6 + 6) + 20) + link  # psum hop: latency + transfer
     tail = 12 + 576 / 16                                  # OA to the local GPE
@@ -327,3 +350,52 @@ def test_distributed_placement_structure():
     st = build_structure(big, ARCH, 1, 1, 1, 1, placement="distributed")
     homes = [h for h, _ in st.ia_homes[(0, 0, 0)]]
     assert homes == [0, 1, 6, 2, 7]                          # hop 0, then 1, 1, 2, 2 from chiplet 0
+
+
+def test_local_placement_inputs_on_consumers():
+    """Runtime baseline: each IA block lives on one of its consumers (the multicast centre),
+    each OA block on its producer; nothing crosses the NoP for a P-split layer without halo."""
+    l = Layer("p", C=16, K=16, R=1, S=1, H=8, W=8)
+    st = build_structure(l, ARCH, 1, 1, 4, 1)                   # P split over 4 chiplets
+    for (c, p, q), homes in st.ia_homes.items():
+        assert homes == [(st.phys[p], 1.0)]
+    for (k, p, q), homes in st.oa_homes.items():
+        assert homes == [(st.phys[p], 1.0)]
+    r = evaluate(l, ARCH, Mapping(1, 1, 4, 1, 1, 1, 1, 1, 2, 8))
+    assert r.energy["nop"] == 0
+    m = mesh(6, 6)
+    h, _ = place_local([100], [[0, 1, 2]], 65536, m.hops)        # centre of three consumers
+    assert h == [[(1, 1.0)]]
+    h, used = place_local([100000], [[7]], 65536, m.hops)       # overflow: to the nearest
+    assert h[0][0] == (7, pytest.approx(65536 / 1e5)) and m.hops[7, h[0][1][0]] == 1
+
+
+def test_pe_tile_overheads_charged_per_tile():
+    """Small tiles pay the RTL fill/drain once per tile: P1 = Q1 = 1 on a 6x6 output (36
+    tiles) costs 36 x overhead more than one 6x6 tile."""
+    st = build_structure(SMALL, ARCH, 1, 1, 1, 1)
+    r = evaluate_batch(st, ARCH, [1, 1], [1, 1], [1, 1], [1, 1], [6, 1], [6, 1])
+    assert r.comp[1, 0] - r.comp[0, 0] == pytest.approx(35 * OV_PPU)
+
+
+def test_interlayer_move_hand_computed():
+    """Producer split on P over chiplets 0/1 (outputs stay on their producer); consumer split on
+    K needs the whole input, homed on chiplet 0: rows 2-3 (2 x 4 x 8 = 64 B) move 1 -> 0."""
+    from tessera.sim_models.simba.interlayer import move_bytes, move_time, producers, transfer_cycles
+    a = Layer("a", C=8, K=8, R=1, S=1, H=4, W=4)
+    b = Layer("b", C=8, K=16, R=1, S=1, H=4, W=4)
+    ra = evaluate(a, ARCH, Mapping(1, 1, 2, 1, 1, 1, 1, 1, 2, 4))
+    rb = evaluate(b, ARCH, Mapping(2, 1, 1, 1, 1, 1, 1, 1, 4, 4))
+    mv = move_bytes(a, ra, b, rb, ARCH)
+    assert mv == {(1, 0): 64}
+    t, lat = move_time(mv, ARCH)
+    assert t == pytest.approx(64 / ARCH.nop_link_bytes_per_cycle)
+    assert lat == pytest.approx(2 * 1 * ARCH.noc_hop_pe_cycles + ARCH.nop_hop_cycles)
+    # one producer step: nothing overlaps; the move is charged in full after the producer
+    assert transfer_cycles(a, ra, b, rb, ARCH) == pytest.approx(lat + t)
+    names = [l.name for l in load_network("resnet50")]
+    prod = producers(load_network("resnet50"))
+    get = lambda n: names[prod[names.index(n)]]
+    assert prod[0] is None and get("res2a_branch1") == get("res2a_branch2a") == "conv1"
+    assert get("res3a_branch1") == get("res3a_branch2a") == "res2c_branch2c"
+    assert get("res3a_branch2c") == "res3a_branch2b" and get("fc1000") == "res5c_branch2c"

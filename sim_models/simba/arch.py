@@ -1,17 +1,20 @@
 """Simba architecture parameters (seed paper Sec. 3.1-3.2, Sec. 4.1) loaded from data/simba_arch.json.
 
 Every number lives in the JSON with its source; this module only validates, converts units
-(GRS Gb/s -> bytes per PE cycle) and applies overrides.  Two parameters can be measured on
-the project's RTL and are then taken from the RTL benchmarks' JSON in ``build/bench/``:
+(GRS Gb/s -> bytes per PE cycle, NoP hop ns and NoC router cycles -> PE cycles) and applies
+overrides.  Parameters measured on the project's RTL come from the RTL benchmarks' JSON in
+``build/bench/`` when ``load_arch(bench_dir=...)`` finds them:
 
-* ``build/bench/noc_throughput.json`` key ``zero_load_cycles_per_hop`` -> ``noc_hop_cycles``
-  (the bench writes a list of entries: the 4x4 mesh, 1-flit packets, link latency 1 entry is
-  used; router cycles are taken as PE cycles, the chiplet being one clock domain here)
-* ``build/bench/pe_utilization.json`` key ``min_utilization_large_tiles`` -> ``pe_utilization``
+* ``noc_throughput.json`` key ``zero_load_cycles_per_hop`` -> ``noc_hop_cycles`` (router
+  cycles, NoC clock domain; the 4x4 mesh, 1-flit, link-latency-1 entry)
+* ``pe_utilization.json`` key ``tiles`` -> the per-tile PE cycle constants ``pe_overhead_ppu``,
+  ``pe_overhead_psum``, ``pe_weight_switch_cycles`` (re-fitted by ``pe_cycles.fit``; without
+  the file they come from the committed RTL data ``data/pe_tile_cycles.json``)
 
-``load_arch(bench_dir=...)`` reads them when the files exist and records where each value came
-from in ``Arch.provenance``; absent files leave the JSON defaults.  Left out: per-unit clock
-domains (GALS) -- everything is expressed in PE cycles.
+``Arch.provenance`` records where each value came from.  Clock domains (GALS, Sec. 3.2): PE
+clock ``pe_clock_ghz``, NoC router clock ``noc_clock_ghz``; NoP hop latency is in ns (GRS
+serdes + package wires + NoP router), so changing the PE clock does not change wire delay.
+Left out: separate Global PE / RISC-V clocks (taken as the NoC clock / a fixed sync cost).
 """
 from __future__ import annotations
 
@@ -25,8 +28,8 @@ DATA = Path(__file__).parent / "data"
 # RTL benchmark file -> (json key, Arch field)
 RTL_OVERRIDES = {
     "noc_throughput.json": ("zero_load_cycles_per_hop", "noc_hop_cycles"),
-    "pe_utilization.json": ("min_utilization_large_tiles", "pe_utilization"),
 }
+PE_FIELDS = ("pe_overhead_ppu", "pe_overhead_psum", "pe_weight_switch_cycles")
 
 
 class ArchError(ValueError):
@@ -52,16 +55,17 @@ class Arch:
     nop_lanes_per_link: int
     nop_pj_per_bit_at_11: float
     nop_pj_per_bit_at_25: float
-    nop_hop_cycles: float
+    nop_hop_ns: float
     noc_hop_cycles: float
+    noc_clock_ghz: float
     noc_link_bytes_per_cycle: float
     noc_cols: int
     noc_rows: int
     noc_gpe_xy: tuple
     noc_nop_xy: tuple
     input_buffer_slots: int
-    pe_utilization: float
     layer_sync_cycles: float
+    chiplet_sync_ns: float
     energy_ref_voltage: float
     e_mac_pj: float
     e_input_buffer_pj_per_byte: float
@@ -69,25 +73,27 @@ class Arch:
     e_accum_pj_per_access: float
     e_gpe_pj_per_byte: float
     e_noc_pj_per_bit_hop: float
+    pe_overhead_ppu: float = 6.0
+    pe_overhead_psum: float = 4.0
+    pe_weight_switch_cycles: float = 0.0
     provenance: dict = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self):
         pos = ["mesh_rows", "mesh_cols", "pes_per_chiplet", "k0", "c0", "weight_buffer_bytes",
                "input_buffer_bytes", "accum_entries", "psum_bytes", "act_bytes", "gpe_buffer_bytes",
                "pe_clock_ghz", "core_voltage", "grs_gbps", "nop_lanes_per_link",
-               "noc_link_bytes_per_cycle", "noc_cols", "noc_rows", "input_buffer_slots",
+               "noc_link_bytes_per_cycle", "noc_cols", "noc_rows", "input_buffer_slots", "noc_clock_ghz",
                "energy_ref_voltage"]
         for name in pos:
             if not getattr(self, name) > 0:
                 raise ArchError(f"{name} must be > 0, got {getattr(self, name)!r}")
-        for name in ["nop_hop_cycles", "noc_hop_cycles", "layer_sync_cycles", "e_mac_pj",
+        for name in ["nop_hop_ns", "noc_hop_cycles", "chiplet_sync_ns", "pe_overhead_ppu", "pe_overhead_psum",
+                     "pe_weight_switch_cycles", "layer_sync_cycles", "e_mac_pj",
                      "e_input_buffer_pj_per_byte", "e_weight_buffer_pj_per_byte",
                      "e_accum_pj_per_access", "e_gpe_pj_per_byte", "e_noc_pj_per_bit_hop",
                      "nop_pj_per_bit_at_11", "nop_pj_per_bit_at_25"]:
             if getattr(self, name) < 0:
                 raise ArchError(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        if not 0 < self.pe_utilization <= 1:
-            raise ArchError(f"pe_utilization must be in (0, 1], got {self.pe_utilization!r}")
         if self.noc_rows * self.noc_cols < self.pes_per_chiplet + 2:
             raise ArchError("chiplet NoC too small for the PEs + Global PE + NoP router")
 
@@ -99,6 +105,21 @@ class Arch:
     @property
     def macs_per_chiplet(self) -> int:
         return self.pes_per_chiplet * self.k0 * self.c0
+
+    @property
+    def nop_hop_cycles(self) -> float:
+        """NoP hop latency in PE cycles (the ns figure is fixed; the PE clock converts it)."""
+        return self.nop_hop_ns * self.pe_clock_ghz
+
+    @property
+    def noc_hop_pe_cycles(self) -> float:
+        """NoC hop latency (router cycles in the NoC clock domain) in PE cycles."""
+        return self.noc_hop_cycles * self.pe_clock_ghz / self.noc_clock_ghz
+
+    @property
+    def noc_bytes_per_pe_cycle(self) -> float:
+        """NoC link / port bandwidth (bytes per NoC cycle) in bytes per PE cycle."""
+        return self.noc_link_bytes_per_cycle * self.noc_clock_ghz / self.pe_clock_ghz
 
     @property
     def nop_link_bytes_per_cycle(self) -> float:
@@ -147,7 +168,7 @@ def load_arch(path: str | Path | None = None, bench_dir: str | Path | None = Non
     then keyword overrides.  Unknown or missing keys are errors."""
     path = Path(path) if path else DATA / "simba_arch.json"
     raw = json.loads(path.read_text())["params"]
-    names = {f.name for f in dataclasses.fields(Arch)} - {"provenance"}
+    names = {f.name for f in dataclasses.fields(Arch)} - {"provenance"} - set(PE_FIELDS)
     unknown = set(raw) - names
     missing = names - set(raw)
     if unknown or missing:
@@ -164,7 +185,15 @@ def load_arch(path: str | Path | None = None, bench_dir: str | Path | None = Non
                 raise ArchError(f"{f}: missing key {key!r}")
             vals[fld] = float(data[key])
             prov[fld] = f"RTL bench {f} [{key}]"
-    bad = set(overrides) - names
+    from .pe_cycles import PECycleError, load_pe_cycles
+    try:
+        pc = load_pe_cycles(bench_dir)
+    except PECycleError as e:
+        raise ArchError(str(e)) from None
+    for fld, v in zip(PE_FIELDS, (pc.overhead_ppu, pc.overhead_psum, pc.weight_switch_cycles)):
+        vals[fld] = float(v)
+        prov[fld] = pc.source
+    bad = set(overrides) - names - set(PE_FIELDS)
     if bad:
         raise ArchError(f"unknown parameter(s) {sorted(bad)}")
     vals.update(overrides)

@@ -22,11 +22,11 @@ def add_parser(subparsers):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=2, help="worker processes")
     p.add_argument("--layer", action="append", metavar="NAME", help="only these layers (repeatable)")
-    p.add_argument("--clock-ghz", type=float, help="PE clock (default 1.03, Sec. 4.1)")
+    p.add_argument("--clock-ghz", type=float, help="PE clock (default 1.03, Sec. 4.1); NoP hop ns unchanged")
     p.add_argument("--gbps", type=float, help="GRS rate per pin, Gb/s (default 11)")
     p.add_argument("--bench-dir", default="build/bench", help="RTL bench JSON to take measured parameters from")
-    p.add_argument("--spatial-pq", action="store_true",
-                   help="also split P/Q across chiplets and PEs (Listing 1 keeps them temporal)")
+    p.add_argument("--kc-only", action="store_true",
+                   help="Listing 1's K/C-only dataflow (ablation; default also splits P/Q, Sec. 3.3)")
     p.add_argument("--out", metavar="DIR", help="write <DIR>/simba_<network>_<opt>.json and .png")
     p.set_defaults(func=run)
 
@@ -62,7 +62,7 @@ def run(args) -> int:
             return _err(f"unknown layer(s) {', '.join(bad)} in {args.network}")
         layers = [l for l in layers if l.name in args.layer]
     run_ = run_network(layers, arch, args.chiplets, args.opt, args.samples, args.seed, args.jobs,
-                       progress=sys.stderr.isatty(), spatial_pq=args.spatial_pq)
+                       progress=sys.stderr.isatty(), spatial_pq=not args.kc_only)
     doc = network_dict(run_, arch)
     doc["network"] = args.network
     print(f"{'layer':18s} {'MMAC':>7s} {'chip':>4s} {'uniform us':>10s} {'opt us':>8s} {'speedup':>7s} "
@@ -76,7 +76,8 @@ def run(args) -> int:
         print(f"pipelined {'+'.join(p['block'])}: {p['sequential_cycles']:.0f} -> {p['pipelined_cycles']:.0f} "
               f"cycles on {p['chiplets']} chiplets")
     print(f"total: uniform {doc['total_uniform_us']:.1f} us, opt={args.opt} {doc['total_us']:.1f} us "
-          f"= {doc['images_per_s']:.0f} images/s at {arch.pe_clock_ghz} GHz, {arch.grs_gbps} Gb/s GRS; "
+          f"= {doc['images_per_s']:.0f} images/s at {arch.pe_clock_ghz} GHz, {arch.grs_gbps} Gb/s GRS "
+          f"(incl. {doc['move_us']:.1f} us of activation moves between layers); "
           f"energy {doc['energy_uj']:.1f} uJ; {doc['samples_per_layer']} samples/layer")
     if args.out:
         out = Path(args.out)

@@ -1,8 +1,9 @@
 """Mapper and binder (seed paper Sec. 3.3): seeded random search over valid tilings.
 
-The mapper samples the Listing 1 factors -- chiplet-level spatial (kc, cc) over a chiplet
-count, PE-level spatial (kp, cp) and PE temporal tiles (P1, Q1); P and Q are temporal above
-the PE as in Listing 1 unless ``spatial_pq`` also splits them (pc, qc, pp, qp) -- rejects
+The mapper samples the Listing 1 factors over the full space Sec. 3.3 describes -- chiplet-level
+spatial (kc, cc, pc, qc) over a chiplet count ("Simba can also uniformly partition along P and
+Q across chiplets and PEs"), PE-level spatial (kp, cp, pp, qp) and PE temporal tiles (P1, Q1);
+``spatial_pq=False`` restricts it to Listing 1's default K/C-only dataflow (the ablation) -- rejects
 those that overflow a PE buffer (weight 32 KB, input 8 KB double-buffered, accumulation
 128 entries per vector MAC) and scores the rest with the performance model (latency first,
 energy as tie-break).  Samples sharing chiplet-level factors are scored in one vectorised
@@ -57,13 +58,13 @@ CHUNK = 1024
 
 
 def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
-           binding="row-major", placement="sequential", keep_per_count: bool = False,
-           spatial_pq: bool = False):
+           binding="row-major", placement="local", keep_per_count: bool = False,
+           spatial_pq: bool = True):
     """Random search.  ``counts``: chiplet counts to try (int or list).  Returns the best
     LayerResult (or a dict count -> best if keep_per_count).  ``samples`` valid mappings are
     evaluated at least (64 chunks of candidates at most).  ``spatial_pq``: also split P and Q
-    spatially across chiplets and PEs; off by default because Listing 1 (Simba's baseline
-    dataflow) runs p3, q3, p2, q2 as temporal loops and only K and C as parallel_for."""
+    spatially across chiplets and PEs (Sec. 3.3); False = Listing 1's K/C-only parallel_for
+    dataflow (p3, q3, p2, q2 temporal), kept for the ablation."""
     if isinstance(counts, int):
         counts = [counts]
     if samples < 1:
@@ -74,6 +75,10 @@ def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
               if spatial_pq or s[2] == s[3] == 1]
     if not groups:
         raise MappingError(f"{layer.name}: no chiplet split for counts {counts}")
+    # every chiplet count gets the same share of candidates, split evenly over its splits
+    per_n = {n: sum(g[0] == n for g in groups) for n in counts}
+    gw = np.array([1.0 / per_n[g[0]] for g in groups])
+    gw /= gw.sum()
     best = {}
     n_valid = 0
     structures = {}
@@ -82,7 +87,7 @@ def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
     for chunk in range(64):
         if n_valid >= samples:
             break
-        which = rng.integers(0, len(groups), CHUNK)
+        which = rng.choice(len(groups), CHUNK, p=gw)
         pe_i = rng.integers(0, len(pes), CHUNK)
         u = rng.random((CHUNK, 2))
         for g in np.unique(which):
@@ -111,7 +116,8 @@ def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
             res = LayerResult(layer.name, Mapping(kc, cc, pc, qc, *map(int, pe[j]), int(p1[j]), int(q1[j])),
                               n, float(r.latency[j]), float(r.energy_total[j]),
                               {k: float(v[j]) for k, v in r.energy.items()}, r.own[j].tolist(),
-                              binding_for(binding, n), placement)
+                              binding_for(binding, n), placement,
+                              link_bytes=r.link_bytes[j].tolist())
             if n not in best or (res.latency_cycles, res.energy_pj) < (best[n].latency_cycles, best[n].energy_pj):
                 best[n] = res
     if not best:

@@ -8,7 +8,10 @@ Mapping = Listing 1 loop nest:
 Per-chiplet extents of K and P may be non-uniform (Sec. 5.1).
 
 Timing, in PE cycles, for each chiplet d (its slowest PE):
-  comp_d   = R S K1 C1 P_pe Q_pe / pe_utilization
+  comp_d   = sum over its P2 x Q2 tiles of the RTL-derived tile cycles (pe_cycles.py):
+             R S K1 C1 P1 Q1 + weight switches + fill/drain (PPU on the chain's last chiplet,
+             psum hand-off elsewhere); NoC/NoP latencies are converted from their own clock
+             domains (arch.py)
   t_in_d   = input delivery time under link sharing: max over its IA flows of the most loaded
              NoP link on its XY route (load / link bandwidth), the source Global PE port, the
              chiplet's NoP->NoC port and the PE port (bytes / NoC port bandwidth)
@@ -18,12 +21,18 @@ Timing, in PE cycles, for each chiplet d (its slowest PE):
   own_d    = lat_in_d + (t_in_d + comp_d)/steps_d + (steps_d - 1) * period_d   (tile pipeline)
 A reduction chain (same k, p, q; c = 0..cc-1) finishes at max(own) + chain hops
 (latency + one step of psums each) + intra-chiplet PE chain drain + output latency; layer
-latency = slowest chain + per-layer sync.  Weights are preloaded (as in the measurements).
+latency = slowest chain + per-layer sync (fixed + per active chiplet + a round trip to the
+farthest chiplet).  Weights are preloaded (as in the measurements).
 
 Energy (pJ): useful MACs (padded lanes are clock-gated); input/weight/accumulation buffer
 accesses of the issued cycles; Global PE reads/writes; NoC bit-hops (average hops); NoP
 bit-links (multicast counted once per tree link).  Core terms scale with (V / Vref)^2.
 
+Data homes (``placement``): ``local`` (the runtime baseline: each IA block lives in the Global
+PE of one of the chiplets that consume it -- the one with the smallest multicast hop sum --
+and each OA block stays on the chiplet that produces it; moving OA to the next layer's IA
+homes is charged between layers, see interlayer.py), ``sequential`` (Fig. 11b start state:
+Global PEs filled from chiplet 0), ``greedy`` (Sec. 5.2) and ``distributed`` (a sensitivity).
 Left out: flit-level arbitration, wormhole blocking, DRAM (Simba has none), pooling and
 element-wise layers, ragged per-PE work inside a chiplet (every PE is charged the largest tile).
 """
@@ -178,6 +187,43 @@ def place_distributed(sizes, cap, order, used=None, start=0, spill=None):
     return homes, used, pos
 
 
+def place_local(sizes, dests, cap, hops, used=None):
+    """Runtime baseline: block b's home is the consumer in ``dests[b]`` with the smallest
+    (sum, max) hop count to the others (its own chiplet for a single consumer); overflow goes
+    to the chiplets nearest that home with room."""
+    used = {} if used is None else used
+    homes = []
+    for b, size in enumerate(sizes):
+        d = np.asarray(dests[b], int)
+        if d.size == 1:
+            home = int(d[0])
+        else:
+            sub = hops[np.ix_(d, d)]
+            score = sub.sum(axis=1) * 1000 + sub.max(axis=1)
+            home = int(d[np.lexsort((d, score))[0]])
+        room0 = cap - used.get(home, 0)
+        if room0 >= size:                                    # common case: fits at home
+            used[home] = used.get(home, 0) + size
+            homes.append([(home, 1.0)])
+            continue
+        order = np.argsort(hops[home], kind="stable")
+        parts, left = [], float(size)
+        for h in map(int, order):
+            if left <= 0:
+                break
+            room = cap - used.get(h, 0)
+            if room <= 0:
+                continue
+            take = min(room, left)
+            used[h] = used.get(h, 0) + take
+            parts.append((h, take / size if size else 1.0))
+            left -= take
+        if left > 0:
+            raise MappingError("activations do not fit in the Global PE buffers")
+        homes.append(parts if parts else [(home, 1.0)])
+    return homes, used
+
+
 def place_greedy(sizes, dests, cap, hops, used=None, max_homes=None):
     """Communication-aware placement (Sec. 5.2): largest block first, home = the chiplet with
     room that minimises the aggregate hop count to the block's destinations (tie: max hop).
@@ -211,7 +257,7 @@ def place_greedy(sizes, dests, cap, hops, used=None, max_homes=None):
 
 
 def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major",
-                    placement="sequential", k_ext=None, p_ext=None) -> Structure:
+                    placement="local", k_ext=None, p_ext=None) -> Structure:
     for name, f, dim in (("kc", kc, layer.K), ("cc", cc, layer.C), ("pc", pc, layer.P), ("qc", qc, layer.Q)):
         if not 1 <= f <= dim:
             raise MappingError(f"{layer.name}: {name}={f} outside [1, {dim}]")
@@ -240,7 +286,11 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
     oa_src = [[last[key]] for key in oa_keys]
     cap = arch.gpe_buffer_bytes
     order = list(phys) + [x for x in range(m.n) if x not in phys]
-    if placement == "distributed":
+    if placement == "local":
+        ia_homes, used = place_local(ia_sizes, ia_dest, cap, m.hops)
+        oa_homes, _ = place_local(oa_sizes, oa_src, cap, m.hops, used)
+
+    elif placement == "distributed":
         spare = [x for x in range(m.n) if x not in phys]
         # over the used chiplets' Global PEs; when those are full, a block spills to the unused
         # chiplet nearest its first consumer (IA) or its producer (OA)
@@ -264,6 +314,7 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
     st = Structure(layer, kc, cc, pc, qc, k, c, p, q, phys,
                    dict(zip(ia_keys, ia_homes)), dict(zip(oa_keys, oa_homes)), idx)
     st.extras["placement"] = placement
+    st.extras["ext"] = (ke, ce, pe_, qe)
     st.extras["binding"] = binding if isinstance(binding, str) else "explicit"
     return st
 
@@ -275,6 +326,7 @@ class BatchResult:
     own: np.ndarray          # [S, N] per-chiplet completion (before chain drain)
     energy: dict             # name -> [S] pJ
     comp: np.ndarray         # [S, N] compute cycles
+    link_bytes: np.ndarray = None   # [S, links] NoP bytes per directed package link
 
     @property
     def energy_total(self) -> np.ndarray:
@@ -283,12 +335,12 @@ class BatchResult:
 
 def _prepare(st: Structure, arch: Arch) -> dict:
     """Flow topology of a structure (constant over PE-level choices), cached on it."""
-    key = ("prep", arch)
-    if key in st.extras:
-        return st.extras[key]
+    hit = st.extras.get("prep")
+    if hit is not None and (hit[0] is arch or hit[0] == arch):
+        return hit[1]
     m = mesh(arch.mesh_rows, arch.mesh_cols)
     noc = chiplet_noc(arch)
-    h_noc, h_nop = arch.noc_hop_cycles, arch.nop_hop_cycles
+    h_noc, h_nop = arch.noc_hop_pe_cycles, arch.nop_hop_cycles
     N, phys = st.n, np.asarray(st.phys)
     pos = {int(ph): i for i, ph in enumerate(phys)}
 
@@ -371,12 +423,13 @@ def _prepare(st: Structure, arch: Arch) -> dict:
         G[g, members] = True
         Gps[g, members[:-1]] = 1
         last.append(members[-1])
-    sync = arch.layer_sync_cycles + 2 * h_nop * m.hops[phys[0], phys].max()
+    sync = (arch.layer_sync_cycles + arch.chiplet_sync_ns * arch.pe_clock_ghz * N
+            + 2 * h_nop * m.hops[phys[0], phys].max())
     prep = dict(W_ia=W_ia, b0=b0, trees=trees, m_out=m_out, m_in=m_in, m_rem=m_rem, seg=seg, lat_in=lat_in, lat_ps=lat_ps, lat_oa=lat_oa, G=G, Gps=Gps,
                 last=np.array(last, int), sync=sync, noc_hops=noc_hops, F=F,
                 is_ia=np.array([f[2] == "ia" for f in flows]), is_oa=np.array([f[2] == "oa" for f in flows]),
                 ntree=trees.sum(axis=1))
-    st.extras[key] = prep
+    st.extras["prep"] = (arch, prep)
     return prep
 
 
@@ -399,7 +452,10 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
              & (K1 * p1e * q1e <= arch.accum_entries)
              & (kp * cp * pp * qp <= arch.pes_per_chiplet)).all(axis=1)
     cyc = L.R * L.S * K1 * C1 * ppe * qpe
-    comp = cyc / arch.pe_utilization
+    # RTL tile cycles (pe_cycles.py): every tile pays fill/drain and its weight-block switches
+    last_in_chain = (st.idx[:, 1] == st.cc - 1)[None, :]
+    tile_ovh = np.where(last_in_chain, arch.pe_overhead_ppu, arch.pe_overhead_psum)
+    comp = cyc + (tile_ovh + arch.pe_weight_switch_cycles * L.R * L.S * K1 * C1) * P2 * Q2
     # input bytes per PE over all steps (halo re-fetch between temporal tiles counted)
     lastp, lastq = ppe - (P2 - 1) * p1e, qpe - (Q2 - 1) * q1e
     rows_tot = (P2 - 1) * rows1 + rpt(lastp, L.stride, L.R)
@@ -407,7 +463,7 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     ia_pe = cpe * rows_tot * cols_tot * arch.act_bytes                      # [S, N]
     ia_chip = ia_pe * (cp * pp * qp)                                       # distinct PE tiles, multicast over kp
     S = ia_pe.shape[0]
-    noc_bw, nop_bw = arch.noc_link_bytes_per_cycle, arch.nop_link_bytes_per_cycle
+    noc_bw, nop_bw = arch.noc_bytes_per_pe_cycle, arch.nop_link_bytes_per_cycle
     B = ia_chip @ pr["W_ia"] + pr["b0"][None, :]                          # [S, F] bytes per flow
     load = B @ pr["trees"]                                                 # [S, links]
     gpe_out, gpe_in, nop_in = B @ pr["m_out"], B @ pr["m_in"], B @ pr["m_rem"]
@@ -439,7 +495,7 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     # results are sent in the chain drain below
     own = lat_in + t_in / steps + comp / steps + (steps - 1) * period
     # reduction chains: slowest member + psum hops + PE-chain drain + output delivery
-    h_noc = arch.noc_hop_cycles
+    h_noc = arch.noc_hop_pe_cycles
     pe_drain = np.where(cp > 1, (cp - 1) * (h_noc + ps_pe_step / noc_bw), 0.0)
     G = pr["G"]
     chain_max = np.where(G[None], own[:, None, :], -np.inf).max(axis=2)             # [S, groups]
@@ -466,7 +522,7 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
         "noc": noc_bytehops * 8 * arch.e_noc_pj_per_bit_hop * es,
         "nop": nop_bytelinks * 8 * arch.nop_pj_per_bit,
     }
-    return BatchResult(valid, latency, own, energy, comp)
+    return BatchResult(valid, latency, own, energy, comp, load)
 
 
 @dataclass
@@ -479,18 +535,20 @@ class LayerResult:
     energy: dict
     own: list
     binding: object = "row-major"
-    placement: str = "sequential"
+    placement: str = "local"
     samples: int = 0
+    link_bytes: list = None      # NoP bytes per package link (pipelining: shared bandwidth)
 
     def latency_us(self, arch: Arch) -> float:
         return self.latency_cycles / (arch.pe_clock_ghz * 1e3)
 
 
-def evaluate(layer: Layer, arch: Arch, mp: Mapping, binding="row-major", placement="sequential") -> LayerResult:
+def evaluate(layer: Layer, arch: Arch, mp: Mapping, binding="row-major", placement="local") -> LayerResult:
     """Evaluate one mapping; raises MappingError if it violates a buffer capacity."""
     st = build_structure(layer, arch, mp.kc, mp.cc, mp.pc, mp.qc, binding, placement, mp.k_ext, mp.p_ext)
     r = evaluate_batch(st, arch, [mp.kp], [mp.cp], [mp.pp], [mp.qp], [mp.p1], [mp.q1])
     if not r.valid[0]:
         raise MappingError(f"{layer.name}: mapping {mp.short()} exceeds a PE buffer capacity")
     return LayerResult(layer.name, mp, mp.n_chiplets, float(r.latency[0]), float(r.energy_total[0]),
-                       {k: float(v[0]) for k, v in r.energy.items()}, r.own[0].tolist(), binding, placement)
+                       {k: float(v[0]) for k, v in r.energy.items()}, r.own[0].tolist(), binding, placement,
+                       link_bytes=r.link_bytes[0].tolist())

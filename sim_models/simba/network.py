@@ -1,8 +1,8 @@
 """Whole-network runs (seed paper Sec. 4-5): per-layer search, the Sec. 5 optimisations, and
-ResNet-50 batch-1 latency.  Layers are searched in parallel worker processes.
-Left out: pooling/element-wise layers (no MACs; run in the Global PEs) and inter-layer
-activation movement between separately compiled layers (the paper compiles and runs each layer
-independently with inputs preloaded, Sec. 4.1)."""
+ResNet-50 batch-1 latency.  Layers are searched in parallel worker processes.  The network
+latency is the sum of the layers (or pipelined blocks) plus the activation moves between
+layers (interlayer.py: each layer's outputs travel to the next layer's input homes).
+Left out: pooling/element-wise layers (no MACs; run in the Global PEs)."""
 from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
@@ -10,13 +10,14 @@ from concurrent.futures import ProcessPoolExecutor
 from .arch import Arch
 from .layers import Layer
 from .mapper import chiplet_counts, search
+from .interlayer import producers, transfer_cycles
 from .optim import nonuniform, pipeline_block, placement
 
 OPTS = ("uniform", "nonuniform", "placement", "pipeline", "all")
 
 
 def run_layer(layer: Layer, arch: Arch, n_chiplets: int, opt: str, samples: int, seed: int,
-              spatial_pq: bool = False) -> dict:
+              spatial_pq: bool = True) -> dict:
     per = search(layer, arch, chiplet_counts(n_chiplets), samples, seed, keep_per_count=True,
                  spatial_pq=spatial_pq)
     base = min(per.values(), key=lambda r: (r.latency_cycles, r.energy_pj))
@@ -56,9 +57,9 @@ def blocks(layers: list[Layer]) -> list[list[int]]:
 
 def run_network(layers: list[Layer], arch: Arch, n_chiplets: int = 32, opt: str = "uniform",
                 samples: int = 1000, seed: int = 0, jobs: int = 2, progress: bool = False,
-                spatial_pq: bool = False) -> dict:
-    """``spatial_pq``: let the mapper also split P and Q spatially (Listing 1 keeps them
-    temporal; see mapper.search)."""
+                spatial_pq: bool = True) -> dict:
+    """``spatial_pq``: the mapper also splits P and Q spatially (Sec. 3.3); False = Listing 1's
+    K/C-only dataflow (ablation; see mapper.search)."""
     if opt not in OPTS:
         raise ValueError(f"unknown opt {opt!r} (choose from {', '.join(OPTS)})")
     if not 1 <= n_chiplets <= arch.n_chiplets:
@@ -79,24 +80,57 @@ def run_network(layers: list[Layer], arch: Arch, n_chiplets: int = 32, opt: str 
             rows.append(_run_one(a))
             bar and bar.update()
     bar and bar.close()
-    total_uniform = sum(r["uniform"].latency_cycles for r in rows)
-    total_layer = sum(r["best"].latency_cycles for r in rows)
+    prod = producers(layers)
+
+    def moves(key):
+        out = [0.0] * len(rows)
+        for i, j in enumerate(prod):
+            if j is not None:
+                out[i] = transfer_cycles(layers[j], rows[j][key], layers[i], rows[i][key], arch)
+        return out
+    mv_u = moves("uniform")
+    if opt != "uniform":
+        # a layer keeps its optimised result only if that does not lose once the moves into and
+        # out of it (to its consumers) are charged -- placement changes where data lives
+        cons = {j: [i for i, p in enumerate(prod) if p == j] for j in range(len(rows))}
+        for j, r in enumerate(rows):
+            if r["best"] is r["uniform"]:
+                continue
+            def cost(res):
+                c = res.latency_cycles
+                if prod[j] is not None:
+                    c += transfer_cycles(layers[prod[j]], rows[prod[j]]["best"], layers[j], res, arch)
+                for i in cons[j]:
+                    c += transfer_cycles(layers[j], res, layers[i], rows[i]["best"], arch)
+                return c
+            if cost(r["best"]) >= cost(r["uniform"]):
+                r["best"] = r["uniform"]
+                if opt == "all":
+                    r["all"] = r["uniform"]
+    mv_b = moves("best")
+    for r, a, b in zip(rows, mv_u, mv_b):
+        r["move_uniform"], r["move_best"] = a, b
+    total_uniform = sum(r["uniform"].latency_cycles for r in rows) + sum(mv_u)
+    total_layer = sum(r["best"].latency_cycles for r in rows) + sum(mv_b)
     total = total_layer
     pipes = []
     if opt in ("pipeline", "all"):
         total = 0.0
         for blk in blocks(layers):
-            seq = sum(rows[i]["best"].latency_cycles for i in blk)
+            seq = sum(rows[i]["best"].latency_cycles + mv_b[i] for i in blk)
             pl = None
             if len(blk) > 1:
                 pl = pipeline_block([layers[i] for i in blk], [rows[i]["per_count"] for i in blk], arch,
                                     n_chiplets)
-            if pl is not None and pl[0] < seq:
-                total += pl[0]
+            into = max(mv_b[i] for i in blk if prod[i] is None or prod[i] not in blk)
+            if pl is not None and pl[0] + into < seq:
+                total += pl[0] + into
                 pipes.append({"block": [layers[i].name for i in blk], "sequential_cycles": seq,
-                              "pipelined_cycles": pl[0], "chiplets": [p[1] for p in pl[1]]})
+                              "pipelined_cycles": pl[0] + into, "move_into_block_cycles": into,
+                              "chiplets": [p[1] for p in pl[1]]})
             else:
                 total += seq
     return {"rows": rows, "opt": opt, "chiplets": n_chiplets, "samples": samples,
             "total_uniform_cycles": total_uniform, "total_cycles": total, "pipelined_blocks": pipes,
+            "move_uniform_cycles": sum(mv_u), "move_best_cycles": sum(mv_b),
             "clock_ghz": arch.pe_clock_ghz, "spatial_pq": spatial_pq}

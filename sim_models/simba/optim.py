@@ -7,14 +7,17 @@
   counters.  Weight/accumulation capacities are re-checked for every move.
 * ``placement`` (Sec. 5.2): same tiling, re-bind logical chiplets (row-major / snake / centre)
   and place input- and output-activation tiles greedily (min aggregate multicast hop count),
-  keeping the best including the sequential baseline.
+  keeping the best including the baseline (runtime "local" homes, or the Fig. 11b sequential fill).
 * ``pipeline_block`` (Sec. 5, cross-layer pipelining): the layers of a residual block run on
   disjoint chiplet partitions; each stage starts when its producer has emitted the rows its
-  first output row needs.  Partition sizes are searched over powers of two.
+  first output row needs and they have crossed to the consumer's partition (interlayer.py
+  move: latency + bandwidth share); the block takes at least as long as the busiest NoP link
+  needs for all stages' traffic plus the moves (the stages share the package links).
+  Partition sizes are searched over powers of two.
 
 Every optimisation returns the baseline when it cannot improve, so it never loses to it.
 Left out: runtime re-measurement loops, non-uniform splits along C (Sec. 5.1 mentions them
-for output activations), bandwidth interference between pipelined stages.
+for output activations), interference inside a chiplet's NoC between pipelined stages.
 """
 from __future__ import annotations
 
@@ -92,7 +95,7 @@ BINDINGS = ("row-major", "snake", "centre")
 def placement(layer: Layer, arch: Arch, base: LayerResult) -> LayerResult:
     best = base
     for b in BINDINGS:
-        for p in ("sequential", "greedy"):
+        for p in ("local", "sequential", "greedy"):
             r = _try(layer, arch, base.mapping, b, p)
             if r is not None and r.latency_cycles < best.latency_cycles - 1e-9:
                 best = r
@@ -112,9 +115,11 @@ def _first_fraction(res: LayerResult, layer: Layer, nxt: Layer) -> tuple[float, 
     return min(1.0, math.ceil(need_rows / p1) / P2), P2 * Q2
 
 
-def pipeline_time(stages: list[tuple[LayerResult, Layer]], side: list[LayerResult] = ()) -> float:
+def pipeline_time(stages: list[tuple[LayerResult, Layer]], side: list[LayerResult] = (),
+                  moves: list[tuple[float, float]] | None = None) -> float:
     """Latency of a chain of pipelined stages (cycles).  ``side``: stages that run
-    concurrently from time 0 on their own partitions (e.g. branch1)."""
+    concurrently from time 0 on their own partitions (e.g. branch1).  ``moves[i]``: (bandwidth
+    time, latency) of moving stage i-1's outputs to stage i's partition (interlayer.py)."""
     start, fin = 0.0, 0.0
     for i, (res, layer) in enumerate(stages):
         t = res.latency_cycles
@@ -122,10 +127,12 @@ def pipeline_time(stages: list[tuple[LayerResult, Layer]], side: list[LayerResul
             start, fin = 0.0, t
         else:
             prev_res, prev_layer = stages[i - 1]
-            f, _ = _first_fraction(prev_res, prev_layer, layer)
+            f, psteps = _first_fraction(prev_res, prev_layer, layer)
             _, steps = _first_fraction(res, layer, layer)
-            start = start + f * prev_res.latency_cycles
-            fin = max(start + t, fin + t / steps)
+            mv, lat = moves[i] if moves else (0.0, 0.0)
+            # the first rows cross after the producer made them; the move streams alongside
+            start = start + f * max(prev_res.latency_cycles, mv) + lat
+            fin = max(start + t, fin + lat + mv / psteps + t / steps)
         last = fin
     return max([last] + [s.latency_cycles for s in side])
 
@@ -149,16 +156,25 @@ def pipeline_block(layers: list[Layer], per_count: list[dict], arch: Arch, n_tot
     if best is None:
         return None
     # bind the chosen partitions to disjoint physical chiplets (snake order) and re-evaluate
+    from .interlayer import link_loads, move_bytes, move_time
     order = bind(arch.n_chiplets, "snake", arch.mesh_rows, arch.mesh_cols)
     off, plan = 0, []
     for i, n in enumerate(best[1]):
         phys = tuple(order[off:off + n])
         off += n
-        r = _try(layers[i], arch, per_count[i][n].mapping, phys, "sequential")
+        r = _try(layers[i], arch, per_count[i][n].mapping, phys, "local")
         if r is None:
             return None
         r.samples = per_count[i][n].samples
         plan.append((layers[i], n, phys, r))
     res = [p[3] for p in plan]
-    main = list(zip(res[1:] if has_b1 else res, layers[1:] if has_b1 else layers))
-    return pipeline_time(main, res[:1] if has_b1 else []), plan
+    lay = layers[1:] if has_b1 else layers
+    main = list(zip(res[1:] if has_b1 else res, lay))
+    moves, shared = [(0.0, 0.0)], np.sum([np.asarray(r.link_bytes) for r in res], axis=0)
+    for i in range(1, len(main)):
+        mb = move_bytes(main[i - 1][1], main[i - 1][0], main[i][1], main[i][0], arch)
+        moves.append(move_time(mb, arch))
+        shared = shared + link_loads(mb, arch)
+    t = pipeline_time(main, res[:1] if has_b1 else [], moves)
+    t = max(t, float(shared.max()) / arch.nop_link_bytes_per_cycle)     # stages share the NoP
+    return t, plan

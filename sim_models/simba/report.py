@@ -1,4 +1,5 @@
-"""JSON/plot export of network runs (shared by the CLI and bench/simba_repro.py)."""
+"""JSON/plot export of network runs (shared by the CLI and bench/simba_repro.py; seed paper Sec.
+4-5 figures).  Left out: energy of the activation moves between layers (latency only)."""
 from __future__ import annotations
 
 from .arch import Arch
@@ -24,7 +25,8 @@ def network_dict(run: dict, arch: Arch) -> dict:
         l = r["layer"]
         d = {"name": l.name, "macs": l.macs, "uniform": result_dict(r["uniform"], arch),
              "best": result_dict(r["best"], arch),
-             "speedup": r["uniform"].latency_cycles / r["best"].latency_cycles}
+             "speedup": r["uniform"].latency_cycles / r["best"].latency_cycles,
+             "move_in_us": r.get("move_best", 0.0) / f}
         for k in ("nonuniform", "placement"):
             if k in r:
                 d[k] = result_dict(r[k], arch)
@@ -32,7 +34,9 @@ def network_dict(run: dict, arch: Arch) -> dict:
     total_us = run["total_cycles"] / f
     return {
         "opt": run["opt"], "chiplets": run["chiplets"], "samples_per_layer": run["samples"],
-        "spatial_pq": run.get("spatial_pq", False),
+        "spatial_pq": run.get("spatial_pq", True),
+        "placement_baseline": "local (inputs on their consumers; moves between layers charged)",
+        "move_us": run.get("move_best_cycles", 0.0) / f,
         "clock_ghz": arch.pe_clock_ghz, "grs_gbps": arch.grs_gbps,
         "total_uniform_us": run["total_uniform_cycles"] / f, "total_us": total_us,
         "images_per_s": 1e6 / total_us, "pipelined_blocks": run["pipelined_blocks"],
