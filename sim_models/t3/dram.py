@@ -273,8 +273,9 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
         if j < S and not epi:
             Rj = R[j]
             Cj = C[j]
+            need = (Rj * p) / Cj          # reads consumed so far; look ahead at most OUTMAX
             for _k in range(2):           # up to 2 read requests per cycle into the compute stream
-                if issued < Rj and issued - returned < OUTMAX:
+                if issued < Rj and issued - returned < OUTMAX and issued < need + OUTMAX:
                     issued += 1
                     cf_reads += 1
             if p < Cj and returned >= min(Rj, Rj * (p + 1.0) / Cj) - 1e-9:
@@ -398,22 +399,34 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                         if bg_next[b // bpg] <= t:
                             pick = k
                             break
+                # row commands are on their own bus: activate, in parallel, the bank of the oldest
+                # request of this direction that misses and whose bank no queued hit is waiting for
+                for k in range(qn):
+                    sk = q_src[k]
+                    isw = 1 if (sk == SRC_GWRITE or sk == SRC_UPD) else 0
+                    if isw != mode or k == pick:
+                        continue
+                    b = q_bank[k]
+                    if bank_ready[b] > t or (pick >= 0 and q_bank[pick] == b):
+                        continue
+                    if bank_owner[b] == q_id[k] or (bank_src[b] == sk and q_u[k] < ph[sk]):
+                        continue
+                    busy_hit = False
+                    for k2 in range(qn):
+                        s2 = q_src[k2]
+                        w2 = 1 if (s2 == SRC_GWRITE or s2 == SRC_UPD) else 0
+                        if k2 != pick and w2 == mode and q_bank[k2] == b and (bank_owner[b] == q_id[k2] or (
+                                bank_src[b] == q_src[k2] and q_u[k2] < ph[q_src[k2]])):
+                            busy_hit = True
+                            break
+                    if busy_hit:
+                        continue
+                    bank_ready[b] = t + MISS
+                    bank_src[b] = sk
+                    bank_owner[b] = q_id[k]
+                    break
                 if pick < 0:
-                    # activate the bank of the oldest request of this direction that misses
-                    for k in range(qn):
-                        sk = q_src[k]
-                        isw = 1 if (sk == SRC_GWRITE or sk == SRC_UPD) else 0
-                        if isw != mode:
-                            continue
-                        b = q_bank[k]
-                        if bank_ready[b] > t:
-                            continue
-                        if bank_owner[b] == q_id[k] or (bank_src[b] == sk and q_u[k] < ph[sk]):
-                            continue
-                        bank_ready[b] = t + MISS
-                        bank_src[b] = sk
-                        bank_owner[b] = q_id[k]
-                        break
+                    pass
                 else:
                     sk = q_src[pick]
                     b = q_bank[pick]
