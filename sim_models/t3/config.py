@@ -52,6 +52,7 @@ class System:
     write_drain: tuple        # (high, low) watermarks, entries
     row_hit: tuple            # per stream: GEMM read, GEMM store, DMA read, RS update
     gemm_mlp_factor: float
+    gemm_prefetch: float      # s, how far ahead of use the WGs request their operands
     dma_buffer_bytes: float
     comm_fifo_entries: int
     wg_tile: tuple
@@ -59,6 +60,7 @@ class System:
     wgs_per_cu: int
     stage_overhead: float     # s
     write_buffer_cached: float
+    remote_store_buffer_bytes: float
     mca_thresholds: tuple     # entries; None = no limit
     mca_bins: tuple           # mean occupancy bins (entries)
     mca_starve_limit: int     # DRAM cycles
@@ -86,7 +88,7 @@ class System:
         for k in ("n_gpus", "link_bw", "cus", "clock", "dram_bw", "l2_bytes", "wgs_per_cu", "dram_clock",
                   "dram_channels", "dram_access_bytes", "bank_groups", "banks_per_group", "tCCDS",
                   "tCCDL", "tCCDWL", "mc_queue_entries", "rs_final_eff", "dma_buffer_bytes",
-                  "comm_fifo_entries", "gemm_mlp_factor"):
+                  "comm_fifo_entries", "gemm_mlp_factor", "gemm_prefetch"):
             if getattr(self, k) <= 0:
                 raise ValueError(f"system parameter {k} must be > 0, got {getattr(self, k)}")
         if self.n_gpus < 2:
@@ -117,11 +119,12 @@ def system(n_gpus: int = 8, **overrides) -> System:
         tCCDS=_v(d, "tCCDS"), tCCDL=_v(d, "tCCDL"), tCCDWL=_v(d, "tCCDWL"), t_row_miss=_v(d, "t_row_miss"),
         tRTW=_v(d, "tRTW"), tWTR=_v(d, "tWTR"), mc_queue_entries=_v(d, "mc_queue_entries"),
         write_drain=tuple(_v(d, "write_drain_watermarks")), row_hit=tuple(_v(d, "row_hit")),
-        gemm_mlp_factor=_v(d, "gemm_mlp_factor"), dma_buffer_bytes=_v(d, "dma_buffer_bytes"),
+        gemm_mlp_factor=_v(d, "gemm_mlp_factor"), gemm_prefetch=_v(d, "gemm_prefetch_ns") * 1e-9, dma_buffer_bytes=_v(d, "dma_buffer_bytes"),
         comm_fifo_entries=_v(d, "comm_fifo_entries"),
         wg_tile=tuple(_v(d, "wg_tile")), wf_tile=tuple(_v(d, "wf_tile")),
         wgs_per_cu=_v(d, "wgs_per_cu"), stage_overhead=_v(d, "stage_overhead_ns") * 1e-9,
         write_buffer_cached=_v(d, "write_buffer_cached_bytes"),
+        remote_store_buffer_bytes=_v(d, "remote_store_buffer_bytes"),
         mca_thresholds=tuple(_v(d, "mca_thresholds_entries")), mca_bins=tuple(_v(d, "mca_occupancy_bins")),
         mca_starve_limit=_v(d, "mca_starve_limit_cycles"), mca_learn_log2=_v(d, "mca_learn_log2"),
         elem_bytes=_v(d, "elem_bytes"))

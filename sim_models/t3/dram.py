@@ -41,7 +41,7 @@ SRC_GREAD, SRC_GWRITE, SRC_DMA, SRC_UPD = 0, 1, 2, 3
 # integer parameter vector layout (see ``simulate`` in overlap.py)
 (I_Q, I_NBG, I_BPG, I_CCDS, I_CCDL, I_CCDWL, I_MISS, I_RTW, I_WTR, I_WHI, I_WLO, I_LAT, I_OUT,
  I_DMABUF, I_COMMCAP, I_LINKLAT, I_POLICY, I_THR, I_STARVE, I_DYN, I_LEARN, I_NMC, I_COMM,
- I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_NI) = range(31)
+ I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_NI) = range(32)
 (F_LINK, F_PH_GR, F_PH_GW, F_PH_DMA, F_PH_UPD, F_NF) = range(6)
 
 
@@ -104,7 +104,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     nb = nbg * bpg
     CCDS, CCDL, CCDWL, MISS = IP[I_CCDS], IP[I_CCDL], IP[I_CCDWL], IP[I_MISS]
     RTW, WTR, WHI, WLO = IP[I_RTW], IP[I_WTR], IP[I_WHI], IP[I_WLO]
-    LAT, OUTMAX = IP[I_LAT], IP[I_OUT]
+    LAT, OUTMAX, PREF = IP[I_LAT], IP[I_OUT], IP[I_PREF]
     DMABUF, COMMCAP, LL = IP[I_DMABUF], IP[I_COMMCAP], IP[I_LINKLAT]
     policy, thr0, starve = IP[I_POLICY], IP[I_THR], IP[I_STARVE]
     dynamic, learn_n, nmc, comm = IP[I_DYN], IP[I_LEARN], IP[I_NMC], IP[I_COMM]
@@ -273,9 +273,9 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
         if j < S and not epi:
             Rj = R[j]
             Cj = C[j]
-            need = (Rj * p) / Cj          # reads consumed so far; look ahead at most OUTMAX
+            ahead = (Rj * (p + PREF)) / Cj   # reads the WGs have asked for PREF cycles ahead of use
             for _k in range(2):           # up to 2 read requests per cycle into the compute stream
-                if issued < Rj and issued - returned < OUTMAX and issued < need + OUTMAX:
+                if issued < Rj and issued - returned < OUTMAX and issued < ahead:
                     issued += 1
                     cf_reads += 1
             if p < Cj and returned >= min(Rj, Rj * (p + 1.0) / Cj) - 1e-9:
