@@ -129,6 +129,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     bank_ready = np.zeros(nb, np.int64)
     bank_src = np.full(nb, -1, np.int64)
     bank_owner = np.zeros(nb, np.int64)
+    hitpend = np.zeros(nb, np.int64)
     bg_next = np.zeros(nbg, np.int64)
     bus_next = 0
     mode = 0                          # 0 read, 1 write
@@ -387,39 +388,27 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                 bus_next = t + WTR
             else:
                 pick = -1
+                for bb in range(nb):
+                    hitpend[bb] = 0
                 for k in range(qn):
                     sk = q_src[k]
                     isw = 1 if (sk == SRC_GWRITE or sk == SRC_UPD) else 0
                     if isw != mode:
                         continue
                     b = q_bank[k]
-                    if bank_ready[b] > t:
-                        continue
                     if bank_owner[b] == q_id[k] or (bank_src[b] == sk and q_u[k] < ph[sk]):
-                        if bg_next[b // bpg] <= t:
+                        hitpend[b] = 1
+                        if pick < 0 and bank_ready[b] <= t and bg_next[b // bpg] <= t:
                             pick = k
-                            break
                 # row commands are on their own bus: activate, in parallel, the bank of the oldest
                 # request of this direction that misses and whose bank no queued hit is waiting for
                 for k in range(qn):
                     sk = q_src[k]
                     isw = 1 if (sk == SRC_GWRITE or sk == SRC_UPD) else 0
-                    if isw != mode or k == pick:
+                    if isw != mode:
                         continue
                     b = q_bank[k]
-                    if bank_ready[b] > t or (pick >= 0 and q_bank[pick] == b):
-                        continue
-                    if bank_owner[b] == q_id[k] or (bank_src[b] == sk and q_u[k] < ph[sk]):
-                        continue
-                    busy_hit = False
-                    for k2 in range(qn):
-                        s2 = q_src[k2]
-                        w2 = 1 if (s2 == SRC_GWRITE or s2 == SRC_UPD) else 0
-                        if k2 != pick and w2 == mode and q_bank[k2] == b and (bank_owner[b] == q_id[k2] or (
-                                bank_src[b] == q_src[k2] and q_u[k2] < ph[q_src[k2]])):
-                            busy_hit = True
-                            break
-                    if busy_hit:
+                    if bank_ready[b] > t or hitpend[b] == 1:
                         continue
                     bank_ready[b] = t + MISS
                     bank_src[b] = sk
