@@ -262,7 +262,8 @@ def main() -> int:
         ss = sysm.scaled(remote_store_buffer_bytes=rb)
         rbs[str(rb)] = {"t3": sm["t3"], "t3-mca": sm["t3-mca"]} if rb == sysm.remote_store_buffer_bytes else \
             fig16_with(ss, ("t3", "t3-mca"))
-        print(f"  {rb / 2 ** 20:10.3f} MB: T3 geomean {rbs[str(rb)]['t3']['geomean']:5.1f}% max "
+        size = "unbounded" if rb >= 1e12 else f"{rb / 2 ** 20:.3f} MB"
+        print(f"  {size:>10s}: T3 geomean {rbs[str(rb)]['t3']['geomean']:5.1f}% max "
               f"{rbs[str(rb)]['t3']['max']:5.1f}% | T3-MCA geomean {rbs[str(rb)]['t3-mca']['geomean']:5.1f}% "
               f"max {rbs[str(rb)]['t3-mca']['max']:5.1f}%")
     F["remote_store_buffer_sensitivity"] = rbs
