@@ -23,15 +23,23 @@ POLICIES = {"rr": 0, "compute_first": 1, "mca": 2}
 
 def model_window(policy: str = "mca", length: int = WINDOW) -> dict:
     from tessera.sim_models.t3 import config, gemm, overlap
-    sx = config.system(4).scaled(cus=8)
+    sx = config.system(4).scaled(cus=8, dma_buffer_bytes=2 * 2 ** 20)   # shorter DMA bursts: mixed grants
     px = gemm.plan(sx, gemm.GemmDims("xcheck", 1024, 1024, 512), cached_output=False)
-    big = 40 * length
+    big = 400_000
     r = overlap.simulate(sx, px, comm=True, policy=policy, threshold=THRESHOLD, starve_limit=STARVE,
-                         window=(int(px.t_compute[0] * sx.dram_clock), big))
+                         window=(0, big))
     w = r.window
-    # first cycle after a communication grant with both streams requesting from then on
-    starts = np.flatnonzero((w[:-1, 6] == 2) & (w[1:, 0] == 1) & (w[1:, 1] == 1)) + 1
-    k = int(starts[0])
+    # first cycle after a communication grant whose window holds at least 60 grants of each stream
+    starts = np.flatnonzero(w[:-1, 6] == 2) + 1
+    cc = np.concatenate([[0], np.cumsum(w[:, 6] == 1)])
+    cm = np.concatenate([[0], np.cumsum(w[:, 6] == 2)])
+    for L in (length, 2 * length, 4 * length, 8 * length):     # compute-first separates the streams
+        ok = [k for k in starts.tolist() if k + L <= len(w) and cc[k + L] - cc[k] >= 60
+              and cm[k + L] - cm[k] >= 60]
+        if ok:
+            length = L
+            break
+    k = int(ok[0])
     w = w[k:k + length]
     cols = ("c_valid", "m_valid", "out_ready", "occ", "drain", "learn", "grant")
     return dict({c: w[:, i].tolist() for i, c in enumerate(cols)}, policy=POLICIES[policy],
