@@ -275,7 +275,7 @@ def main() -> int:
     gap2x = pct(study.geomean(1 + r["x2"] / 100 for r in f20)) - pct(study.geomean(1 + r["x2_t3"] / 100 for r in f20))
     F["mca_gap_2xcu"] = gap2x
     print(f"T3-MCA - T3 geomean: {sm['t3-mca']['geomean'] - sm['t3']['geomean']:.1f} points (base), "
-          f"{gap2x:.1f} points with GPU-2X-CU (GEMMs twice as memory-intensive)")
+          f"{gap2x:.1f} points with GPU-2X-CU (RS-bound there; learned thresholds bind and hold RS back)")
     print("Link rate per ring step vs Fig 16's named cases (Ideal-GEMM-RS-Overlap, paper 50% / 15%)")
     lk = {}
     for bw in (75e9, 100e9, 150e9):
