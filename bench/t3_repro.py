@@ -2,7 +2,8 @@
 
 Prints every figure's model value next to the paper's and the difference, writes
 build/bench/t3_repro.json and PNG plots under build/bench/t3/ (Figs 15, 16, 18, 19, 20, a fused
-GEMM-RS timeline with DRAM traffic over time, and an MCA sensitivity).  Runs in well under 60 s.
+GEMM-RS timeline with DRAM traffic over time) and take-apart experiments (arbitration policy, MCA
+threshold, remote-store buffering, link rate).  The Fig 16 set runs in under 60 s (printed).
 """
 from __future__ import annotations
 
@@ -66,6 +67,7 @@ def main() -> int:
 
     # ---------------- Fig 15/16: Mega-GPT-2 and T-NLG, TP 8 and 16
     base = run_set(sysm, ("mega-gpt-2", "t-nlg"))
+    out["fig16_runtime_s"] = time.time() - t0
     rows = list(base.values())
     js = [r.to_json() for r in rows]
     print("Fig 15/16: sub-layer runtime (us, Sequential) and speedup over Sequential")
@@ -86,6 +88,11 @@ def main() -> int:
     tf1 = base[("t-nlg", 16, "FC-1")]
     f16["ideal_tnlg_fc1_tp16"] = line("Ideal, T-NLG FC-1 TP16 (paper's maximum)",
                                       pct(tf1.speedup("ideal")), 100 * P["fig16_ideal_max"])
+    f16["t3mca_minus_t3_geomean"] = line("T3-MCA - T3 geomean (points)", sm["t3-mca"]["geomean"] - sm["t3"]["geomean"],
+                                         100 * (P["fig16_t3mca_geomean"] - P["fig16_t3_geomean"]))
+    op = [r for r in rows if r.sublayer == "OP"]
+    f16["op_t3_over_ideal_min"] = min(r.speedup("t3") / r.speedup("ideal") for r in op)
+    print(f"  OP layers: T3 / Ideal speedup ratio min {f16['op_t3_over_ideal_min']:.3f} (§6.1.2: close to Ideal; target >= 0.95)")
     extra = max(r.speedup("ideal-rs-nmc") / r.speedup("ideal") for r in rows)
     f16["nmc_extra_max"] = line("Ideal-RS+NMC over Ideal, max", pct(extra), 100 * P["nmc_extra_speedup_max"])
     F["fig15_16"] = dict(rows=js, summary=sm, vs_paper=f16)
@@ -122,7 +129,8 @@ def main() -> int:
            "reduction_max": line("traffic reduction max", 100 * max(red), 100 * P["fig18_traffic_reduction_max"]),
            "rs_reads_x": line("RS reads reduction (x, geomean)", study.geomean(rs_red),
                               P["fig18_rs_read_reduction_x"], unit="x"),
-           "gemm_reads_x": line("GEMM reads reduction (x, geomean)", study.geomean(gr_red), 1.56, unit="x")}
+           "gemm_reads_x": line("GEMM reads reduction (x, geomean)", study.geomean(gr_red),
+                                 P["fig18_gemm_read_reduction_x"], unit="x")}
     F["fig18"] = f18
     plots.traffic(js, PLOTS / "fig18_traffic.png", note=vs_note(f18, "reductions in % or x"))
 
@@ -167,14 +175,18 @@ def main() -> int:
         g = pct(study.geomean(1 + r["t3-mca"][ph] / 100 for r in small))
         f19[f"{ph}_t3mca_geomean"] = line(f"{name} T3-MCA geomean (Mega/T-NLG)", g,
                                           100 * P[f"fig19_{ph}_t3mca_geomean"])
+        g = pct(study.geomean(1 + r["t3"][ph] / 100 for r in small))
+        f19[f"{ph}_t3_geomean"] = line(f"{name} T3 geomean (Mega/T-NLG)", g, 100 * P[f"fig19_{ph}_t3_geomean"])
     f19["large_train_max"] = line("train T3-MCA max (TP32 models)", max(r["t3-mca"]["train"] for r in large),
                                   100 * P["large_models_train_max"])
     f19["large_infer_max"] = line("inference T3-MCA max (TP32 models)", max(r["t3-mca"]["infer"] for r in large),
                                   100 * P["large_models_infer_max"])
     f19["comm_share_mega_max"] = line("comm share Mega-GPT-2 max (Fig 4)",
-                                      100 * max(max(r["comm_share"].values()) for r in e2e_rows if r["model"] == "mega-gpt-2"), 34.0)
+                                      100 * max(max(r["comm_share"].values()) for r in e2e_rows if r["model"] == "mega-gpt-2"),
+                                      100 * P["fig4_comm_share_mega_max"])
     f19["comm_share_tnlg_max"] = line("comm share T-NLG max (Fig 4)",
-                                      100 * max(max(r["comm_share"].values()) for r in e2e_rows if r["model"] == "t-nlg"), 43.0)
+                                      100 * max(max(r["comm_share"].values()) for r in e2e_rows if r["model"] == "t-nlg"),
+                                      100 * P["fig4_comm_share_tnlg_max"])
     F["fig19"] = f19
     labels = [f"{r['model']} TP{r['tp']}" for r in e2e_rows]
     plots.grouped(labels, {f"{plots.CFG_LABEL[c]} {ph}": [r[c][ph] for r in e2e_rows]
@@ -224,37 +236,56 @@ def main() -> int:
           f"2X-CU T-NLG FC-1 TP16 isolated {tl2.gemm * 1e6:.0f}, T3 {tl2.gemm_in_fused['t3'] * 1e6:.0f}, "
           f"T3-MCA {tl2.gemm_in_fused['t3-mca'] * 1e6:.0f} us")
 
-    # ---------------- MCA anti-starvation share sensitivity (assumption)
-    print("Sensitivity: MCA anti-starvation share (assumed 0.25) -> T3-MCA geomean/max (Mega/T-NLG)")
-    sens = {}
-    for share in (0.05, sysm.mca_min_comm_share, 0.5):
-        ss = sysm.scaled(mca_min_comm_share=share)
-        rr = rows if share == sysm.mca_min_comm_share else \
-            [study.evaluate(ss, config.model(k[0]), k[1], k[2], configs=("sequential", "t3-mca")) for k in base]
-        g = pct(study.geomean(r.speedup("t3-mca") for r in rr))
-        m = pct(max(r.speedup("t3-mca") for r in rr))
-        sens[str(share)] = dict(geomean=g, max=m)
-        print(f"  share {share:4.2f}: geomean {g:5.1f}%  max {m:5.1f}%")
-    F["mca_share_sensitivity"] = sens
-    cf = [study.evaluate(sysm, config.model(k[0]), k[1], k[2], configs=("sequential", "t3-cf")) for k in base]
-    F["policy_compute_first"] = dict(geomean=pct(study.geomean(r.speedup("t3-cf") for r in cf)),
-                                     max=pct(max(r.speedup("t3-cf") for r in cf)))
+    # ---------------- arbitration: policies and the MCA threshold (take-apart experiments)
+    def fig16_with(ss, cfgs, **kw):
+        rr = [study.evaluate(ss, config.model(k[0]), k[1], k[2], configs=("sequential",) + cfgs) for k in base]
+        return {c: dict(geomean=pct(study.geomean(r.speedup(c) for r in rr)), max=pct(max(r.speedup(c) for r in rr)))
+                for c in cfgs}
+
+    cf = fig16_with(sysm, ("t3-cf",))["t3-cf"]
+    F["policy_compute_first"] = cf
     print(f"Arbitration policies (Mega/T-NLG geomean/max): round-robin (T3) {sm['t3']['geomean']:.1f}%/"
-          f"{sm['t3']['max']:.1f}%, compute-first {F['policy_compute_first']['geomean']:.1f}%/"
-          f"{F['policy_compute_first']['max']:.1f}%, MCA {sm['t3-mca']['geomean']:.1f}%/{sm['t3-mca']['max']:.1f}%")
-    print("Sensitivity: uncached (NMC) write buffering before storing WGs stall (assumed 1 MB)")
-    wbs = {}
-    for wb in (128 * 2 ** 10, sysm.write_buffer_uncached, 4 * 2 ** 20, 16 * 2 ** 20):
-        ss = sysm.scaled(write_buffer_uncached=wb)
-        rr = rows if wb == sysm.write_buffer_uncached else \
-            [study.evaluate(ss, config.model(k[0]), k[1], k[2], configs=("sequential", "t3", "t3-mca"))
-             for k in base]
-        wbs[str(wb)] = {c: dict(geomean=pct(study.geomean(r.speedup(c) for r in rr)),
-                                max=pct(max(r.speedup(c) for r in rr))) for c in ("t3", "t3-mca")}
-        print(f"  {wb / 2 ** 20:6.3f} MB: T3 geomean {wbs[str(wb)]['t3']['geomean']:5.1f}% max "
-              f"{wbs[str(wb)]['t3']['max']:5.1f}% | T3-MCA geomean {wbs[str(wb)]['t3-mca']['geomean']:5.1f}% "
-              f"max {wbs[str(wb)]['t3-mca']['max']:5.1f}%")
-    F["write_buffer_sensitivity"] = wbs
+          f"{sm['t3']['max']:.1f}%, compute-first {cf['geomean']:.1f}%/{cf['max']:.1f}%, MCA (learned threshold) "
+          f"{sm['t3-mca']['geomean']:.1f}%/{sm['t3-mca']['max']:.1f}%")
+    learned = sorted({int(r.mca_threshold_entries) for r in rows})
+    print(f"  MCA thresholds learned in the first stage (entries; {overlap.NO_LIMIT} = no limit): {learned}")
+    half = fig16_with(sysm.scaled(dram_channels=sysm.dram_channels // 2), ("ideal", "t3", "t3-mca", "t3-cf"))
+    F["half_dram_bandwidth"] = half
+    print("Take-apart: half the DRAM bandwidth (16 channels; GEMMs twice as memory-intensive), Fig 16 set: "
+          + ", ".join(f"{c} {half[c]['geomean']:.1f}%/{half[c]['max']:.1f}%" for c in half)
+          + " (geomean/max)")
+    print("Sensitivity: MCA with a fixed occupancy threshold (entries) on the Fig 16 set")
+    ths = {}
+    for th in (5, 10, 30):
+        ss = sysm.scaled(mca_thresholds=(th, th, th, th))
+        ths[str(th)] = fig16_with(ss, ("t3-mca",))["t3-mca"]
+        print(f"  threshold {th:3d}: T3-MCA geomean {ths[str(th)]['geomean']:5.1f}%  max {ths[str(th)]['max']:5.1f}%")
+    F["mca_threshold_sensitivity"] = dict(fixed=ths, learned=learned)
+    print("Sensitivity: remote-store (slot 0) buffering before the storing WGs stall (derived 100 KB)")
+    rbs = {}
+    for rb in (sysm.remote_store_buffer_bytes, 8 * 2 ** 20, 1e12):
+        ss = sysm.scaled(remote_store_buffer_bytes=rb)
+        rbs[str(rb)] = {"t3": sm["t3"], "t3-mca": sm["t3-mca"]} if rb == sysm.remote_store_buffer_bytes else \
+            fig16_with(ss, ("t3", "t3-mca"))
+        size = "unbounded" if rb >= 1e12 else f"{rb / 2 ** 20:.3f} MB"
+        print(f"  {size:>10s}: T3 geomean {rbs[str(rb)]['t3']['geomean']:5.1f}% max "
+              f"{rbs[str(rb)]['t3']['max']:5.1f}% | T3-MCA geomean {rbs[str(rb)]['t3-mca']['geomean']:5.1f}% "
+              f"max {rbs[str(rb)]['t3-mca']['max']:5.1f}%")
+    F["remote_store_buffer_sensitivity"] = rbs
+    gap2x = pct(study.geomean(1 + r["x2"] / 100 for r in f20)) - pct(study.geomean(1 + r["x2_t3"] / 100 for r in f20))
+    F["mca_gap_2xcu"] = gap2x
+    print(f"T3-MCA - T3 geomean: {sm['t3-mca']['geomean'] - sm['t3']['geomean']:.1f} points (base), "
+          f"{gap2x:.1f} points with GPU-2X-CU (RS-bound there; learned thresholds bind and hold RS back)")
+    print("Link rate per ring step vs Fig 16's named cases (Ideal-GEMM-RS-Overlap, paper 50% / 15%)")
+    lk = {}
+    for bw in (75e9, 100e9, 150e9):
+        ss = sysm.scaled(link_bw=bw)
+        a = study.evaluate(ss, config.model("t-nlg"), 16, "FC-1", configs=("sequential", "ideal"))
+        b = study.evaluate(ss, config.model("mega-gpt-2"), 16, "OP", configs=("sequential", "ideal"))
+        lk[str(bw / 1e9)] = dict(tnlg_fc1_tp16=pct(a.speedup("ideal")), mega_op_tp16=pct(b.speedup("ideal")))
+        print(f"  {bw / 1e9:5.0f} GB/s: T-NLG FC-1 TP16 {lk[str(bw / 1e9)]['tnlg_fc1_tp16']:5.1f}%  "
+              f"Mega-GPT-2 OP TP16 {lk[str(bw / 1e9)]['mega_op_tp16']:5.1f}%")
+    F["link_rate_named_cases"] = lk
 
     # ---------------- cross-check: cycle-level tracker reference on a 4-GPU, 4-stage instance
     sx = config.system(4).scaled(cus=8)
@@ -286,31 +317,36 @@ def main() -> int:
           f"events, model step {gx['model_step_cycles']} cycles); problems: {gx['problems'] or 'none'}")
 
     util = [r.gemm_dram_util for r in rows]
+    inf = str(1e12)
     note = [
         "Closing note (larger differences):",
-        f"* Ideal-GEMM-RS-Overlap, NMC RS gain and RS-read reduction match: they follow from alpha-beta "
-        f"rings at {sysm.link_bw / 1e9:.0f} GB/s per step (150 GB/s links used in both directions) and "
-        f"roofline GEMMs; 75 GB/s per step would give ~3.5%/1.6% NMC gains instead of 7%/3%.",
-        f"* T3 and T3-MCA are below the paper: the model's GEMMs are compute-bound (isolated DRAM "
-        f"utilisation {100 * min(util):.0f}-{100 * max(util):.0f}%), so the paper's main loss mechanism (RS "
-        "bursts stalling GEMM reads) is weak; the loss comes instead from the uncached NMC output burst "
-        "(2x DRAM cost, CCDWL) that each stage must drain before its WGs retire (1 MB buffering assumed) "
-        "while RS traffic competes for DRAM. MCA gains only by draining that burst first and loses on "
-        "comm-bound OP layers, where strict compute priority delays RS (25% anti-starvation share "
-        "assumed). With 4-16 MB buffering T3 comes within 7-4 points of Ideal's geomean and MCA falls "
-        "below T3 "
-        "(see the write-buffer sensitivity): this buffering is the model's dominant free parameter.",
+        f"* T3 (round-robin) loses less than the paper's: the model's GEMMs keep the DRAM busy only "
+        f"{100 * min(util):.0f}-{100 * max(util):.0f}% of cycles in isolation, so RS traffic (~15% of DRAM "
+        "cycles at 75 GB/s) rarely saturates it; round-robin costs the GEMM only queueing delay beyond its "
+        "prefetch distance and halved MC admission during DMA bursts and its own store bursts. T3-MCA - T3 "
+        f"is {sm['t3-mca']['geomean'] - sm['t3']['geomean']:.1f} points (paper 10). Take-apart: with half the "
+        f"DRAM bandwidth (GEMMs twice as memory-intensive) T3 falls to {half['t3']['geomean']:.1f}% and "
+        f"compute-first reaches {half['t3-cf']['geomean']:.1f}% (gap {half['t3-cf']['geomean'] - half['t3']['geomean']:.1f} "
+        f"points, paper 10), but the learned MCA thresholds then bind and MCA drops to {half['t3-mca']['geomean']:.1f}%: "
+        "the paper's GEMMs must be more memory-intensive than this model's (L2 reuse estimate, gemm.py).",
+        f"* MCA's occupancy threshold: learned thresholds {learned}; fixed thresholds 5/10/30 give "
+        + "/".join(f"{ths[k]['geomean']:.1f}" for k in ("5", "10", "30"))
+        + "% geomean: whenever the threshold binds, the GEMM alone keeps the queue above it (row misses "
+        "make service slow), communication then enters only through the starvation limit and RS becomes "
+        "the critical path; the GEMM does get faster (test_mca_threshold_changes_the_result).",
+        f"* Remote (slot-0) stores complete at the neighbour's MC: with 100 KB in flight the storing WGs "
+        f"wait for the link; with unbounded buffering T3 / T3-MCA are {rbs[inf]['t3']['geomean']:.1f} / "
+        f"{rbs[inf]['t3-mca']['geomean']:.1f}% (see remote-store sensitivity).",
         "* FC-1 and FC-2 have identical GEMM shapes here (the paper's differ by transposed inputs and "
-        "kernels), so the paper's maximum case (T-NLG FC-1 TP16, 50%) is not the model's maximum.",
-        "* Fig 19 follows the sub-layer gaps above; the end-to-end layer is built from the same GEMM "
-        "model plus an unfused-attention estimate instead of MLPerf-BERT measurements.",
-        "* Fig 18 maximum reduction is larger: at TP8 the one-time first/last-step savings dominate and "
-        "our all-or-nothing L2 estimate flips some GEMMs to fully cached once the output bypasses L2.",
+        "kernels).",
+        "* Fig 19 follows the sub-layer results; the end-to-end layer is built from the same GEMM model "
+        "plus an unfused-attention estimate instead of MLPerf-BERT measurements.",
     ]
     print("\n".join(note))
     out["closing_note"] = note
     out["runtime_s"] = time.time() - t0
     (OUT / "t3_repro.json").write_text(json.dumps(out, indent=1, default=float))
+    print(f"Fig 16 set simulated in {out['fig16_runtime_s']:.1f} s")
     print(f"wrote {OUT / 't3_repro.json'} and plots in {PLOTS}/ ({out['runtime_s']:.1f} s)")
     return 0 if not (xr["problems"] or gx["problems"]) else 1
 

@@ -41,3 +41,13 @@ def test_ring_reduce_scatter(rtl_dev, gran):
 def test_tracker_paper_size_throughput():
     """Default (paper-size, 256 x 8) Tracker: 1 update/cycle, trigger 2 cycles after the update."""
     run("tracker", {}, "tessera.tb.t3.test_tracker", testcase="tracker_throughput", seed=1)
+
+
+MCA_REPLAY = {"req_width": 8, "occ_width": 7, "wait_width": 10, "learn_log2": 4}
+
+
+def test_mca_replays_model_trace():
+    """Issue 15: a window of the system model's arbiter trace through the RTL MCA; identical grants."""
+    from tessera.tb.t3.mca_replay import RTL_PARAMS
+    assert MCA_REPLAY == RTL_PARAMS
+    run("mca", MCA_REPLAY, "tessera.tb.t3.test_mca_replay", testcase="mca_replay", seed=1)

@@ -20,7 +20,9 @@ def test_golden_tracker_replays_model_stream(inst):
     rep = X.check(inst, timed, g)
     assert rep["problems"] == []
     assert (rep["updates"], rep["triggers"], rep["tiles"]) == (768, 384, 384)   # 3 chunks x 16 WG x 8 WF
-    assert (rep["min_lateness"], rep["max_lateness"], rep["late_triggers"]) == (0, 5, 280)
+    # lateness = serialisation of the model's same-cycle events (one update per cycle); values of the
+    # channel-level DRAM model's stream (issue 15), well inside the model's 70-cycle trace step
+    assert (rep["min_lateness"], rep["max_lateness"], rep["late_triggers"]) == (0, 12, 303)
     assert rep["model_step_cycles"] == 70 and rep["conflicts"] == 0
     assert [s["model_ready"] + X.LATENCY - s["slack"] for s in rep["slots"]] == \
         [s["last_trigger"] for s in rep["slots"]]
@@ -49,4 +51,4 @@ def test_rtl_tracker_replays_model_stream(tmp_path):
     run("tracker", X.XCHECK_PARAMS, "tessera.tb.t3.test_xcheck", testcase="tracker_xcheck", seed=1,
         result_file=res)
     r = json.loads(res.read_text().splitlines()[-1])
-    assert (r["triggers"], r["updates"], r["max_lateness"]) == (384, 768, 5)
+    assert (r["triggers"], r["updates"], r["max_lateness"]) == (384, 768, 12)

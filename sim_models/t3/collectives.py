@@ -8,7 +8,8 @@ pipelined).  Per-step DRAM accesses per GPU (Fig 10):
 * baseline RS (CUs reduce): step 1 reads the local chunk (sent to the neighbour's memory) and
   receives one chunk (1 write); steps 2..N-1 read the local and the received copy (2 reads), the
   reduced chunk goes to the neighbour, one chunk is received (1 write); after the last step the
-  received chunk is reduced locally (2 reads + 1 write), which is not overlapped with any transfer.
+  received chunk is reduced locally (2 reads + 1 write), which is not overlapped with any transfer;
+  that reduction kernel sustains ``rs_final_reduction_efficiency`` of HBM peak (its own parameter).
 * RS with NMC (T3, Ideal-RS+NMC): each step reads only the chunk that feeds the next DMA (1 read) and
   the received chunk is applied as a near-memory update (1 update, costing ``nmc_update_cost``
   accesses); there is no final local reduction.
@@ -69,7 +70,7 @@ def ring(kind: str, sysm: System, size: float, n: int | None = None) -> Collecti
     if kind == "rs":
         first = a + max(c / bw, 2 * c / B)                 # read local + incoming write
         steady = a + max(c / bw, 3 * c / B)                # 2 reads + incoming write
-        tail = 3 * c / B                                   # final local reduction
+        tail = 3 * c / (sysm.hbm_bw * sysm.rs_final_eff)   # final local reduction (CU kernel)
         time = first + (steps - 1) * steady + tail
         per = ((c, c, 0.0),) + ((2 * c, c, 0.0),) * (steps - 1) + ((2 * c, c, 0.0),)
     elif kind == "rs_nmc":

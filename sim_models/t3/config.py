@@ -32,21 +32,39 @@ class System:
     flops_per_cu_clk: float
     mma_eff: float
     l2_bytes: int
-    dram_bw: float            # bytes/s, sustained (peak x efficiency)
-    nmc_update_cost: float
-    dram_latency: float       # s
-    mc_queue_bytes: float     # total MC queue capacity in bytes
-    mc_entry_bytes: float     # bytes per queue entry summed over channels (threshold unit)
+    dram_bw: float            # bytes/s, sustained (peak x efficiency): closed-form collectives
+    nmc_update_cost: float    # closed-form collectives only
+    rs_final_eff: float       # baseline RS final local reduction: fraction of HBM peak
+    hbm_bw: float             # bytes/s peak
+    dram_latency: float       # s, unloaded read latency
+    dram_clock: float         # Hz, the channel model's cycle
+    dram_channels: int
+    dram_access_bytes: int
+    bank_groups: int
+    banks_per_group: int
+    tCCDS: int
+    tCCDL: int
+    tCCDWL: int
+    t_row_miss: int
+    tRTW: int
+    tWTR: int
+    mc_queue_entries: int
+    write_drain: tuple        # (high, low) watermarks, entries
+    row_hit: tuple            # per stream: GEMM read, GEMM store, DMA read, RS update
     gemm_mlp_factor: float
+    gemm_prefetch: float      # s, how far ahead of use the WGs request their operands
+    dma_buffer_bytes: float
+    comm_fifo_entries: int
     wg_tile: tuple
     wf_tile: tuple
     wgs_per_cu: int
     stage_overhead: float     # s
     write_buffer_cached: float
-    write_buffer_uncached: float
-    mca_thresholds: tuple
-    mca_bounds: tuple
-    mca_min_comm_share: float
+    remote_store_buffer_bytes: float
+    mca_thresholds: tuple     # entries; None = no limit
+    mca_bins: tuple           # mean occupancy bins (entries)
+    mca_starve_limit: int     # DRAM cycles
+    mca_learn_log2: int
     elem_bytes: int
 
     @property
@@ -54,24 +72,37 @@ class System:
         return self.cus * self.flops_per_cu_clk * self.clock
 
     @property
-    def gemm_mlp_bytes(self) -> float:
-        return self.gemm_mlp_factor * self.dram_bw * self.dram_latency
+    def unit_bytes(self) -> int:
+        """Global bytes one request of the representative channel stands for."""
+        return self.dram_channels * self.dram_access_bytes
+
+    @property
+    def gemm_outstanding(self) -> int:
+        """Reads the GEMM keeps in flight per channel."""
+        return max(1, int(round(self.gemm_mlp_factor * self.dram_latency * self.dram_clock)))
 
     def scaled(self, **kw) -> "System":
         return replace(self, **kw)
 
     def __post_init__(self):
-        for k in ("n_gpus", "link_bw", "cus", "clock", "dram_bw", "l2_bytes", "wgs_per_cu"):
+        for k in ("n_gpus", "link_bw", "cus", "clock", "dram_bw", "l2_bytes", "wgs_per_cu", "dram_clock",
+                  "dram_channels", "dram_access_bytes", "bank_groups", "banks_per_group", "tCCDS",
+                  "tCCDL", "tCCDWL", "mc_queue_entries", "rs_final_eff", "dma_buffer_bytes",
+                  "comm_fifo_entries", "gemm_mlp_factor", "gemm_prefetch"):
             if getattr(self, k) <= 0:
                 raise ValueError(f"system parameter {k} must be > 0, got {getattr(self, k)}")
         if self.n_gpus < 2:
             raise ValueError(f"n_gpus must be >= 2, got {self.n_gpus}")
+        if not 0 < self.write_drain[1] < self.write_drain[0] <= self.mc_queue_entries:
+            raise ValueError(f"write_drain watermarks must satisfy 0 < low < high <= queue, got {self.write_drain}")
+        if len(self.row_hit) != 4 or not all(0 <= x <= 1 for x in self.row_hit):
+            raise ValueError(f"row_hit must be 4 probabilities, got {self.row_hit}")
+        if len(self.mca_thresholds) != 4 or len(self.mca_bins) != 3:
+            raise ValueError("mca_thresholds needs 4 entries and mca_bins 3")
 
 
 def system(n_gpus: int = 8, **overrides) -> System:
     d = load("system")
-    ch = _v(d, "dram_channels")
-    req = _v(d, "dram_request_bytes")
     s = System(
         n_gpus=n_gpus,
         link_bw=_v(d, "link_bw_per_direction_GBps") * _v(d, "rings") * 1e9,
@@ -80,15 +111,23 @@ def system(n_gpus: int = 8, **overrides) -> System:
         flops_per_cu_clk=_v(d, "fp16_flops_per_cu_per_clk"), mma_eff=_v(d, "mma_efficiency"),
         l2_bytes=_v(d, "l2_bytes"),
         dram_bw=_v(d, "hbm_GBps") * 1e9 * _v(d, "dram_efficiency"),
-        nmc_update_cost=_v(d, "nmc_update_cost"), dram_latency=_v(d, "dram_latency_ns") * 1e-9,
-        mc_queue_bytes=_v(d, "mc_queue_entries_per_channel") * ch * req, mc_entry_bytes=ch * req,
-        gemm_mlp_factor=_v(d, "gemm_mlp_factor"),
+        nmc_update_cost=_v(d, "nmc_update_cost"), rs_final_eff=_v(d, "rs_final_reduction_efficiency"),
+        hbm_bw=_v(d, "hbm_GBps") * 1e9,
+        dram_latency=_v(d, "dram_latency_ns") * 1e-9, dram_clock=_v(d, "dram_clock_GHz") * 1e9,
+        dram_channels=_v(d, "dram_channels"), dram_access_bytes=_v(d, "dram_access_bytes"),
+        bank_groups=_v(d, "bank_groups"), banks_per_group=_v(d, "banks_per_group"),
+        tCCDS=_v(d, "tCCDS"), tCCDL=_v(d, "tCCDL"), tCCDWL=_v(d, "tCCDWL"), t_row_miss=_v(d, "t_row_miss"),
+        tRTW=_v(d, "tRTW"), tWTR=_v(d, "tWTR"), mc_queue_entries=_v(d, "mc_queue_entries"),
+        write_drain=tuple(_v(d, "write_drain_watermarks")), row_hit=tuple(_v(d, "row_hit")),
+        gemm_mlp_factor=_v(d, "gemm_mlp_factor"), gemm_prefetch=_v(d, "gemm_prefetch_ns") * 1e-9, dma_buffer_bytes=_v(d, "dma_buffer_bytes"),
+        comm_fifo_entries=_v(d, "comm_fifo_entries"),
         wg_tile=tuple(_v(d, "wg_tile")), wf_tile=tuple(_v(d, "wf_tile")),
         wgs_per_cu=_v(d, "wgs_per_cu"), stage_overhead=_v(d, "stage_overhead_ns") * 1e-9,
         write_buffer_cached=_v(d, "write_buffer_cached_bytes"),
-        write_buffer_uncached=_v(d, "write_buffer_uncached_bytes"),
-        mca_thresholds=tuple(_v(d, "mca_thresholds_entries")), mca_bounds=tuple(_v(d, "mca_intensity_bounds")),
-        mca_min_comm_share=_v(d, "mca_min_comm_share"), elem_bytes=_v(d, "elem_bytes"))
+        remote_store_buffer_bytes=_v(d, "remote_store_buffer_bytes"),
+        mca_thresholds=tuple(_v(d, "mca_thresholds_entries")), mca_bins=tuple(_v(d, "mca_occupancy_bins")),
+        mca_starve_limit=_v(d, "mca_starve_limit_cycles"), mca_learn_log2=_v(d, "mca_learn_log2"),
+        elem_bytes=_v(d, "elem_bytes"))
     return s.scaled(**overrides) if overrides else s
 
 

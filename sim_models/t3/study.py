@@ -3,8 +3,8 @@
 * Sequential: isolated GEMM (cached output) + ring RS + ring AG.
 * T3: fused GEMM-RS (uncached NMC output, staggered WGs, tracker-triggered DMAs), round-robin DRAM
   arbitration, then AG.
-* T3-MCA: as T3 with communication-aware arbitration (threshold from the isolated GEMM's DRAM
-  utilisation).  (Extra, not in the paper's figures: ``t3-cf``, plain compute-first arbitration.)
+* T3-MCA: as T3 with communication-aware arbitration (threshold learned by the MC from the queue
+  occupancy of the isolated first stage, §4.5).  (Extra, not in the paper's figures: ``t3-cf``, plain compute-first arbitration.)
 * Ideal-GEMM-RS-Overlap: ``max(GEMM, RS) + AG`` (isolated times, no dependency or contention).
 * Ideal-RS+NMC: ``max(GEMM, RS_nmc) + AG``.
 
@@ -21,7 +21,7 @@ import numpy as np
 from . import collectives as C
 from .config import Model, System
 from .gemm import GemmDims, gemm_isolated_roofline, plan, sublayer_dims
-from .overlap import mca_threshold, simulate
+from .overlap import simulate
 
 CONFIGS = ("sequential", "t3", "t3-mca", "ideal", "ideal-rs-nmc")
 EXTRA = ("t3-cf",)          # T3 with plain compute-first arbitration (no occupancy threshold)
@@ -89,8 +89,8 @@ def _evaluate(sysm: System, key: str, tp: int, d: GemmDims, record: bool, config
     pc = plan(s, d, cached_output=True)
     iso = simulate(s, pc, comm=False)
     rs, rsn, ag = C.ring("rs", s, size), C.ring("rs_nmc", s, size), C.ring("ag", s, size)
-    util = (pc.read_bytes.sum() + pc.out_bytes.sum()) / iso.time / s.dram_bw
-    th = mca_threshold(s, util)
+    util = iso.dram_busy
+    th = float("nan")
     times = {"sequential": iso.time + rs.time + ag.time,
              "ideal": max(iso.time, rs.time) + ag.time,
              "ideal-rs-nmc": max(iso.time, rsn.time) + ag.time}
@@ -105,8 +105,9 @@ def _evaluate(sysm: System, key: str, tp: int, d: GemmDims, record: bool, config
         if cfg not in configs:
             continue
         pu = pu or plan(s, d, cached_output=False)
-        r = simulate(s, pu, comm=True, policy=pol, threshold_bytes=th if pol == "mca" else np.inf,
-                     record=record)
+        r = simulate(s, pu, comm=True, policy=pol, record=record)
+        if pol == "mca":
+            th = r.threshold
         fused[cfg] = r
         times[cfg] = r.time + ag.time
         gin[cfg] = r.gemm_end
@@ -114,7 +115,7 @@ def _evaluate(sysm: System, key: str, tp: int, d: GemmDims, record: bool, config
                             rs_reads=r.dram["rs_reads"], rs_writes=r.dram["rs_updates"], **agt)
     return SublayerResult(key, tp, d.sublayer, d.M, d.N, d.K, d.flops, pc.stages, iso.time,
                           gemm_isolated_roofline(s, pc), rs.time, rsn.time, ag.time, times, gin,
-                          traffic, th / s.mc_entry_bytes, util, fused)
+                          traffic, th, util, fused)
 
 
 def geomean(x) -> float:

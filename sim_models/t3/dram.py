@@ -1,0 +1,484 @@
+"""Channel-level DRAM + memory-controller arbitration for the fused T3 GEMM-RS (T3 §4.3, §4.5, §5.1.1,
+§6.1.2, Fig 17).
+
+One *representative* HBM2 channel is simulated cycle by cycle at the DRAM command clock (Table 1:
+1 GHz); addresses interleave uniformly over the ``dram_channels`` channels, so every channel sees
+the same mix and one request of the model stands for one access on every channel
+(``unit_bytes = channels x access_bytes`` of global traffic).
+
+Per cycle:
+
+* **sources** - the GEMM issues its stage's reads in a read phase paced by its compute progress, at
+  most ``gemm_outstanding`` reads in flight (Little's law: queueing delay slows it), then writes the
+  stage's output as a burst (Fig 17a); the WGs retire once every store is *acknowledged* by the MC
+  (admitted to its queue; cached stores instead once they fit the L2 dirty budget).  Communication:
+  incoming ring updates (NMC op-and-store) and tracker-triggered DMA reads (bounded by the DMA
+  buffer) share one FIFO; DMA data leaves on the link at ``link_bw``.
+* **arbiter** - :func:`arb_step`, the single definition of round-robin / compute-first / MCA with
+  the semantics of ``hdl/t3/mca.py`` (one grant per cycle into the MC queue; MCA: compute first,
+  communication only while ``occupancy < threshold``, starvation limit in cycles, drain at the
+  producer-kernel boundary, dynamic threshold from the mean occupancy of the isolated first stage).
+* **MC queue + banks** - one unified queue of ``mc_queue_entries``; FR-FCFS (oldest row hit
+  first, one activate per cycle for the oldest miss), write-drain mode with high/low watermarks and
+  read/write turnaround (tRTW, tWTR), 4 bank groups x 4 banks: column commands ``tCCDS`` apart,
+  ``tCCDL`` in one bank group, ``tCCDWL`` after an NMC update (read-modify-write in the bank, one
+  data burst on the bus, §5.1.1); row miss = tRP + tRCD on that bank.  Row locality: a request hits
+  with its stream's probability if its bank's open row was opened by the same stream, else misses
+  (streams interleaving in a bank destroy each other's locality).
+
+Left out: refresh, per-channel imbalance, the return path's own contention, address-exact rows.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+POLICY_RR, POLICY_COMPUTE_FIRST, POLICY_MCA = 0, 1, 2
+POLICIES = {"rr": POLICY_RR, "compute_first": POLICY_COMPUTE_FIRST, "mca": POLICY_MCA}
+GRANT_NONE, GRANT_COMP, GRANT_COMM = 0, 1, 2
+SRC_GREAD, SRC_GWRITE, SRC_DMA, SRC_UPD = 0, 1, 2, 3
+
+# integer parameter vector layout (see ``simulate`` in overlap.py)
+(I_Q, I_NBG, I_BPG, I_CCDS, I_CCDL, I_CCDWL, I_MISS, I_RTW, I_WTR, I_WHI, I_WLO, I_LAT, I_OUT,
+ I_DMABUF, I_COMMCAP, I_LINKLAT, I_POLICY, I_THR, I_STARVE, I_DYN, I_LEARN, I_NMC, I_COMM,
+ I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_NI) = range(32)
+(F_LINK, F_PH_GR, F_PH_GW, F_PH_DMA, F_PH_UPD, F_NF) = range(6)
+
+
+@njit(cache=True)
+def arb_step(st, c_valid, m_valid, out_ready, occ, policy, thr, starve_limit, drain, wait_max):
+    """One arbiter cycle (semantics of ``hdl/t3/mca.py``).  ``st = [last_comm, wait]`` is updated in
+    place.  Returns GRANT_NONE / GRANT_COMP / GRANT_COMM (a grant needs ``out_ready``)."""
+    last_comm = st[0]
+    wait = st[1]
+    starving = m_valid and wait >= starve_limit
+    if policy == POLICY_RR:
+        sel = (m_valid and not c_valid) if last_comm else m_valid
+        valid = c_valid or m_valid
+    elif policy == POLICY_COMPUTE_FIRST:
+        sel = m_valid and not c_valid
+        valid = c_valid or m_valid
+    else:
+        if drain:
+            sel = m_valid
+        elif starving:
+            sel = True
+        else:
+            sel = m_valid and occ < thr and not c_valid
+        valid = c_valid or sel
+    c_ready = out_ready and valid and not sel
+    m_ready = out_ready and valid and sel
+    if c_ready and c_valid:
+        st[0] = 0
+    if m_ready:
+        st[0] = 1
+        st[1] = 0
+    elif m_valid:
+        st[1] = min(wait + 1, wait_max)
+    if m_ready:
+        return GRANT_COMM
+    if c_ready:
+        return GRANT_COMP
+    return GRANT_NONE
+
+
+def arb_replay(trace: dict, policy: int, thr: int, starve_limit: int, wait_max: int) -> np.ndarray:
+    """Grants of :func:`arb_step` for recorded inputs (``c_valid, m_valid, out_ready, occ, drain``),
+    from reset state."""
+    st = np.array([1, 0], dtype=np.int64)
+    out = np.zeros(len(trace["occ"]), dtype=np.int64)
+    for k in range(len(out)):
+        out[k] = arb_step(st, bool(trace["c_valid"][k]), bool(trace["m_valid"][k]),
+                          bool(trace["out_ready"][k]), int(trace["occ"][k]), policy, thr,
+                          starve_limit, bool(trace["drain"][k]), wait_max)
+    return out
+
+
+@njit(cache=True)
+def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
+    """Cycle loop.  C: stage compute cycles, R: stage read requests, SB[j, s]: output requests of
+    slot s in stage j, slot_req[s]: total requests of slot s.  Returns (scalars, arrays...)."""
+    np.random.seed(IP[I_SEED])
+    Q = IP[I_Q]
+    nbg, bpg = IP[I_NBG], IP[I_BPG]
+    nb = nbg * bpg
+    CCDS, CCDL, CCDWL, MISS = IP[I_CCDS], IP[I_CCDL], IP[I_CCDWL], IP[I_MISS]
+    RTW, WTR, WHI, WLO = IP[I_RTW], IP[I_WTR], IP[I_WHI], IP[I_WLO]
+    LAT, OUTMAX, PREF = IP[I_LAT], IP[I_OUT], IP[I_PREF]
+    DMABUF, COMMCAP, LL = IP[I_DMABUF], IP[I_COMMCAP], IP[I_LINKLAT]
+    policy, thr0, starve = IP[I_POLICY], IP[I_THR], IP[I_STARVE]
+    dynamic, learn_n, nmc, comm = IP[I_DYN], IP[I_LEARN], IP[I_NMC], IP[I_COMM]
+    wbuf, remcap, rec_every = IP[I_WBUF], IP[I_REMCAP], IP[I_REC]
+    w0, wlen, maxcyc = IP[I_W0], IP[I_WLEN], IP[I_MAXCYC]
+    link_rate = FP[F_LINK]
+    ph = np.array([FP[F_PH_GR], FP[F_PH_GW], FP[F_PH_DMA], FP[F_PH_UPD]])
+    S = C.shape[0]
+    n = SB.shape[1]
+    wait_max = 1 << 30
+
+    # MC queue (ordered, oldest first)
+    q_src = np.zeros(Q, np.int64)
+    q_slot = np.zeros(Q, np.int64)
+    q_bank = np.zeros(Q, np.int64)
+    q_id = np.zeros(Q, np.int64)
+    q_u = np.zeros(Q)
+    qn = 0
+    nreads_q = 0
+    nwrites_q = 0
+    next_id = 1
+    bank_ready = np.zeros(nb, np.int64)
+    bank_src = np.full(nb, -1, np.int64)
+    bank_owner = np.zeros(nb, np.int64)
+    hitpend = np.zeros(nb, np.int64)
+    bg_next = np.zeros(nbg, np.int64)
+    bus_next = 0
+    mode = 0                          # 0 read, 1 write
+    # GEMM
+    j = 0
+    p = 0.0
+    issued = 0
+    returned = 0
+    cf_reads = 0                      # issued reads not yet granted
+    rcap = OUTMAX + 4
+    g_ret = np.zeros(rcap, np.int64)  # return times (ring, monotonic)
+    g_h = 0
+    g_t = 0
+    epi = False
+    wq_slot = np.zeros(S * n + 1, np.int64)
+    wq_cnt = np.zeros(S * n + 1, np.int64)
+    wq_h = 0
+    wq_t = 0
+    wq_total = 0
+    remote_q = 0
+    stage_start = np.full(S, -1.0)
+    stage_end = np.full(S, -1.0)
+    stage_start[0] = 0.0
+    gemm_end = -1
+    # communication
+    cfifo = np.zeros(COMMCAP, np.int64)
+    cf_h = 0
+    cf_n = 0
+    inbox = np.zeros(n, np.int64)
+    inc_arr = np.zeros(n, np.int64)
+    sent_arr = np.zeros(n, np.int64)
+    produced = np.zeros(n, np.int64)
+    written = np.zeros(n, np.int64)
+    dma_iss = np.zeros(n, np.int64)
+    sendbuf = np.zeros(n, np.int64)
+    sent = np.zeros(n, np.int64)
+    dma_inflight = 0
+    d_ret = np.zeros(DMABUF + Q + 4, np.int64)
+    d_slot = np.zeros(DMABUF + Q + 4, np.int64)
+    dcap = DMABUF + Q + 4
+    d_h = 0
+    d_t = 0
+    hist = np.zeros((LL + 1, n), np.int64)
+    hist_any = np.zeros(LL + 1, np.int64)
+    link_acc = 0.0
+    slot_ready = np.full(n, -1.0)
+    send_start = np.full(n, -1.0)
+    send_end = np.full(n, -1.0)
+    # arbiter
+    ast = np.array([1, 0], np.int64)
+    learn_sum = 0
+    learn_cnt = 0
+    dyn_thr = 0
+    dyn_valid = 0
+    max_wait = 0
+    # stats
+    cnt = np.zeros(4, np.int64)        # serviced per source
+    busy = 0
+    occ_sum = 0
+    nrec = maxcyc // rec_every + 2 if rec_every > 0 else 1
+    rec_t = np.zeros(nrec)
+    rec_srv = np.zeros((nrec, 5))      # gread, gwrite, dma, upd, link sends
+    rec_prod = np.zeros((nrec, n))
+    rec_inc = np.zeros((nrec, n))
+    nr = 0
+    acc = np.zeros(5)
+    win = np.zeros((max(wlen, 1), 7), np.int64)   # c_valid m_valid out_ready occ drain learn grant
+    t = 0
+    done = False
+    while not done:
+        if t >= maxcyc:
+            return (-1.0, -1.0, j, stage_start, stage_end, slot_ready, send_start, send_end, cnt,
+                    busy, occ_sum, dyn_thr, dyn_valid, max_wait, rec_t[:nr], rec_srv[:nr],
+                    rec_prod[:nr], rec_inc[:nr], win)
+        # ---------------- returns
+        while g_h != g_t and g_ret[g_h % rcap] <= t:
+            g_h += 1
+            returned += 1
+        while d_h != d_t and d_ret[d_h % dcap] <= t:
+            sendbuf[d_slot[d_h % dcap]] += 1
+            d_h += 1
+        # ---------------- link arrivals (symmetry: my sends of slot s-1 are my incoming of slot s)
+        if comm == 1:
+            hi = t % (LL + 1)
+            if hist_any[hi]:
+                for s in range(n - 1):
+                    if hist[hi, s]:
+                        sent_arr[s] += hist[hi, s]
+                        hist[hi, s] = 0
+                        if sent_arr[s] == slot_req[s]:
+                            tgt = slot_req[s + 1]
+                        else:
+                            tgt = (sent_arr[s] * slot_req[s + 1]) // max(slot_req[s], 1)
+                        inbox[s + 1] += tgt - inc_arr[s + 1]
+                        inc_arr[s + 1] = tgt
+                hist_any[hi] = 0
+            # incoming updates into the communication FIFO (one per cycle)
+            if cf_n < COMMCAP:
+                for s in range(1, n):
+                    if inbox[s] > 0:
+                        inbox[s] -= 1
+                        cfifo[(cf_h + cf_n) % COMMCAP] = SRC_UPD * 256 + s
+                        cf_n += 1
+                        break
+            # tracker-triggered DMA reads (lowest ready slot first, bounded by the DMA buffer)
+            if cf_n < COMMCAP and dma_inflight < DMABUF:
+                for s in range(1, n - 1):
+                    if min(produced[s], written[s]) > dma_iss[s]:
+                        dma_iss[s] += 1
+                        dma_inflight += 1
+                        cfifo[(cf_h + cf_n) % COMMCAP] = SRC_DMA * 256 + s
+                        cf_n += 1
+                        break
+            # link: slot-0 remote stores first, then DMA data in slot order
+            link_acc += link_rate
+            if link_acc >= 1.0:
+                ss = -1
+                if remote_q > 0:
+                    ss = 0
+                    remote_q -= 1
+                else:
+                    for s in range(1, n - 1):
+                        if sendbuf[s] > 0:
+                            ss = s
+                            sendbuf[s] -= 1
+                            dma_inflight -= 1
+                            break
+                if ss >= 0:
+                    link_acc -= 1.0
+                    sent[ss] += 1
+                    acc[4] += 1
+                    if send_start[ss] < 0:
+                        send_start[ss] = t
+                    if sent[ss] == slot_req[ss]:
+                        send_end[ss] = t
+                    hj = (t + LL) % (LL + 1)
+                    hist[hj, ss] += 1
+                    hist_any[hj] = 1
+                else:
+                    link_acc = min(link_acc, 1.0)
+        # ---------------- GEMM: read phase paced by compute, then output burst, retire on ack
+        if j < S and not epi:
+            Rj = R[j]
+            Cj = C[j]
+            ahead = (Rj * (p + PREF)) / Cj   # reads the WGs have asked for PREF cycles ahead of use
+            for _k in range(2):           # up to 2 read requests per cycle into the compute stream
+                if issued < Rj and issued - returned < OUTMAX and issued < ahead:
+                    issued += 1
+                    cf_reads += 1
+            if p < Cj and returned >= min(Rj, Rj * (p + 1.0) / Cj) - 1e-9:
+                p += 1.0
+            if p >= Cj and returned >= Rj:
+                epi = True
+                for s in range(n):
+                    b = SB[j, s]
+                    if b <= 0:
+                        continue
+                    if comm == 1 and s == 0:
+                        remote_q += b
+                    else:
+                        wq_slot[wq_t] = s
+                        wq_cnt[wq_t] = b
+                        wq_t += 1
+                        wq_total += b
+        if epi and wq_total <= wbuf and remote_q <= remcap:
+            stage_end[j] = t
+            epi = False
+            j += 1
+            p = 0.0
+            issued = 0
+            returned = 0
+            if j < S:
+                stage_start[j] = t
+        drain = 0
+        if j >= S and gemm_end < 0 and wq_total == 0 and remote_q == 0:
+            gemm_end = t
+        if j >= S:
+            drain = 1
+        # ---------------- arbiter (one grant per cycle into the MC queue)
+        learn = 1 if (dynamic == 1 and j == 0 and not epi) else 0
+        thr = dyn_thr if (dynamic == 1 and dyn_valid == 1) else thr0
+        c_valid = cf_reads > 0 or wq_total > 0
+        m_valid = cf_n > 0
+        out_ready = qn < Q
+        g = arb_step(ast, c_valid, m_valid, out_ready, qn, policy, thr, starve, drain == 1, wait_max)
+        if ast[1] > max_wait:
+            max_wait = ast[1]
+        if learn == 1:
+            if learn_cnt < learn_n:
+                learn_sum += qn
+                learn_cnt += 1
+                if learn_cnt == learn_n:
+                    mean = learn_sum // learn_n
+                    if mean >= bins[0]:
+                        dyn_thr = table[0]
+                    elif mean >= bins[1]:
+                        dyn_thr = table[1]
+                    elif mean >= bins[2]:
+                        dyn_thr = table[2]
+                    else:
+                        dyn_thr = table[3]
+                    dyn_valid = 1
+        else:
+            learn_cnt = 0
+            learn_sum = 0
+        if wlen > 0 and w0 <= t < w0 + wlen:
+            k = t - w0
+            win[k, 0] = 1 if c_valid else 0
+            win[k, 1] = 1 if m_valid else 0
+            win[k, 2] = 1 if out_ready else 0
+            win[k, 3] = qn
+            win[k, 4] = drain
+            win[k, 5] = learn
+            win[k, 6] = g
+        if g != GRANT_NONE:
+            if g == GRANT_COMP:
+                if cf_reads > 0:
+                    cf_reads -= 1
+                    src = SRC_GREAD
+                    sl = 0
+                else:
+                    src = SRC_GWRITE
+                    sl = wq_slot[wq_h]
+                    wq_cnt[wq_h] -= 1
+                    wq_total -= 1
+                    produced[sl] += 1
+                    if wq_cnt[wq_h] == 0:
+                        wq_h += 1
+            else:
+                code = cfifo[cf_h]
+                cf_h = (cf_h + 1) % COMMCAP
+                cf_n -= 1
+                src = code // 256
+                sl = code % 256
+                if src == SRC_UPD:
+                    written[sl] += 1
+            q_src[qn] = src
+            q_slot[qn] = sl
+            q_bank[qn] = np.random.randint(0, nb)
+            q_u[qn] = np.random.random()
+            q_id[qn] = next_id
+            next_id += 1
+            qn += 1
+            if src == SRC_GREAD or src == SRC_DMA:
+                nreads_q += 1
+            else:
+                nwrites_q += 1
+        occ_sum += qn
+        # ---------------- DRAM service: FR-FCFS, write drain, bank-group timing
+        if qn > 0 and t >= bus_next:
+            if mode == 0 and nwrites_q > 0 and (nwrites_q >= WHI or nreads_q == 0):
+                mode = 1
+                bus_next = t + RTW
+            elif mode == 1 and nreads_q > 0 and (nwrites_q <= WLO):
+                mode = 0
+                bus_next = t + WTR
+            else:
+                pick = -1
+                for bb in range(nb):
+                    hitpend[bb] = 0
+                for k in range(qn):
+                    sk = q_src[k]
+                    isw = 1 if (sk == SRC_GWRITE or sk == SRC_UPD) else 0
+                    if isw != mode:
+                        continue
+                    b = q_bank[k]
+                    if bank_owner[b] == q_id[k] or (bank_src[b] == sk and q_u[k] < ph[sk]):
+                        hitpend[b] = 1
+                        if pick < 0 and bank_ready[b] <= t and bg_next[b // bpg] <= t:
+                            pick = k
+                # row commands are on their own bus: activate, in parallel, the bank of the oldest
+                # request of this direction that misses and whose bank no queued hit is waiting for
+                for k in range(qn):
+                    sk = q_src[k]
+                    isw = 1 if (sk == SRC_GWRITE or sk == SRC_UPD) else 0
+                    if isw != mode:
+                        continue
+                    b = q_bank[k]
+                    if bank_ready[b] > t or hitpend[b] == 1:
+                        continue
+                    bank_ready[b] = t + MISS
+                    bank_src[b] = sk
+                    bank_owner[b] = q_id[k]
+                    break
+                if pick < 0:
+                    pass
+                else:
+                    sk = q_src[pick]
+                    b = q_bank[pick]
+                    bg = b // bpg
+                    upd = sk == SRC_UPD or (sk == SRC_GWRITE and nmc == 1)
+                    bg_next[bg] = t + (CCDWL if upd else CCDL)
+                    bus_next = t + CCDS
+                    bank_src[b] = sk
+                    cnt[sk] += 1
+                    acc[sk] += 1
+                    busy += 1
+                    if sk == SRC_GREAD:
+                        g_ret[g_t % rcap] = t + LAT
+                        g_t += 1
+                    elif sk == SRC_DMA:
+                        d_ret[d_t % dcap] = t + LAT
+                        d_slot[d_t % dcap] = q_slot[pick]
+                        d_t += 1
+                    if sk == SRC_GREAD or sk == SRC_DMA:
+                        nreads_q -= 1
+                    else:
+                        nwrites_q -= 1
+                    for k in range(pick, qn - 1):
+                        q_src[k] = q_src[k + 1]
+                        q_slot[k] = q_slot[k + 1]
+                        q_bank[k] = q_bank[k + 1]
+                        q_id[k] = q_id[k + 1]
+                        q_u[k] = q_u[k + 1]
+                    qn -= 1
+        # ---------------- bookkeeping
+        t += 1
+        if comm == 1:
+            for s in range(1, n):
+                if slot_ready[s] < 0 and produced[s] == slot_req[s] and written[s] == slot_req[s]:
+                    slot_ready[s] = t
+        if rec_every > 0 and t % rec_every == 0:
+            rec_t[nr] = t
+            for k in range(5):
+                rec_srv[nr, k] = acc[k]
+                acc[k] = 0
+            for s in range(n):
+                rec_prod[nr, s] = produced[s]
+                rec_inc[nr, s] = written[s]
+            nr += 1
+        if gemm_end >= 0:
+            if comm == 0:
+                done = True
+            elif qn == 0 and cf_n == 0:
+                done = True
+                for s in range(1, n):
+                    if slot_ready[s] < 0:
+                        done = False
+                for s in range(n - 1):
+                    if sent[s] < slot_req[s]:
+                        done = False
+    if rec_every > 0:
+        rec_t[nr] = t
+        for k in range(5):
+            rec_srv[nr, k] = acc[k]
+        for s in range(n):
+            rec_prod[nr, s] = produced[s]
+            rec_inc[nr, s] = written[s]
+        nr += 1
+    return (float(t), float(gemm_end), j, stage_start, stage_end, slot_ready, send_start, send_end,
+            cnt, busy, occ_sum, dyn_thr, dyn_valid, max_wait, rec_t[:nr], rec_srv[:nr], rec_prod[:nr],
+            rec_inc[:nr], win)
