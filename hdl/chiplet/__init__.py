@@ -22,7 +22,8 @@ PARAMS = [
 
 
 def build(**params):
-    from .controller import Controller
+    from .controller import Controller, validate
+    validate({p.name: p.default for p in PARAMS} | params)   # before constructing
     return Controller(**params)
 
 

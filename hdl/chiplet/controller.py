@@ -223,15 +223,18 @@ class Controller(wiring.Component):
         arrived32 = Signal(len(mask))
         m.d.comb += arrived32.eq(arrived)
 
+        # state register (explicit If chains, not m.FSM / m.Switch: Amaranth leaves those
+        # Verilog cases without a default, which Verilator -Wall rejects)
+        IDLE, FETCH, EXEC = 0, 1, 2
+        state = Signal(2, init=IDLE)
+
         def fail(code, is_timeout=False):
-            m.d.sync += [error.eq(1), err_code.eq(code), err_pc.eq(pc)]
+            m.d.sync += [error.eq(1), err_code.eq(code), err_pc.eq(pc), state.eq(IDLE)]
             if is_timeout:
                 m.d.sync += timeout.eq(1)
-            m.next = "IDLE"
 
         def advance():
-            m.d.sync += [pc.eq(pc + 1), tcnt.eq(0)]
-            m.next = "FETCH"
+            m.d.sync += [pc.eq(pc + 1), tcnt.eq(0), state.eq(FETCH)]
 
         def wait_or_timeout():
             with m.If(tcnt == tmo):
@@ -250,78 +253,74 @@ class Controller(wiring.Component):
                      out.dest.ucast.node.x.eq(x), out.dest.ucast.node.y.eq(y),
                      out.src.eq(self.node_id), out.payload.eq(cfgp),
                      self.gpe_cmd.payload.eq(cmdreg[:cmd_bits]),
-                     self.barrier_id.eq(imm[:8])]
+                     self.barrier_id.eq(imm[:8]),
+                     busy.eq(state != IDLE)]
 
-        with m.FSM(init="IDLE"):
-            with m.State("IDLE"):
-                with m.If(self.start):
-                    m.d.sync += [pc.eq(0), tcnt.eq(0), tmo.eq(tmo.init), done.eq(0),
-                                 error.eq(0), timeout.eq(0), err_code.eq(0), err_pc.eq(0),
-                                 stray.eq(0), arrived.eq(0), inflight.eq(0), gpe_bad.eq(0)]
-                    with m.If(overflow):
-                        m.d.sync += [error.eq(1), err_code.eq(isa.ERR_LOAD)]
-                    with m.Else():
-                        m.next = "FETCH"
-                with m.Elif(self.clear):
-                    m.d.sync += [wlen.eq(0), overflow.eq(0), done.eq(0), error.eq(0),
-                                 timeout.eq(0), err_code.eq(0), err_pc.eq(0), stray.eq(0)]
-            with m.State("FETCH"):
-                m.d.comb += busy.eq(1)
-                with m.If(pc >= wlen):
-                    fail(isa.ERR_PC)
+        with m.If(state == IDLE):
+            with m.If(self.start):
+                m.d.sync += [pc.eq(0), tcnt.eq(0), tmo.eq(tmo.init), done.eq(0),
+                             error.eq(0), timeout.eq(0), err_code.eq(0), err_pc.eq(0),
+                             stray.eq(0), arrived.eq(0), inflight.eq(0), gpe_bad.eq(0)]
+                with m.If(overflow):
+                    m.d.sync += [error.eq(1), err_code.eq(isa.ERR_LOAD)]
                 with m.Else():
-                    m.d.comb += [imem.r_en.eq(1), imem.r_addr.eq(pc[:len(imem.r_addr)])]
-                    m.next = "EXEC"
-            with m.State("EXEC"):
-                m.d.comb += busy.eq(1)
-                with m.Switch(op):
-                    with m.Case(isa.OP_END):
-                        m.d.sync += done.eq(1)
-                        m.next = "IDLE"
-                    with m.Case(isa.OP_CFG):
-                        with m.If((x >= nx) | (y >= ny)):
-                            fail(isa.ERR_NODE)
-                        with m.Else():
-                            m.d.comb += self.net_out.valid.eq(1)
-                            with m.If(self.net_out.ready):
-                                advance()
-                    with m.Case(isa.OP_CMDW):
-                        k = fld("k")
-                        with m.If(k >= chunks):
-                            fail(isa.ERR_ARG)
-                        with m.Else():
-                            m.d.sync += cmdreg.word_select(k, isa.CMD_CHUNK).eq(imm[:16])
-                            advance()
-                    with m.Case(isa.OP_CMD):
-                        m.d.comb += self.gpe_cmd.valid.eq(1)
-                        with m.If(self.gpe_cmd.ready):
-                            advance()
-                    with m.Case(isa.OP_WAIT):
-                        g = fld("g")
-                        with m.If(((arrived32 & mask) == mask) & (~g | (inflight == 0))):
-                            with m.If(g & gpe_bad):
-                                fail(isa.ERR_GPE)
-                            with m.Else():
-                                m.d.comb += clr.eq(mask[:nodes])
-                                advance()
-                        with m.Else():
-                            wait_or_timeout()
-                    with m.Case(isa.OP_TMO):
-                        if tbits < len(imm):
-                            big = imm[tbits:] != 0
-                        else:
-                            big = Const(0)
-                        with m.If(big):
-                            fail(isa.ERR_ARG)
-                        with m.Else():
-                            m.d.sync += tmo.eq(imm[:tbits])
-                            advance()
-                    with m.Case(isa.OP_BAR):
-                        m.d.comb += self.barrier_req.eq(1)
-                        with m.If(self.barrier_ack):
-                            advance()
-                        with m.Else():
-                            wait_or_timeout()
-                    with m.Default():
-                        fail(isa.ERR_OP)
+                    m.d.sync += state.eq(FETCH)
+            with m.Elif(self.clear):
+                m.d.sync += [wlen.eq(0), overflow.eq(0), done.eq(0), error.eq(0),
+                             timeout.eq(0), err_code.eq(0), err_pc.eq(0), stray.eq(0)]
+        with m.Elif(state == FETCH):
+            with m.If(pc >= wlen):
+                fail(isa.ERR_PC)
+            with m.Else():
+                m.d.comb += [imem.r_en.eq(1), imem.r_addr.eq(pc[:len(imem.r_addr)])]
+                m.d.sync += state.eq(EXEC)
+        with m.Else():                                   # EXEC
+            with m.If(op == isa.OP_END):
+                m.d.sync += [done.eq(1), state.eq(IDLE)]
+            with m.Elif(op == isa.OP_CFG):
+                with m.If((x >= nx) | (y >= ny)):
+                    fail(isa.ERR_NODE)
+                with m.Else():
+                    m.d.comb += self.net_out.valid.eq(1)
+                    with m.If(self.net_out.ready):
+                        advance()
+            with m.Elif(op == isa.OP_CMDW):
+                k = fld("k")
+                with m.If(k >= chunks):
+                    fail(isa.ERR_ARG)
+                with m.Else():
+                    for i in range(chunks):
+                        with m.If(k == i):
+                            m.d.sync += cmdreg[isa.CMD_CHUNK * i:isa.CMD_CHUNK * (i + 1)].eq(
+                                imm[:isa.CMD_CHUNK])
+                    advance()
+            with m.Elif(op == isa.OP_CMD):
+                m.d.comb += self.gpe_cmd.valid.eq(1)
+                with m.If(self.gpe_cmd.ready):
+                    advance()
+            with m.Elif(op == isa.OP_WAIT):
+                g = fld("g")
+                with m.If(((arrived32 & mask) == mask) & (~g | (inflight == 0))):
+                    with m.If(g & gpe_bad):
+                        fail(isa.ERR_GPE)
+                    with m.Else():
+                        m.d.comb += clr.eq(mask[:nodes])
+                        advance()
+                with m.Else():
+                    wait_or_timeout()
+            with m.Elif(op == isa.OP_TMO):
+                big = (imm[tbits:] != 0) if tbits < len(imm) else Const(0)
+                with m.If(big):
+                    fail(isa.ERR_ARG)
+                with m.Else():
+                    m.d.sync += tmo.eq(imm[:tbits])
+                    advance()
+            with m.Elif(op == isa.OP_BAR):
+                m.d.comb += self.barrier_req.eq(1)
+                with m.If(self.barrier_ack):
+                    advance()
+                with m.Else():
+                    wait_or_timeout()
+            with m.Else():
+                fail(isa.ERR_OP)
         return m
