@@ -370,7 +370,7 @@ def random_program(rnd, params=SMALL, n=24):
     nx, ny = p["node_mesh_x"], p["node_mesh_y"]
     P = prog(params)
     lay = command_layout(gpe_config(p))
-    P.tmo(rnd.choice([30, 60, 200]))
+    P.tmo(rnd.choice([60, 150, 300]))
     for _ in range(n):
         r = rnd.random()
         if r < 0.35:
@@ -383,7 +383,7 @@ def random_program(rnd, params=SMALL, n=24):
         elif r < 0.87:
             P.bar(rnd.getrandbits(8))
         elif r < 0.9:
-            P.tmo(rnd.choice([5, 30, 100]))
+            P.tmo(rnd.choice([5, 60, 200]))
         elif r < 0.92:                               # occasional bad instruction
             P.raw(rnd.choice([0x7, 0xF, isa.encode(isa.OP_CFG, x=nx, y=0)]))
         else:
@@ -393,21 +393,44 @@ def random_program(rnd, params=SMALL, n=24):
     return P.words
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_random_programs_match_golden(seed):
+RAND = {**SMALL, "prog_depth": 256}
+
+
+def random_case(seed, params=RAND):
     rnd = random.Random(seed)
-    p = _full(SMALL)
+    p = _full(params)
     nx, ny = p["node_mesh_x"], p["node_mesh_y"]
-    words = random_program(rnd)
-    cycles = rnd.sample(range(0, 400), 40)           # early, late, duplicated DONEs
+    words = random_program(rnd, params)
+    cycles = rnd.sample(range(0, 1500), 200)         # early, late, duplicated DONEs
     done_at = [(c, rnd.randrange(nx), rnd.randrange(ny)) for c in cycles]
     nr = [rnd.random() < 0.6 for _ in range(5000)]
     cr = [rnd.random() < 0.6 for _ in range(5000)]
     ba = [rnd.random() < 0.2 for _ in range(5000)]
     lats = [rnd.randrange(1, 40) for _ in range(200)]
     sts = [ST_OK if rnd.random() < 0.95 else ST_BAD_OP for _ in range(200)]
-    check(words, done_at=done_at, net_ready=lambda c: nr[c], cmd_ready=lambda c: cr[c],
-          bar_ack=lambda c: ba[c], cpl=lambda i, c: (lats[i], sts[i]), max_cycles=5000)
+    return words, dict(done_at=done_at, net_ready=lambda c: nr[c], cmd_ready=lambda c: cr[c],
+                       bar_ack=lambda c: ba[c], cpl=lambda i, c: (lats[i], sts[i]))
+
+
+SEEDS = range(16)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_programs_match_golden(seed):
+    words, env = random_case(seed)
+    check(words, RAND, max_cycles=5000, **env)
+
+
+def test_random_seeds_cover_every_outcome():
+    """The seeded programs reach END and the run-time errors (golden side only), so the
+    random comparison is not just one path; and none is rejected as too long."""
+    outcomes = set()
+    for seed in SEEDS:
+        words, env = random_case(seed)
+        r = expect(words, RAND, **env)
+        outcomes.add("done" if r.status == "done" else isa.ERR_NAMES[r.err_code])
+        assert r.err_code != isa.ERR_LOAD
+    assert {"done", "TIMEOUT", "BAD_OPCODE", "PC_OFF_PROGRAM"} <= outcomes, outcomes
 
 
 def test_default_parameters_random_program():
