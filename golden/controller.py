@@ -7,7 +7,7 @@ and its final status, given the environment: the cycles at which nodes'
 DONE packets arrive, when ``net_out`` / ``gpe_cmd`` / ``barrier_ack`` are
 ready, and each Global PE command's completion latency and status.  It
 walks the program one instruction at a time (no state machine of the RTL):
-an instruction fetched in cycle t executes from t + 1; an accepted output or
+an instruction fetched in cycle t is decoded in t + 1 and executes from t + 2; an accepted output or
 a completed wait at cycle c lets the next instruction be fetched at c + 1.
 
 Shares only data definitions (:mod:`tessera.hdl.chiplet.isa`).  Left out:
@@ -86,7 +86,7 @@ def run(words, *, prog_depth=256, node_mesh=(4, 5), timeout_bits=24, cmd_chunks=
     while True:
         if pc >= len(words):
             return stop(isa.ERR_PC, pc, t)
-        w, e = words[pc], t + 1
+        w, e = words[pc], t + 2
         op = isa.field(w, "op")
         imm = isa.field(w, "imm")
         if op == isa.OP_END:

@@ -18,6 +18,7 @@ from tessera.hdl.global_pe.packets import (OP_SEND, ST_BAD_OP, ST_OK, command_la
                                            pack_fields, unpack_fields)
 from tessera.params import ParamError
 from tessera.registry import get
+from tessera.tb.chiplet import scenarios as sc
 
 SMALL = dict(prog_depth=64, node_mesh_x=3, node_mesh_y=2, chiplet_mesh_x=2, chiplet_mesh_y=2,
              word_bits=64, classes=2, groups=2, timeout_bits=12)
@@ -228,17 +229,17 @@ def test_wait_that_never_completes_times_out(case):
 
 def test_default_timeout_after_start_is_max():
     got = check(prog().wait([(1, 1)]).end().words, {**SMALL, "timeout_bits": 6})
-    assert got.timeout and got.end_cycle == 1 + 63
+    assert got.timeout and got.end_cycle == 2 + 63
 
 
 def test_timeout_boundary_exact():
     """A DONE that becomes visible in the WAIT's last allowed cycle completes it; one a
     cycle later times out."""
-    P = prog().tmo(10).wait([(0, 1)]).end()      # TMO fetched 0, exec 1; WAIT exec from 3
-    ok = check(P.words, done_at=[(12, 0, 1)])     # visible at 13 = 3 + 10
-    assert ok.status == "done"
-    late = check(P.words, done_at=[(13, 0, 1)])
-    assert late.status == "error" and late.timeout and late.end_cycle == 13
+    P = prog().tmo(10).wait([(0, 1)]).end()      # TMO fetched 0, exec 2; WAIT exec from 5
+    ok = check(P.words, done_at=[(14, 0, 1)])     # visible at 15 = 5 + 10
+    assert ok.status == "done" and ok.end_cycle == 15 + 3
+    late = check(P.words, done_at=[(15, 0, 1)])
+    assert late.status == "error" and late.timeout and late.end_cycle == 15
 
 
 def test_done_early_late_duplicated():
@@ -365,51 +366,11 @@ def test_reset_state():
 
 
 # ---------------------------------------------------------------------------- random
-def random_program(rnd, params=SMALL, n=24):
-    p = _full(params)
-    nx, ny = p["node_mesh_x"], p["node_mesh_y"]
-    P = prog(params)
-    lay = command_layout(gpe_config(p))
-    P.tmo(rnd.choice([60, 150, 300]))
-    for _ in range(n):
-        r = rnd.random()
-        if r < 0.35:
-            P.cfg(rnd.randrange(nx), rnd.randrange(ny), rnd.getrandbits(16), rnd.getrandbits(32))
-        elif r < 0.55:
-            P.cmd(rnd.getrandbits(lay.size))
-        elif r < 0.8:
-            nodes = [(x, y) for x in range(nx) for y in range(ny) if rnd.random() < 0.3]
-            P.wait(nodes, gpe=rnd.random() < 0.5)
-        elif r < 0.87:
-            P.bar(rnd.getrandbits(8))
-        elif r < 0.9:
-            P.tmo(rnd.choice([5, 60, 200]))
-        elif r < 0.92:                               # occasional bad instruction
-            P.raw(rnd.choice([0x7, 0xF, isa.encode(isa.OP_CFG, x=nx, y=0)]))
-        else:
-            P.cfg(0, 0, 0, 0)
-    if rnd.random() < 0.9:
-        P.end()
-    return P.words
-
-
 RAND = {**SMALL, "prog_depth": 256}
 
 
 def random_case(seed, params=RAND):
-    rnd = random.Random(seed)
-    p = _full(params)
-    nx, ny = p["node_mesh_x"], p["node_mesh_y"]
-    words = random_program(rnd, params)
-    cycles = rnd.sample(range(0, 1500), 200)         # early, late, duplicated DONEs
-    done_at = [(c, rnd.randrange(nx), rnd.randrange(ny)) for c in cycles]
-    nr = [rnd.random() < 0.6 for _ in range(5000)]
-    cr = [rnd.random() < 0.6 for _ in range(5000)]
-    ba = [rnd.random() < 0.2 for _ in range(5000)]
-    lats = [rnd.randrange(1, 40) for _ in range(200)]
-    sts = [ST_OK if rnd.random() < 0.95 else ST_BAD_OP for _ in range(200)]
-    return words, dict(done_at=done_at, net_ready=lambda c: nr[c], cmd_ready=lambda c: cr[c],
-                       bar_ack=lambda c: ba[c], cpl=lambda i, c: (lats[i], sts[i]))
+    return sc.random_case(seed, params)
 
 
 SEEDS = range(16)
@@ -435,7 +396,7 @@ def test_random_seeds_cover_every_outcome():
 
 def test_default_parameters_random_program():
     rnd = random.Random(99)
-    words = random_program(rnd, {}, n=16)
+    words = sc.random_program(rnd, {}, n=16)
     done_at = [(c, rnd.randrange(4), rnd.randrange(5)) for c in rnd.sample(range(300), 30)]
     check(words, {}, done_at=done_at, max_cycles=4000)
 
@@ -452,3 +413,12 @@ def test_parameter_errors_are_one_line(bad, name):
     assert name in str(e.value) and "\n" not in str(e.value)
     with pytest.raises(ParamError, match=name):
         validate({**_full({}), **bad})
+
+
+# ---------------------------------------------------------------------------- cocotb
+@pytest.mark.cocotb
+def test_cocotb_verilator_random_programs():
+    """The exported Verilog under Verilator, seeded random programs, cycle-exact vs golden."""
+    from tessera.tb.runner import run
+    run("controller", RAND, "tessera.tb.chiplet.test_controller", testcase="random_programs",
+        seed=5, public="top")

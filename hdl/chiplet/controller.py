@@ -12,8 +12,8 @@ a separate stream, not from the NoC: ``gpe_cmd`` has its
 commands, and reports done / error / timeout to the host.
 
 Instruction set (word layout: :mod:`.isa`; ``op`` = bits [3:0]; a field not
-named is ignored; every instruction takes 2 cycles (fetch, execute) plus the
-cycles it stalls in execute):
+named is ignored; every instruction takes 3 cycles (fetch, decode, execute)
+plus the cycles it stalls in execute):
 
 ====== == ================================ ===================================================
 name   op fields (bits)                     effect / errors
@@ -157,9 +157,11 @@ class Controller(wiring.Component):
 
         m.submodules.imem = imem = SRAM(depth, isa.INST_BITS)
 
-        def fld(name):
+        inst = Signal(isa.INST_BITS)          # decode stage: instruction register
+
+        def fld(name, src=inst):
             off, width = isa.FIELDS[name]
-            return imem.r_data[off:off + width]
+            return src[off:off + width]
 
         wlen = Signal(self.pc_bits)          # words loaded
         overflow = Signal()
@@ -220,12 +222,17 @@ class Controller(wiring.Component):
         x, y, imm = fld("x"), fld("y"), fld("imm")
         mask = Signal(isa.FIELDS["imm"][1])
         m.d.comb += mask.eq(imm)
+        # argument checks evaluated in the decode stage (from the SRAM output) and
+        # registered, so the execute stage starts from flip-flops only
+        rd = imem.r_data
+        bad_node, bad_k, big = Signal(), Signal(), Signal()
+        dec_big = (fld("imm", rd)[tbits:] != 0) if tbits < isa.FIELDS["imm"][1] else Const(0)
         arrived32 = Signal(len(mask))
         m.d.comb += arrived32.eq(arrived)
 
         # state register (explicit If chains, not m.FSM / m.Switch: Amaranth leaves those
         # Verilog cases without a default, which Verilator -Wall rejects)
-        IDLE, FETCH, EXEC = 0, 1, 2
+        IDLE, FETCH, DECODE, EXEC = 0, 1, 2, 3
         state = Signal(2, init=IDLE)
 
         def fail(code, is_timeout=False):
@@ -273,12 +280,16 @@ class Controller(wiring.Component):
                 fail(isa.ERR_PC)
             with m.Else():
                 m.d.comb += [imem.r_en.eq(1), imem.r_addr.eq(pc[:len(imem.r_addr)])]
-                m.d.sync += state.eq(EXEC)
+                m.d.sync += state.eq(DECODE)
+        with m.Elif(state == DECODE):
+            m.d.sync += [inst.eq(rd), state.eq(EXEC),
+                         bad_node.eq((fld("x", rd) >= nx) | (fld("y", rd) >= ny)),
+                         bad_k.eq(fld("k", rd) >= chunks), big.eq(dec_big)]
         with m.Else():                                   # EXEC
             with m.If(op == isa.OP_END):
                 m.d.sync += [done.eq(1), state.eq(IDLE)]
             with m.Elif(op == isa.OP_CFG):
-                with m.If((x >= nx) | (y >= ny)):
+                with m.If(bad_node):
                     fail(isa.ERR_NODE)
                 with m.Else():
                     m.d.comb += self.net_out.valid.eq(1)
@@ -286,7 +297,7 @@ class Controller(wiring.Component):
                         advance()
             with m.Elif(op == isa.OP_CMDW):
                 k = fld("k")
-                with m.If(k >= chunks):
+                with m.If(bad_k):
                     fail(isa.ERR_ARG)
                 with m.Else():
                     for i in range(chunks):
@@ -309,7 +320,6 @@ class Controller(wiring.Component):
                 with m.Else():
                     wait_or_timeout()
             with m.Elif(op == isa.OP_TMO):
-                big = (imm[tbits:] != 0) if tbits < len(imm) else Const(0)
                 with m.If(big):
                     fail(isa.ERR_ARG)
                 with m.Else():
