@@ -15,7 +15,7 @@ from tessera.hdl.chiplet.controller import Controller, cmd_chunks, gpe_config, v
 from tessera.hdl.chiplet.packets import (EXT_CFG, EXT_DONE, KIND_EXT, cfg_layout, ctrl_class,
                                          done_layout)
 from tessera.hdl.global_pe.packets import (OP_SEND, ST_BAD_OP, ST_OK, command_layout,
-                                           pack_fields, unpack_fields)
+                                           unpack_fields)
 from tessera.params import ParamError
 from tessera.registry import get
 from tessera.tb.chiplet import scenarios as sc
@@ -133,13 +133,8 @@ def simulate(words, params=SMALL, *, done_at=(), net_ready=_always, cmd_ready=_a
 
 
 def expect(words, params=SMALL, **env):
-    p = _full(params)
     env_g = {k: v for k, v in env.items() if k not in ("stray_at", "max_cycles", "load_extra")}
-    words_g = list(words) + [0] * env.get("load_extra", 0)
-    return golden.run(words_g, prog_depth=p["prog_depth"],
-                      node_mesh=(p["node_mesh_x"], p["node_mesh_y"]),
-                      timeout_bits=p["timeout_bits"], cmd_chunks=cmd_chunks(p),
-                      cmd_bits=command_layout(gpe_config(p)).size, **env_g)
+    return sc.expect(list(words) + [0] * env.get("load_extra", 0), params, **env_g)
 
 
 def check(words, params=SMALL, **env):

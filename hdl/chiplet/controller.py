@@ -24,7 +24,7 @@ CFG    1  x[6:4] y[9:7] reg[31:16]          send a one-flit ``CFG`` packet (reg 
                                             ``net_out`` accepts it.  x >= node_mesh_x or
                                             y >= node_mesh_y -> ``BAD_NODE`` (nothing sent)
 CMDW   2  k[7:4] imm[47:32]                 bits [16k+15 : 16k] of the command register :=
-                                            imm; k >= ceil(command bits / 16) -> ``BAD_CHUNK``
+                                            imm; k >= ceil(command bits / 16) -> ``BAD_ARG``
 CMD    3  --                                send the command register on ``gpe_cmd`` (stalls
                                             until accepted); counts one command in flight
 WAIT   4  g[4] mask[63:32]                  wait until every node n with mask bit n
@@ -37,7 +37,7 @@ WAIT   4  g[4] mask[63:32]                  wait until every node n with mask bi
                                             ``TIMEOUT`` (+ ``timeout`` flag)
 TMO    5  imm[63:32]                        ``tmo`` := imm (WAIT/BAR timeout in cycles;
                                             2**timeout_bits - 1 after start); imm >=
-                                            2**timeout_bits -> ``BAD_CHUNK`` (bad argument)
+                                            2**timeout_bits -> ``BAD_ARG``
 BAR    6  id[39:32]                         chiplet barrier hook (package issue): raise
                                             ``barrier_req`` with ``barrier_id`` = id until
                                             ``barrier_ack``; times out like WAIT
