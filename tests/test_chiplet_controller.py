@@ -417,3 +417,19 @@ def test_cocotb_verilator_random_programs():
     from tessera.tb.runner import run
     run("controller", RAND, "tessera.tb.chiplet.test_controller", testcase="random_programs",
         seed=5, public="top")
+
+
+def test_isa_tables_match_isa_definitions():
+    """The ISA table in the controller docstring and in README.md name the opcodes of isa.py."""
+    import re
+    from pathlib import Path
+
+    import tessera.hdl.chiplet.controller as ctl
+    doc = {n: int(o) for n, o in re.findall(r"^([A-Z]{3,4})\s+(\d+)\s", ctl.__doc__, re.M)}
+    assert doc == isa.OPCODES
+    readme = (Path(ctl.__file__).parent / "README.md").read_text()
+    rows = {n: int(o) for n, o in re.findall(r"^\| ([A-Z]{3,4})\s*\| (\d+) \|", readme, re.M)}
+    assert rows == isa.OPCODES
+    for name in isa.ERR_NAMES.values():
+        if name != "NONE":
+            assert name in ctl.__doc__ or name in readme, name

@@ -62,7 +62,8 @@ busy, written to consecutive addresses), ``clear`` (pulse, while not busy:
 forget the loaded program and the status), ``start`` (pulse, while not
 busy: run from pc 0), status ``busy``, ``done``, ``error``, ``timeout``,
 ``err_code``, ``err_pc``, ``stray``.  ``net_in`` and ``gpe_cpl`` are always
-ready.
+ready.  Reset: idle, no program loaded, status clear, timeout
+``2**timeout_bits - 1``; the instruction SRAM is not cleared (reload after reset).
 
 Left out: branches, loops and arithmetic (a program is straight-line; the
 layer compiler unrolls), register reads from nodes, interrupts to the host
