@@ -1,0 +1,1 @@
+"""cocotb testbench of the Simba chiplet controller (issue 17)."""
