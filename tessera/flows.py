@@ -89,8 +89,10 @@ class _StageLog:
                     cmd = msg.split()[2:4]
                     stage = ("verilating" if "verilator" in " ".join(cmd) else
                              "compiling C++" if cmd[:1] == ["make"] else "simulating")
+                    h.when.setdefault(stage, time.time())
                     _event(name, stage)
         self.handler = H()
+        self.handler.when = {}
 
 
 def _export_cached(name: str, out: Path):
@@ -118,7 +120,7 @@ def _demo_block(name: str, out: Path, opt: str | None) -> dict:
     import logging
     from tessera.tb.runner import run
     spec = blocks()[name]
-    t0 = time.time()
+    t0, c0 = time.time(), _cpu_seconds()
     _event(name, "elaborating")
     log = logging.getLogger("cocotb")
     log.propagate = False
@@ -148,6 +150,11 @@ def _demo_block(name: str, out: Path, opt: str | None) -> dict:
         recs = [json.loads(line) for line in result.read_text().splitlines()] if result.exists() else []
         row.update(checks=sum(r["checks"] for r in recs), cycles=sum(r["cycles"] for r in recs),
                    status=status, what=_what(recs, name), params=params)
+        when = stages.when
+        if "verilating" in when and "simulating" in when:     # wall seconds per stage
+            row["stages_s"] = {"elaborate": round(when["verilating"] - t0, 1),
+                               "build": round(when["simulating"] - when["verilating"], 1),
+                               "simulate": round(time.time() - when["simulating"], 1)}
     except Exception as err:               # export / elaboration failure: reported, not fatal
         row.update(checks="-", cycles="-", status=f"FAIL ({type(err).__name__}: {err})")
     finally:
@@ -155,6 +162,7 @@ def _demo_block(name: str, out: Path, opt: str | None) -> dict:
         log.removeHandler(stages)
         handler.close()
     row["seconds"] = round(time.time() - t0, 1)
+    row["cpu_s"] = round(_cpu_seconds() - c0, 1)
     return row
 
 
@@ -322,6 +330,8 @@ def cmd_demo(out: Path, jobs: int = 2, quiet: bool = False, opt: str | None = DE
     print(_table(ordered))
     print(f"\nmake demo: {_fmt_s(wall)} wall, {_fmt_s(cpu)} CPU (all processes), {jobs} workers; "
           f"{failed} failed")
+    (out / "timing.json").write_text(json.dumps({"wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
+                                                 "jobs": jobs, "opt": opt}) + "\n")
     print(f"Verilog, manifests and filelists: {out / 'verilog'}; summary: {out / 'summary.json'}")
     from .report import write_report
     page = write_report(out.parent)

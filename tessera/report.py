@@ -260,17 +260,21 @@ def ratio_plot(page: Page, title: str, groups: dict, command: str):
         return
 
     def draw(ax):
+        import matplotlib
+        cmap = matplotlib.colormaps["tab10"]
         colours = {}
-        cmap = __import__("matplotlib").colormaps["tab10"]
         for i, (g, lab, r) in enumerate(items):
+            first = g not in colours
             c = colours.setdefault(g, cmap(len(colours) % 10))
-            ax.barh(i, r, color=c, label=g if list(colours).index(g) == len(colours) - 1
-                    and not any(x[0] == g for x in items[:i]) else None)
+            ax.barh(i, r, color=c, label=g if first else None)
         ax.axvline(1.0, color="k", lw=0.8)
-        ax.set_yticks(range(len(items)), [lab[:55] for _, lab, _ in items], fontsize=6)
+        if all(r > 0 for *_, r in items) and max(r for *_, r in items) / min(r for *_, r in items) > 20:
+            ax.set_xscale("log")
+        ax.set_yticks(range(len(items)), [lab if len(lab) <= 48 else lab[:46] + ".." for _, lab, _ in items],
+                      fontsize=6)
         ax.invert_yaxis()
         ax.set_xlabel("model / paper (1 = matches the paper)")
-        ax.legend(fontsize=6, loc="lower right")
+        ax.legend(fontsize=6, loc="best")
     page.plot(title, draw, command, "every numeric model/paper pair in the tables below",
               size=(7.5, max(2.5, 0.18 * len(items) + 1)))
 
