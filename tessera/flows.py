@@ -333,9 +333,15 @@ def cmd_demo(out: Path, jobs: int = 2, quiet: bool = False, opt: str | None = DE
     (out / "timing.json").write_text(json.dumps({"wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
                                                  "jobs": jobs, "opt": opt}) + "\n")
     print(f"Verilog, manifests and filelists: {out / 'verilog'}; summary: {out / 'summary.json'}")
-    from .report import write_report
-    page = write_report(out.parent)
-    print(f"report: {page.resolve()}")
+    from .report import build_page
+    t1 = time.time()
+    text, page = build_page(out.parent)
+    path = out.parent / "report" / "index.html"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    detail = "" if quiet else (f" ({len(page.figures)} figures, {len(page.missing)} missing inputs listed, "
+                               f"{time.time() - t1:.0f} s; make bench / make synth fill them)")
+    print(f"report: {path.resolve()}{detail}")
     return 1 if failed else 0
 
 

@@ -378,7 +378,8 @@ def paper_section(page: Page, build: Path, name: str, stem: str, pattern: str, c
         page.add(f"<h3>{esc(g)}</h3>")
         nums = fig_numbers(g)
         for png in pngs:
-            if nums and nums & fig_numbers(png.stem) and png not in used:
+            match = (nums & fig_numbers(png.stem)) if nums else (len(g) > 3 and g.lower() in png.stem.lower())
+            if match and png not in used:
                 used.add(png)
                 page.figure(f"{name} {png.stem}", png.read_bytes(), cmd,
                             f"plot written by the bench ({png.relative_to(build)})")
@@ -460,13 +461,13 @@ def synth_table(doc, names) -> str:
                   "critical path", "memories", "status"], rows)
 
 
-def _pe(page, doc, cmd):
+def _pe(page, doc, cmd, build):
     tiles = doc["tiles"]
     rows = [[f"<td>{esc(t['name'])}</td>", f"<td>{esc(t.get('layer', ''))}</td>",
              cell(t["mac_ops"], f"pe_utilization.json#{ptr('tiles', i, 'mac_ops')}"),
              cell(t["cycles"], f"pe_utilization.json#{ptr('tiles', i, 'cycles')}"),
              cell(t["utilization"], f"pe_utilization.json#{ptr('tiles', i, 'utilization')}"),
-             cell(bool(t.get("large")), f"pe_utilization.json#{ptr('tiles', i, 'large')}")]
+             cell(t.get("large"), f"pe_utilization.json#{ptr('tiles', i, 'large')}")]
             for i, t in enumerate(tiles)]
     target = doc.get("target")
 
@@ -593,7 +594,7 @@ def family_section(page: Page, build: Path, fid, title, names, stems, docs, demo
             continue
         mark = len(page.parts)
         try:
-            SPECIFIC[stem](page, doc, cmd, build) if stem != "pe_utilization" else _pe(page, doc, cmd)
+            SPECIFIC[stem](page, doc, cmd, build)
         except Exception as err:                      # noqa: BLE001 -- schema drift: generic view
             del page.parts[mark:]
             page.add(f'<p class="warn">(layout of {esc(stem)}.json changed: {esc(type(err).__name__)} '
