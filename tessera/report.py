@@ -218,6 +218,12 @@ def fig_numbers(name: str) -> set[int]:
     return out
 
 
+def png_title(paper: str, png: Path) -> str:
+    nums = sorted(fig_numbers(png.stem))
+    head = f"Fig {'/'.join(map(str, nums))}" if nums else png.stem.replace(paper.lower() + "_", "").replace("_", " ")
+    return f"{paper} {head} ({png.name})"
+
+
 def comparison_groups(doc):
     groups: dict[str, list] = {}
     for path, d in comparisons(doc):
@@ -381,14 +387,14 @@ def paper_section(page: Page, build: Path, name: str, stem: str, pattern: str, c
             match = (nums & fig_numbers(png.stem)) if nums else (len(g) > 3 and g.lower() in png.stem.lower())
             if match and png not in used:
                 used.add(png)
-                page.figure(f"{name} {png.stem}", png.read_bytes(), cmd,
+                page.figure(png_title(name, png), png.read_bytes(), cmd,
                             f"plot written by the bench ({png.relative_to(build)})")
         page.add(comparison_table(f"{stem}.json", rows))
     rest = [p for p in pngs if p not in used]
     if rest:
         page.add("<h3>other figures</h3>")
         for png in rest:
-            page.figure(f"{name} {png.stem}", png.read_bytes(), cmd,
+            page.figure(png_title(name, png), png.read_bytes(), cmd,
                         f"plot written by the bench ({png.relative_to(build)})")
     if groups:
         ratio_plot(page, f"{name}: model / paper, every compared value", groups, cmd)

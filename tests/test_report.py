@@ -221,7 +221,8 @@ def test_report_fixture(tmp_path):
     assert n > 60
     # the bench plots are embedded under their figure, plus the report's own plots
     titles = [t for _, t in page.figures]
-    for t in ("Simba simba_fig6", "Simba simba_resnet50_layers", "T3 fig18_traffic",
+    for t in ("Simba Fig 6 (simba_fig6.png)", "Simba resnet50 layers (simba_resnet50_layers.png)",
+              "T3 Fig 18 (fig18_traffic.png)",
               "PE utilisation per ResNet-50 tile (RTL)", "NoC latency-load curves (RTL, uniform random)",
               "Synthesis: Fmax per block (ECP5 speed grade 6)"):
         assert t in titles, (t, titles)
