@@ -176,7 +176,7 @@ def _render(draw, size) -> bytes:
         draw(ax)
         fig.tight_layout()
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=90)
+        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     finally:
         plt.close(fig)
     return buf.getvalue()
