@@ -134,7 +134,7 @@ def _demo_block(name: str, out: Path, opt: str | None) -> dict:
         _export_cached(name, out / "verilog" / name)
         if not spec.demo_module:
             row.update(checks="-", cycles="-", status="exported", what="Verilog, manifest, filelist",
-                       seconds=round(time.time() - t0, 1))
+                       seconds=round(time.time() - t0, 1), cpu_s=round(_cpu_seconds() - c0, 1))
             return row
         params = {**spec.demo_params, **DEMO_OVERRIDES.get(name, {})}
         result = out / f"{name}.results.jsonl"
