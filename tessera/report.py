@@ -213,7 +213,7 @@ def _group(path, d) -> str:
 
 def fig_numbers(name: str) -> set[int]:
     out = set()
-    for m in re.finditer(r"fig(\d+(?:_\d+)*)", name.lower()):
+    for m in re.finditer(r"fig(\d+(?:_\d+(?![a-z0-9]))*)", name.lower()):
         out |= {int(x) for x in m.group(1).split("_")}
     return out
 
