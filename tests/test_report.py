@@ -36,6 +36,7 @@ class Page(HTMLParser):
         self._in_missing = False
         self.captions = {}
         self._cap = None
+        self._in_index = False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -48,7 +49,9 @@ class Page(HTMLParser):
             self.imgs.append(a.get("src", ""))
             if self._fig:
                 self.figures[self._fig].append(a.get("src", ""))
-        if tag == "a" and self.stack[-2:-1] == ["li"] and "figure-index" in self._ol_classes():
+        if tag == "ol" and a.get("class") == "figure-index":
+            self._in_index = True
+        if tag == "a" and self._in_index:
             self.index.append(a["href"].lstrip("#"))
         if tag == "td":
             self._td = [a, ""]
@@ -59,9 +62,6 @@ class Page(HTMLParser):
         if tag == "figcaption":
             self._cap = self._fig
             self.captions[self._fig] = ""
-
-    def _ol_classes(self):
-        return self._ol if hasattr(self, "_ol") else ""
 
     def handle_endtag(self, tag):
         if tag in VOID:
@@ -77,6 +77,8 @@ class Page(HTMLParser):
             self._td = None
         if tag == "ul":
             self._in_missing = False
+        if tag == "ol":
+            self._in_index = False
         if tag == "figcaption":
             self._cap = None
 
@@ -90,9 +92,7 @@ class Page(HTMLParser):
 
 
 def parse(text: str) -> Page:
-    # the figure index is an <ol class="figure-index">: mark it for the parser
     p = Page()
-    p._ol = "figure-index"
     p.feed(text)
     p.close()
     return p
