@@ -10,7 +10,7 @@ JOBS    ?= 2
 WAVES   ?= 0
 export WAVES
 
-.PHONY: setup verilog test demo lint bench soak synth formal clean
+.PHONY: setup verilog test demo report lint bench soak synth formal clean
 
 setup: $(STAMP)
 
@@ -34,9 +34,15 @@ test: $(STAMP)
 	$(VPY) -m pytest -n $(JOBS) -m "not slow" tests
 
 # The main flow: export every block, short cosimulation of each against its
-# golden model, summary table.
+# golden model ($(JOBS) in parallel, -O0 C++ builds), summary table, then the report page.
+# QUIET=1: no progress lines.
 demo: $(STAMP)
-	$(VPY) -m tessera.flows demo --out build/demo
+	$(VPY) -m tessera.flows demo --out build/demo --jobs $(JOBS) $(if $(filter-out 0,$(QUIET)),--quiet)
+
+# One page with every result beside the paper: build/report/index.html (from build/bench/*.json,
+# build/demo/summary.json and the bench plots; missing inputs are listed).
+report: $(STAMP)
+	$(VPY) -m tessera.cli report $(if $(filter-out 0,$(QUIET)),--quiet)
 
 # Every bench/*.py script; each prints its figures and writes build/bench/*.json.
 bench: $(STAMP)

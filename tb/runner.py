@@ -10,10 +10,20 @@ The testbench gets ``TESSERA_PARAMS`` (JSON), ``TESSERA_SEED`` and
 ``TESSERA_RESULT`` (a JSON file it appends its check/cycle counts to, read by
 ``make demo``).  ``WAVES=1`` in the environment (or ``waves=True``) makes
 Verilator write a VCD in the build dir (``obj_waves/dump.vcd``).
+
+Cache: the Verilog is re-elaborated only when the block's parameters or the
+sources it is generated from (``hdl/``, ``golden/``, ``tessera/{export,params,
+registry}.py``, the Amaranth version) change (key in ``<sim_dir>/.gen_key``);
+Verilator skips itself when its inputs and arguments are unchanged
+(``--skip-identical``, its default with ``--cc``) and ``make`` then has
+nothing to do, so a cached run starts in seconds.  ``opt="-O0"`` builds the
+C++ model at that optimisation level in its own build dir (``obj_O0``): short
+runs (``make demo``) build several times faster; benches keep the default.
 """
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 from contextlib import contextmanager
@@ -83,24 +93,45 @@ def cocotb_verilator(public: str = "all", **kwargs):
     return _Verilator(**kwargs).run()
 
 
+def source_key() -> str:
+    """Hash of everything the exported Verilog depends on besides the parameters."""
+    import amaranth
+    h = hashlib.sha1(getattr(amaranth, "__version__", "?").encode())
+    files = sorted((REPO / "hdl").rglob("*.py")) + sorted((REPO / "golden").rglob("*.py")) + \
+        [REPO / "tessera" / f for f in ("export.py", "params.py", "registry.py")]
+    for f in files:
+        if f.exists():
+            h.update(str(f.relative_to(REPO)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
 def prepare(block: str, params: dict | None = None, extra_sources=()):
-    """Export the block for this parameter set; returns (sim_dir, verilog_path, params)."""
+    """Export the block for this parameter set (cached, see the module doc);
+    returns (sim_dir, verilog_path, params)."""
     spec = get(block)
-    text, component, params = generate(spec, params or {})
+    params = spec.resolve(**(params or {}))
     sim_dir = BUILD / "sim" / f"{block}-{param_hash(block, params)}"
     sim_dir.mkdir(parents=True, exist_ok=True)
     vpath = sim_dir / f"{block}.v"
+    mpath = sim_dir / f"{block}.manifest.json"
+    keyfile = sim_dir / ".gen_key"
+    key = source_key()
+    if vpath.exists() and mpath.exists() and keyfile.exists() and keyfile.read_text() == key:
+        return sim_dir, vpath, params
+    text, component, params = generate(spec, params)
     _write_if_changed(vpath, text)
-    _write_if_changed(sim_dir / f"{block}.manifest.json",
-                      json.dumps(manifest(spec, params, component), indent=2) + "\n")
+    _write_if_changed(mpath, json.dumps(manifest(spec, params, component), indent=2) + "\n")
+    keyfile.write_text(key)
     return sim_dir, vpath, params
 
 
 def run(block: str, params: dict | None, module: str, *, testcase: str | None = None,
         seed: int = 1, waves: bool | None = None, extra_env: dict | None = None,
         result_file: str | os.PathLike | None = None, timeout_s: int | None = None,
-        public: str = "all") -> Path:
-    """Build (cached) and run cocotb ``module`` against ``block``; raises on any failure."""
+        public: str = "all", opt: str | None = None) -> Path:
+    """Build (cached) and run cocotb ``module`` against ``block``; raises on any failure.
+    ``opt``: C++ optimisation level of the model (e.g. ``"-O0"``), own build dir."""
     ensure_path()
     sim_dir, vpath, params = prepare(block, params)
     if waves is None:
@@ -110,7 +141,9 @@ def run(block: str, params: dict | None, module: str, *, testcase: str | None = 
     if result_file is not None:
         env["TESSERA_RESULT"] = str(Path(result_file).resolve())
     env.update(extra_env or {})
-    build_dir = sim_dir / (("obj_waves" if waves else "obj") + ("" if public == "all" else "_top"))
+    build_dir = sim_dir / (("obj_waves" if waves else "obj") + ("" if public == "all" else "_top")
+                           + (f"_{opt.lstrip('-')}" if opt else ""))
+    opt_args = make_flags(opt).split()[1:] if opt else []
     # Waves are VCD (dump.vcd in the build dir): the wheel's FST writer needs
     # lz4.h from the system, which a PyPI-only toolchain does not have.
     trace_args = ["--trace", "--trace-structs"] if waves else []
@@ -120,7 +153,7 @@ def run(block: str, params: dict | None, module: str, *, testcase: str | None = 
             verilog_sources=[str(vpath)], toplevel_lang="verilog",
             sim_build=str(build_dir), work_dir=str(build_dir),
             compile_args=SIM_COMPILE_ARGS + trace_args, plus_args=["--trace"] if waves else [],
-            make_args=["-j2", PCH_FIX], extra_env=env, waves=False, seed=seed,
+            make_args=["-j2", PCH_FIX] + opt_args, extra_env=env, waves=False, seed=seed,
             timescale="1ns/1ps",
         )
     return build_dir

@@ -1,7 +1,8 @@
 """The ``tessera`` command.
 
 ``tessera blocks`` lists exportable RTL blocks; ``tessera verilog BLOCK
-[--param NAME=VALUE ...] --out DIR`` exports one.  System models add their
+[--param NAME=VALUE ...] --out DIR`` exports one; ``tessera report`` writes
+build/report/index.html from every result present (:mod:`tessera.report`).  System models add their
 own sub-commands: any ``tessera.sim_models.<pkg>.cli`` module with a function
 ``add_parser(subparsers)`` is discovered (the parser it adds must set
 ``func=callable(args) -> int``).  Bad arguments exit with status 2 and one line.
@@ -44,6 +45,11 @@ def _cmd_verilog(args) -> int:
     return 0
 
 
+def _cmd_report(args) -> int:
+    from .report import run_cli
+    return run_cli(args)
+
+
 def _discover_model_clis(sub):
     from .registry import model_clis
     for _name, mod in model_clis():
@@ -61,6 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", metavar="NAME=VALUE")
     p.add_argument("--out", required=True, metavar="DIR")
     p.set_defaults(func=_cmd_verilog)
+    p = sub.add_parser("report", help="one HTML page with every bench result beside the paper")
+    p.add_argument("--build", metavar="DIR", help="build directory (default $TESSERA_BUILD or build)")
+    p.add_argument("--out", metavar="FILE", help="output (default BUILD/report/index.html)")
+    p.add_argument("--quiet", action="store_true", help="print only the page's path")
+    p.set_defaults(func=_cmd_report)
     _discover_model_clis(sub)
     return parser
 

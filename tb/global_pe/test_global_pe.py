@@ -173,7 +173,8 @@ async def demo(dut):
     await runner.run(cmds)
     await env.clocks(10)
     runner.check()
-    env.report("demo")
+    env.report("demo", what=f"{len(cmds)} commands (groups, load, multicast + unicast SEND, EWISE, "
+                            "read-back): every packet, completion and word vs golden Global PE model")
 
 
 @cocotb.test()

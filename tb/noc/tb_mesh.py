@@ -138,9 +138,12 @@ async def _traffic(dut, pattern, mcast_frac=0.2):
     per_src = int(os.environ.get("NOC_PER_SRC", tb.params.get("per_src", 12)))
     tb.gen(pattern, per_src, mcast_frac)
     await tb.drain()
-    tb.check_scoreboard(pattern)
+    res = tb.check_scoreboard(pattern)
     tb.check_equal(sum(tb.errors()), 0, "error counters")
-    tb.report(f"{tb.block}.{pattern}", flits=sum(p.flits for p in tb.pkts))
+    s, flits = tb.sys, sum(p.flits for p in tb.pkts)
+    size = f"{s.kx}x{s.ky} mesh" if tb.block == "mesh" else f"{s.ckx}x{s.cky} chiplets of {s.kx}x{s.ky}"
+    tb.report(f"{tb.block}.{pattern}", flits=flits, what=f"{size}: {len(tb.pkts)} packets ({flits} flits, "
+              f"{sum(p.mcast for p in tb.pkts)} multicast), every flit vs golden XY path, {res['lost']} lost")
 
 
 @cocotb.test()

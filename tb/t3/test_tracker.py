@@ -119,7 +119,8 @@ async def tracker_random(dut):
         tb.check_equal(tb.model.occupancy, 0, "entries left")
         total_conf += tb.model.conflicts
     tb.check(total_conf > 0, "no set conflict exercised the overflow entries")
-    tb.report("tracker_random")
+    tb.report("tracker_random", what=f"2 GEMM outputs (64 WF tiles each), random local/remote/DMA "
+                                     f"updates, {total_conf} set conflicts: every trigger vs golden tracker")
 
 
 @cocotb.test()
