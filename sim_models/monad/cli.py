@@ -178,7 +178,7 @@ def demo() -> list:
     from .perf import Level, Mapping, evaluate_op, make_op
     rows = []
     n = 0
-    assert cm.dies_per_wafer(100.0) == 600
+    assert abs(cm.dies_per_wafer(100.0) - 600.83) < 0.01
     n += 1
     assert abs(cm.neg_binomial_yield(100.0, 0.07, 3.0) - 0.933144) < 1e-6
     n += 1
