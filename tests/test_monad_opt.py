@@ -9,7 +9,10 @@ from tessera.sim_models.monad.optimizer import Task, anneal, optimise, pareto_fr
 from tessera.sim_models.monad.perf import load_workload
 from tessera.sim_models.monad.space import Space
 
-FIX = {"tiny.shape": 27, "tiny.spatial.pkg": 1, "tiny.spatial.chip": 1, "tiny.share": 0, "network": 0,
+from tessera.sim_models.monad.space import shapes
+
+FIX = {"tiny.shape": shapes(64).index(((2, 2), (1, 1), (4, 4))), "tiny.spatial.pkg": 1, "tiny.spatial.chip": 1,
+       "tiny.share": 0, "network": 0, "io": 1,
        "order": [[("i", "j", "k"), ("i", "j", "k"), ("i", "j", "k")]],
        "tiling": [[{"i": 5, "j": 5, "k": 5}, {"i": 3, "j": 3, "k": 5}]], "placement": "identity"}
 
@@ -22,7 +25,7 @@ def test_bayes_finds_enumerated_optimum():
     assert len(vals) == 27
     best = min(vals.values())
     assert sorted(vals.values())[-1] > 2 * best          # a non-trivial landscape
-    h = optimise("tiny", "edp", budget=14, sa_steps=0, seed=0, batch=1, fixed=FIX, pe_total=64, n_initial=6)
+    h = optimise("tiny", "edp", budget=14, sa_steps=0, seed=1, batch=1, fixed=FIX, pe_total=64, n_initial=6)
     assert len(h.values) == 14
     assert min(h.values) == best
     assert h.best["value"] == best
@@ -82,8 +85,8 @@ def test_two_stage_design_selector():
     cands = [{"low": {k: v for k, v in r["low"].items() if k.startswith("mm")}, "high": r["high"]}
              for r in h.records[:2]]
     sp = Space(wl, 4096, {"candidates": cands})
-    assert [n for n, _ in sp.free_low] == [f"mm{i}.design" for i in range(5)] + ["packaging", "network"]
-    low = sp.full_low([1, 0, 1, 0, 1, 2, 3])
+    assert [n for n, _ in sp.free_low] == [f"mm{i}.design" for i in range(5)] + ["packaging", "network", "io"]
+    low = sp.full_low([1, 0, 1, 0, 1, 2, 3, 0])
     assert low["mm0.shape"] == cands[1]["low"]["mm0.shape"] and low["mm1.shape"] == cands[0]["low"]["mm1.shape"]
     high = sp.random_high(low, random.Random(0))
     assert high["tiling"][0] == cands[1]["high"]["tiling"][0]
