@@ -184,6 +184,26 @@ class Space:
                 high[k] = v
         return high
 
+    def adapt_high(self, low: dict, high: dict) -> dict:
+        """``high`` (e.g. the best mapping found so far) made valid for ``low``:
+        order and tiling are kept (per-op loop permutations and log2 tiles do
+        not depend on the shape), the placement is kept if it places exactly
+        this design's chiplets on its network nodes, else chiplets go in id
+        order; candidates and frozen fields win, as in ``random_high``."""
+        base = self.random_high(low, random.Random(0), heuristic=True)
+        out = {"order": [[tuple(o) for o in x] for x in high["order"]],
+               "tiling": [[dict(t) for t in x] for x in high["tiling"]],
+               "placement": list(high["placement"])}
+        if len(out["placement"]) != len(base["placement"]) or \
+                sorted(out["placement"]) != sorted(base["placement"]):
+            out["placement"] = base["placement"]
+        if self.candidates:
+            out["order"], out["tiling"] = base["order"], base["tiling"]
+        for k in ("order", "tiling", "placement"):
+            if k in self.fixed:
+                out[k] = base[k]
+        return out
+
     def capacity_tiling(self, low: dict, chip_buf_bytes: int, core_buf_bytes: int) -> list:
         """Tiling (log2 tile per loop, package and chiplet level, per op) that
         fits fixed buffer capacities: start from whole shares and halve the
