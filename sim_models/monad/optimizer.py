@@ -148,7 +148,8 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     ``x0``: known designs (full low-field dicts) evaluated first (warm start).
     ``known``: already evaluated designs ({"value", "low", "high", "result"}),
     told to the surrogate and used as the first incumbent (not counted in
-    ``budget``).  ``warm``: anneal every sample from the incumbent's mapping.
+    ``budget``); the ``n_initial`` first samples are then local (1-2 free
+    fields of the incumbent redrawn) instead of uniformly random.  ``warm``: anneal every sample from the incumbent's mapping.
     ``polish``: a final annealing task of that many steps from the best point.
     ``asynchronous``: see the module docstring."""
     from skopt import Optimizer  # noqa: F401 -- fail early if missing
@@ -166,7 +167,7 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     with threadpool_limits(1):        # small GP: BLAS threads only add contention
         h = _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg) if two_stage else \
             _optimise(workload, budget, seed, fixed, x0, known, cfg)
-    if polish and h.best is not None:
+    if polish and h.best is not None and not h.best.get("known"):    # a known design is not re-polished
         b = h.best
         f = {k: v for k, v in (fixed or {}).items() if k in ("order", "tiling", "placement", "chiplets")}
         t = Task(workload, pe_total, f, [], seed + 104729, polish, objective, keep_samples,
@@ -188,6 +189,7 @@ def _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg):
     f1.setdefault("packaging", 0)
     f1.setdefault("network", 0)
     f1.setdefault("placement", "identity")
+    f1.setdefault("io", Space.default("io"))
     h1 = _optimise(workload, budget, seed, f1, x0, None, cfg)
     cands, seen = [], set()
     for r in sorted(h1.records, key=lambda r: r["value"]):
@@ -264,8 +266,23 @@ def _optimise(workload, budget, seed, fixed, x0, known, cfg):
             opt.tell(x, math.log(r["value"]) if r["value"] < INFEASIBLE else 700.0)
         if r.get("result") is not None and (hist.best is None or r["value"] < hist.best["value"]):
             hist.best = {"value": r["value"], "low": r["low"], "high": r["high"], "result": r["result"],
-                         "evals": 0}
+                         "evals": 0, "known": True}
     warm = [space.free_of(dict(x)) for x in (x0 or [])][:budget]
+    n_local = (cfg["n_initial"] or min(10, budget)) if known else 0
+    lrng = random.Random(seed * 7 + 1)
+    kdims = [k for _, k in space.free_low]
+
+    def next_point(i, pending):
+        """x0 first; with known designs the initial design is local (1-2 free fields of
+        the incumbent redrawn), then the surrogate (constant liar over ``pending``)."""
+        if warm:
+            return warm.pop(0)
+        if i < n_local and hist.best is not None:
+            x = space.free_of(hist.best["low"])
+            for j in lrng.sample(range(len(x)), min(len(x), lrng.choice((1, 2)))):
+                x[j] = lrng.randrange(kdims[j])
+            return x
+        return _ask(opt, 1, pending, seed + i)[0]
 
     def tell(x, o):
         with warnings.catch_warnings():
@@ -282,6 +299,8 @@ def _optimise(workload, budget, seed, fixed, x0, known, cfg):
             if warm:
                 xs, warm = warm[:k], warm[k:]
                 k = len(xs)
+            elif done < n_local:
+                xs = [next_point(done + i, []) for i in range(k)]
             else:
                 xs = _ask(opt, k, [], seed)
             xs = [[int(v) for v in x] for x in xs]
@@ -295,8 +314,7 @@ def _optimise(workload, budget, seed, fixed, x0, known, cfg):
     issued, inflight = 0, {}
     while issued < budget or inflight:
         while issued < budget and len(inflight) < cfg["batch"]:
-            x = warm.pop(0) if warm else _ask(opt, 1, list(inflight.values()), seed + issued)[0]
-            x = [int(v) for v in x]
+            x = [int(v) for v in next_point(issued, list(inflight.values()))]
             inflight[ex.submit(run_task, task(x, issued))] = x
             issued += 1
         done, _ = cf.wait(list(inflight), return_when=cf.FIRST_COMPLETED)

@@ -17,7 +17,7 @@ as §IV-B suggests to balance the pipeline; a shape may use any number of PEs
 above half and up to that budget (PE array sides 1-64, not only powers of
 two), so the PE use is part of the resource assignment.  A design has at most
 36 network nodes (§IV-C); ``io`` (integration) is the die-to-die I/O area
-budget as a fraction of the chiplet's compute area (system.py).
+reserved per chiplet (system.py).
 Two-stage flow (Fig. 6a): with ``fixed["candidates"]`` (designs kept from the
 architecture stage, each {"low": arch fields, "high": order/tiling}) the
 per-op architecture fields are replaced by a *design selector* per op
@@ -39,7 +39,7 @@ from .network import NETWORKS
 from .perf import Level, Mapping, Workload, hardware
 from .system import MAX_NODES, Design, n_nodes
 
-IO_FRACTIONS = tuple(hardware()["io_area_fractions"])
+IO_AREAS = tuple(hardware()["io_area_mm2"])
 
 CHIP_GRIDS = ((1, 1), (1, 2), (2, 2), (2, 3), (2, 4), (3, 3), (4, 4), (6, 6))
 CORE_GRIDS = ((1, 1), (1, 2), (2, 2), (2, 4), (4, 4))
@@ -104,7 +104,7 @@ class Space:
             self.all_low.append((f"{op.name}.share", 2))
         self.all_low.append(("packaging", 3))
         self.all_low.append(("network", len(NETWORKS)))
-        self.all_low.append(("io", len(IO_FRACTIONS)))
+        self.all_low.append(("io", len(IO_AREAS)))
         for k in self.fixed:
             if k not in dict(self.all_low) and k not in ("order", "tiling", "placement", "candidates", "chiplets"):
                 raise ValueError(f"unknown field {k!r}")
@@ -115,7 +115,7 @@ class Space:
     def default(name: str) -> int:
         """Value of a field neither free nor fixed (io: the hardware.json default)."""
         if name == "io":
-            return IO_FRACTIONS.index(hardware()["io_area_fraction_default"])
+            return IO_AREAS.index(hardware()["io_area_mm2_default"])
         return 0
 
     def low_dims(self) -> list:
@@ -282,7 +282,7 @@ class Space:
                                 Level(pg, sp[2], tuple(orders[2]), ()),
                                 int(low[f"{op.name}.share"])))
         return Design(tuple(maps), int(low["packaging"]), int(low["network"]), tuple(high["placement"]),
-                      io_frac=IO_FRACTIONS[int(low.get("io", self.default("io")))])
+                      io_mm2=IO_AREAS[int(low.get("io", self.default("io")))])
 
 
 def default_pe_total(wl_name: str, n_ops: int) -> int:

@@ -14,10 +14,10 @@ cluster) and, for graph outputs, followed by out:v (DRAM writes).  Each flow
 needs bwr = volume / min(D(v_i), D(v_j)) (the share of a channel it gets).
 Link bandwidth comes from the I/O area a design affords (§IV-B: "reserves more
 area for data I/O in a chiplet to support higher bandwidth"): every chiplet
-reserves ``io_frac`` x its compute area for die-to-die I/O, which carries
-D_bw(packaging) x area / N_link per link; all channels run at the smallest
-such value, and each chiplet's reserved area is then bw / D_bw x N_link (Eq. of
-§IV-B, cost/model.py).  So packaging (D_bw, N_link: routers in the chiplet or in
+reserves ``io_mm2`` of die area for die-to-die I/O, which carries
+D_bw(packaging) x io_mm2 / N_link per link (the reserved area is bw / D_bw x
+N_link, §IV-B, cost/model.py); a channel runs at the smaller port bandwidth of
+its two ends.  So packaging (D_bw, N_link: routers in the chiplet or in
 an active interposer) and network (router degree) move latency, energy and
 cost.  (The paper sizes bw to the hotspot requirement; with that rule every
 transfer crossing the hotspot takes the compute time of its stage whatever the
@@ -53,7 +53,7 @@ class Design:
     network: int = 0              # see network.NETWORKS
     placement: tuple = ()         # network node -> chiplet id (-1 empty); () = identity
     link_bw: float | None = None  # bytes/cycle per channel; None = from the I/O area budget
-    io_frac: float | None = None  # I/O area budget / chiplet compute area; None = hardware.json default
+    io_mm2: float | None = None   # die-to-die I/O area per chiplet; None = hardware.json default
 
     @property
     def n_chiplets(self) -> int:
@@ -142,9 +142,13 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
     node_of = {c: i for i, c in enumerate(place) if c >= 0}
     mcs = topo.mc_nodes()
 
+    near = {}
+
     def nearest_mc(node):
-        hops = [len(topo.route(node, x)) for x in mcs]
-        return f"M{hops.index(min(hops))}"
+        if node not in near:
+            hops = [len(topo.route(node, x)) for x in mcs]
+            near[node] = f"M{hops.index(min(hops))}"
+        return near[node]
 
     D = {op.name: res[op.name].compute_cycles / P for op in wl.ops}
     flows = []
@@ -221,18 +225,19 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
                     flows.append(Flow(node_of[c], nearest_mc(node_of[c]), spill, spill / D[op.name],
                                       "out:" + op.name))
     ghz = hw["clock_ghz"]
-    io_frac = hw["io_area_fraction_default"] if d.io_frac is None else d.io_frac
+    io_mm2 = hw["io_area_mm2_default"] if d.io_mm2 is None else d.io_mm2
     if d.link_bw is not None and d.link_bw <= 0:
         raise ModelError(f"link bandwidth must be > 0, got {d.link_bw}")
-    if io_frac <= 0:
-        raise ModelError(f"I/O area fraction must be > 0, got {io_frac}")
+    if io_mm2 <= 0:
+        raise ModelError(f"I/O area per chiplet must be > 0 mm^2, got {io_mm2}")
     dbw = cm.packaging(pkg)["bw_density_gbps_per_mm2"] / ghz          # bytes/cycle per mm^2
     nlink = {c: cm.links_through_bumps(pkg, topo.degree(node_of[c])) for c in range(N)}
     if d.link_bw is not None:
         bw = d.link_bw
     elif N > 1:
-        bw = min(dbw * io_frac * res[op.name].area_mm2 / max(1, nlink[c])
-                 for op in wl.ops for c in ids[op.name])
+        port = [dbw * io_mm2 / max(1, nlink[c]) if c >= 0 else 0.0 for c in place]
+        top = max(port)
+        bw = [p if p > 0 else top for p in port]       # an empty mesh node only routes
     else:
         bw = 1.0                      # one chiplet: no die-to-die channel
     delays, hops = stage_delays(topo, flows, bw, hw["dram_bw_bytes_per_cycle"], hw["router_delay_cycles"])
@@ -264,12 +269,14 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
     areas, dies = [], []
     for op in wl.ops:
         for c in ids[op.name]:
-            a = res[op.name].area_mm2 + (cm.io_area_mm2(bw * ghz, pkg, nlink[c]) if N > 1 else 0.0)
+            b_c = bw if not isinstance(bw, list) else bw[node_of[c]]
+            a = res[op.name].area_mm2 + (cm.io_area_mm2(b_c * ghz, pkg, nlink[c]) if N > 1 else 0.0)
             areas.append(a)
             dies.append(cm.Die(a, nm))
     cb = cm.package_cost(dies, pkg)
     return Result(latency_cycles / ghz, ghz / longest if longest else 0.0, sum(energy.values()),
-                  cb.total, sum(areas) + cb.interposer_area_mm2, bw * ghz, energy,
+                  cb.total, sum(areas) + cb.interposer_area_mm2, (min(bw) if isinstance(bw, list) else bw) * ghz,
+                  energy,
                   {k: v / ghz for k, v in stages.items()}, areas, cb.as_dict(),
                   {o: res[o].util for o in res},
                   sum(res[op.name].area_mm2 * len(ids[op.name]) for op in wl.ops))
