@@ -14,7 +14,7 @@ per loop at package and chiplet level) per op, and ``placement`` (network node
 
 The PE budget of each op is the workload budget split in proportion to MACs,
 as §IV-B suggests to balance the pipeline; a shape may use any number of PEs
-above half and up to that budget (PE array sides 1-64, not only powers of
+above 1/16 and up to that budget (PE array sides 1-64, not only powers of
 two), so the PE use is part of the resource assignment.  A design has at most
 36 network nodes (§IV-C); ``io`` (integration) is the die-to-die I/O area
 reserved per chiplet (system.py).
@@ -53,10 +53,13 @@ def pe_budgets(wl: Workload, total: int) -> list:
     return [max(16, int(total * m / sum(macs))) for m in macs]
 
 
-def shapes(budget: int, max_chiplets: int = MAX_NODES) -> list:
-    """All (chip grid, core grid, PE array) that use more than half and at most
-    all of ``budget`` PEs, sorted by PEs used (then chiplets), so the shape
-    index of the encoding also orders the PE use."""
+PE_USE_MIN = 1 / 16     # smallest PE use of a shape, as a fraction of the op's budget
+
+
+def shapes(budget: int, max_chiplets: int = MAX_NODES, min_frac: float = PE_USE_MIN) -> list:
+    """All (chip grid, core grid, PE array) that use more than ``min_frac`` and
+    at most all of ``budget`` PEs, sorted by PEs used (then chiplets), so the
+    shape index of the encoding also orders the PE use."""
     out = []
     for cg in CHIP_GRIDS:
         if cg[0] * cg[1] > max_chiplets:
@@ -65,7 +68,7 @@ def shapes(budget: int, max_chiplets: int = MAX_NODES) -> list:
             for px in PE_SIDES:
                 for py in PE_SIDES:
                     n = cg[0] * cg[1] * kg[0] * kg[1] * px * py
-                    if px <= py and budget // 2 < n <= budget:
+                    if px <= py and budget * min_frac < n <= budget:
                         out.append((cg, kg, (px, py)))
     out.sort(key=lambda s: (math.prod(s[0]) * math.prod(s[1]) * math.prod(s[2]), math.prod(s[0]), s))
     return out
