@@ -11,9 +11,12 @@ one-seed smoke test with tiny budgets.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
+import os
 import random
+import resource
 import statistics
 import sys
 import time
@@ -207,9 +210,32 @@ def fig7_seed(ex, budget, sa, seed, polish):
                      fixed=mfix, known=known, polish=polish)
         b = {st: base[(w, st)] for st in ("simba", "baton")}
         rows[w] = {"simba": b["simba"]["result"], "baton": b["baton"]["result"], "monad": h.best["result"],
+                   "simba_design": {"low": b["simba"]["low"], "high": b["simba"]["high"]},
+                   "baton_design": {"low": b["baton"]["low"], "high": b["baton"]["high"]},
                    "monad_design": {"low": h.best["low"]}, "monad_is_a_baseline": bool(h.best.get("known")),
                    "evaluations": {"monad": h.evals, "simba": b["simba"]["evals"], "baton": b["baton"]["evals"]}}
     return rows
+
+
+def fig7_free_interface(ex, budget, sa, seed, polish, per_workload):
+    """Sensitivity (the experiment behind a missed Fig 7 target): Monad with the
+    packaging and the I/O area per chiplet free as well (same 36 chiplets),
+    against the same annealed baselines (``per_workload`` of one seed)."""
+    shape = hardware()["simba_like"]["fig7_shape"]
+    red = {}
+    for w in FIG7_LAYERS:
+        r = per_workload[w]
+        known = [{"value": r[st]["edp"], "low": r[f"{st}_design"]["low"], "high": r[f"{st}_design"]["high"],
+                  "result": r[st]} for st in ("simba", "baton")]
+        h = optimise(w, "edp", budget=budget, sa_steps=sa, seed=seed, executor=ex, batch=4,
+                     fixed={"chiplets": shape[0][0] * shape[0][1]}, known=known, polish=polish)
+        red[w] = {st: 1 - h.best["result"]["edp"] / r[st]["edp"] for st in ("simba", "baton")}
+        red[w]["packaging"] = cm.PACKAGINGS[h.best["low"]["packaging"]]
+    out = {st: statistics.mean(red[w][st] for w in FIG7_LAYERS) for st in ("simba", "baton")}
+    print(f"  sensitivity, Monad with packaging and I/O area free too: EDP reduction vs Simba {out['simba']:.1%}, "
+          f"vs NN-Baton {out['baton']:.1%}; packaging chosen " + " ".join(f"{w}:{red[w]['packaging']}" for w in red))
+    return {"edp_reduction_vs_simba": out["simba"], "edp_reduction_vs_nnbaton": out["baton"], "per_workload": red,
+            "seed": seed, "search": {"bo_points": budget, "sa_steps_per_hardware_point": sa}}
 
 
 def fig7(ex, budget, sa, seeds, polish):
@@ -249,6 +275,12 @@ def fig7(ex, budget, sa, seeds, polish):
     fig.tight_layout()
     fig.savefig(OUT / "monad_fig7.png", dpi=100)
     plt.close(fig)
+    def transfer_share(r):
+        st = r["stage_delays_ns"]
+        return sum(v for k, v in st.items() if not k.startswith("v:")) / r["latency_ns"]
+    shares = {w: {k: transfer_share(rows[w][k]) for k in ("simba", "baton", "monad")} for w in FIG7_LAYERS}
+    print("  share of latency in die-to-die/DRAM transfer stages (Simba/NN-Baton/Monad): " + " ".join(
+        f"{w} {v['simba']:.0%}/{v['baton']:.0%}/{v['monad']:.0%}" for w, v in shares.items()))
     print(f"  median over seeds {list(seeds)}: EDP reduction vs Simba {med('edp:simba'):.1%} (paper 16%), "
           f"vs NN-Baton {med('edp:baton'):.1%} (paper 30%); Monad never worse than both baselines on any "
           f"layer: {all(stats[s]['never_worse_than_both'] for s in seeds)}")
@@ -260,7 +292,7 @@ def fig7(ex, budget, sa, seeds, polish):
                                             "spread_over_seeds": spread("energy_pj:baton")},
             "never_worse_than_both_baselines": all(stats[s]["never_worse_than_both"] for s in seeds),
             "seeds": list(seeds), "per_seed": {str(s): stats[s] for s in seeds},
-            "per_workload": rows, "per_workload_seed": med_seed,
+            "per_workload": rows, "per_workload_seed": med_seed, "transfer_share_of_latency": shares,
             "search": {"bo_points": budget, "sa_steps_per_hardware_point": sa, "polish_steps": polish}}
 
 
@@ -333,17 +365,25 @@ def fig8_seed(ex, budget, sa, seed, n_rand=9):
         }
         vals = {"Rand": rand_val}
         evals = {}
+        hist = {}
         for name, free in settings.items():
             fx = {} if free is None else frozen(free)
             # Co-opt is the two-stage flow of Fig 6a: its architecture stage is the Arch search
-            # (same budget), followed by an integration stage with its own budget
+            # (the same space: organic mesh, default I/O area, identity placement -- reused, not
+            # rerun), followed by an integration stage with its own budget
             h = optimise("transformer", obj, budget=budget, sa_steps=sa, seed=seed, executor=ex, fixed=fx,
-                         pe_total=pe, batch=4, two_stage=free is None, polish=budget * sa // 2)
+                         pe_total=pe, batch=4, two_stage=free is None, polish=budget * sa // 2,
+                         stage1=hist.get("Arch") if free is None else None)
+            hist[name] = h
             vals[name] = h.best["value"]
             evals[name] = h.evals
+        # the bound on what integration alone can give Rand: its latency with unlimited links
+        r_inf = system.evaluate(wl, dataclasses.replace(sp.decode(low, high), link_bw=1e4))   # 10 TB/s: transfers ~free
+        out[f"{obj}_rand_unlimited_links_x"] = rand_val / r_inf.objective(obj)
         out[obj] = {k: vals["Rand"] / v for k, v in vals.items()}
         out[f"{obj}_evaluations"] = evals
-        print(f"  Fig 8 seed {seed} {obj}: " + "  ".join(f"{k} {v:.2f}x" for k, v in out[obj].items()))
+        print(f"  Fig 8 seed {seed} {obj}: " + "  ".join(f"{k} {v:.2f}x" for k, v in out[obj].items())
+              + f"  (Rand with unlimited die-to-die bandwidth: {out[f'{obj}_rand_unlimited_links_x']:.2f}x)")
     return out
 
 
@@ -377,6 +417,11 @@ def fig8(ex, budget, sa, seeds):
                             ("coopt_vs_best_separate_energy_reduction", "energy", 0.16)):
         m, sp_ = stat(lambda s: sep(s, obj))
         res[key] = {**entry(m, paper), "spread_over_seeds": sp_}
+    for obj in ("latency", "energy"):
+        m, sp_ = stat(lambda s: per[s][f"{obj}_rand_unlimited_links_x"])
+        res[f"rand_unlimited_links_{obj}_x"] = {"model": m, "spread_over_seeds": sp_,
+                                                "note": "Rand with infinite link bandwidth: bound on Inte without "
+                                                        "changing the architecture"}
     res["all"] = med
     res["per_seed"] = {str(s): per[s] for s in seeds}
     res["seeds"] = list(seeds)
@@ -575,9 +620,10 @@ def eval_rate(seconds=3.0):
 
 MODES = {
     # fig7: BO points, SA steps per hardware point, polish; fig8: BO points, SA steps; seeds
-    "repro": {"fig7": (12, 80, 80), "fig8": (12, 60), "seeds": (0, 1, 2), "fig9": (24, 40, 2000),
-              "tt": (24, 40), "dask": (12, 150)},
-    "quick": {"fig7": (3, 8, 8), "fig8": (4, 8), "seeds": (0,), "fig9": (8, 10, 300), "tt": (6, 10), "dask": None},
+    "repro": {"fig7": (8, 50, 50), "fig8": (12, 40), "seeds": (0, 1, 2), "fig9": (16, 30, 2000),
+              "tt": (16, 30), "dask": (12, 150), "fig7_free": (8, 30, 30)},
+    "quick": {"fig7": (3, 8, 8), "fig8": (4, 8), "seeds": (0,), "fig9": (8, 10, 300), "tt": (6, 10), "dask": (2, 5),
+              "fig7_free": (2, 4, 4)},
 }
 
 
@@ -604,12 +650,21 @@ def main(argv=None):
     with make_executor(None, args.workers) as ex:
         print(f"Fig 7 (EDP-optimised, per workload; seeds {list(M['seeds'])}):")
         doc["fig7"] = fig7(ex, *M["fig7"][:2], M["seeds"], M["fig7"][2])
+        if M["fig7_free"]:
+            doc["fig7"]["sensitivity_packaging_and_io_free"] = fig7_free_interface(
+                ex, *M["fig7_free"][:2], doc["fig7"]["per_workload_seed"], M["fig7_free"][2],
+                doc["fig7"]["per_workload"])
         print(f"[{time.time() - t0:.0f} s] Fig 8:")
         doc["fig8"] = fig8(ex, *M["fig8"], M["seeds"])
         print(f"[{time.time() - t0:.0f} s] Fig 9:")
         doc["fig9"] = fig9(ex, M["fig9"][0], M["fig9"][1], 0, M["fig9"][2])
         doc["tensor_train"] = tensor_train(ex, *M["tt"], 0)
     doc["wall_s"] = time.time() - t0
+    ru = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    doc["cpu_s"] = sum(r.ru_utime + r.ru_stime for r in ru)
+    doc["loadavg_at_end"] = list(os.getloadavg())
+    print(f"CPU time {doc['cpu_s']:.0f} s (this process + its workers), i.e. about {doc['cpu_s'] / 2:.0f} s of "
+          f"wall time on 2 free cores; load average now {doc['loadavg_at_end'][0]:.1f}")
     (OUT / "monad_repro.json").write_text(json.dumps(doc, indent=1, default=str))
     print(f"wrote {OUT / 'monad_repro.json'} ({doc['wall_s']:.0f} s)")
     return 0

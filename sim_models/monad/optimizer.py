@@ -138,7 +138,7 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
              pe_total: int | None = None, n_initial: int | None = None, keep_samples: bool = False,
              progress=None, two_stage: bool = False, x0: list | None = None, keep: int = 4,
              polish: int = 0, asynchronous: bool = True, warm: bool = True,
-             known: list | None = None) -> History:
+             known: list | None = None, stage1: History | None = None) -> History:
     """Bayes (GP + PI) over the free low-dimensional fields; SA inside each evaluation.
 
     ``two_stage`` (Fig. 6a): ``budget`` evaluations explore the architecture
@@ -151,7 +151,9 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     ``budget``); the ``n_initial`` first samples are then local (1-2 free
     fields of the incumbent redrawn) instead of uniformly random.  ``warm``: anneal every sample from the incumbent's mapping.
     ``polish``: a final annealing task of that many steps from the best point.
-    ``asynchronous``: see the module docstring."""
+    ``asynchronous``: see the module docstring.  ``stage1``: the History of an
+    architecture search already run on the first stage's space (organic mesh,
+    default I/O area, identity placement), reused as the architecture stage."""
     from skopt import Optimizer  # noqa: F401 -- fail early if missing
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}")
@@ -165,7 +167,7 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
                pe_total=pe_total, n_initial=n_initial, keep_samples=keep_samples, progress=progress,
                asynchronous=asynchronous, warm=warm)
     with threadpool_limits(1):        # small GP: BLAS threads only add contention
-        h = _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg) if two_stage else \
+        h = _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1) if two_stage else \
             _optimise(workload, budget, seed, fixed, x0, known, cfg)
     if polish and h.best is not None and not h.best.get("known"):    # a known design is not re-polished
         b = h.best
@@ -181,7 +183,7 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     return h
 
 
-def _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg):
+def _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1=None):
     """Architecture stage, then integration stage over the kept designs (Fig. 6a)."""
     fixed = dict(fixed or {})
     ops = [op.name for op in load_workload(workload).ops]
@@ -190,7 +192,7 @@ def _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg):
     f1.setdefault("network", 0)
     f1.setdefault("placement", "identity")
     f1.setdefault("io", Space.default("io"))
-    h1 = _optimise(workload, budget, seed, f1, x0, None, cfg)
+    h1 = stage1 if stage1 is not None else _optimise(workload, budget, seed, f1, x0, None, cfg)
     cands, seen = [], set()
     for r in sorted(h1.records, key=lambda r: r["value"]):
         arch = {k: v for k, v in r["low"].items() if k.split(".")[0] in ops and "." in k}
