@@ -624,7 +624,7 @@ def eval_rate(seconds=3.0):
 
 MODES = {
     # fig7: BO points, SA steps per hardware point, polish; fig8: BO points, SA steps; seeds
-    "repro": {"fig7": (8, 50, 50), "fig8": (12, 40), "seeds": (0, 1, 2), "fig9": (16, 30, 2000),
+    "repro": {"fig7": (16, 80, 80), "fig8": (24, 60), "seeds": (0, 1, 2), "fig9": (16, 30, 2000),
               "tt": (16, 30), "dask": (12, 150), "fig7_free": (8, 30, 30)},
     "quick": {"fig7": (3, 8, 8), "fig8": (4, 8), "seeds": (0,), "fig9": (8, 10, 300), "tt": (6, 10), "dask": (2, 5),
               "fig7_free": (2, 4, 4)},
