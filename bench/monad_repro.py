@@ -640,7 +640,8 @@ def main(argv=None):
     mode = "quick" if args.quick else "repro"
     M = MODES[mode]
     t0 = time.time()
-    doc = {"mode": mode, "budgets": {k: v for k, v in M.items()}, "seeds": list(M["seeds"])}
+    doc = {"mode": mode, "budget": M["fig8"][0], "sa_steps": M["fig8"][1], "seed": M["seeds"][0],
+           "budgets": {k: v for k, v in M.items()}, "seeds": list(M["seeds"])}
     rate = eval_rate(1.0 if args.quick else 3.0)
     doc["evals_per_min_per_core"] = rate["warm"]
     doc["evals_per_min_per_core_cold"] = rate["cold"]
