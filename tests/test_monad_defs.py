@@ -2,6 +2,7 @@
 the ``chiplets`` filter of the design space, the capacity-imposed tiling of a
 fixed hardware configuration, and the bench's Simba-like Rand reference."""
 import importlib.util
+import math
 from pathlib import Path
 
 import pytest
@@ -23,12 +24,36 @@ def test_chiplets_filter_keeps_exactly_the_shapes_with_that_count():
     wl = load_workload("att1")
     full, four = Space(wl, 1024), Space(wl, 1024, {"chiplets": 4})
     assert four.shape_opts[0] == [s for s in full.shape_opts[0] if s[0][0] * s[0][1] == 4]
-    # 256 PEs per chiplet: core grid 1x1 -> 3 PE arrays, 1x2 -> 3, 2x2 -> 4, 2x4 -> 3, 4x4 -> 3
-    assert len(four.shape_opts[0]) == 16
+    # 4 chiplets x core grid x PE array with 1024/16 < PEs <= 1024, e.g. 2x2 cores x 8x8 (1024), 1x1 x 12x12 (576)
+    assert ((2, 2), (2, 2), (8, 8)) in four.shape_opts[0] and ((2, 2), (1, 1), (12, 12)) in four.shape_opts[0]
+    assert all(64 < 4 * a * b * c * d <= 1024 for _, (a, b), (c, d) in four.shape_opts[0])
+    assert ((2, 2), (1, 1), (4, 6)) in four.shape_opts[0] and ((2, 2), (1, 1), (4, 4)) not in four.shape_opts[0]
     with pytest.raises(ValueError, match="no shape"):
-        Space(wl, 1024, {"chiplets": 3})
+        Space(wl, 1024, {"chiplets": 7})
     with pytest.raises(ValueError, match="positive int"):
         Space(wl, 1024, {"chiplets": 0})
+
+
+def test_shapes_use_up_to_the_budget_not_a_power_of_two():
+    from tessera.sim_models.monad.space import pe_budgets, shapes
+    wl = load_workload("transformer")
+    b = pe_budgets(wl, 4096)
+    assert b == [682, 682, 682, 682, 1365]                 # MAC shares, not rounded to 512 / 1024
+    s = shapes(682)
+    used = [math.prod(x[0]) * math.prod(x[1]) * math.prod(x[2]) for x in s]
+    assert max(used) > 512 and max(used) <= 682 and min(used) > 682 / 16
+    assert used == sorted(used)                             # the shape index orders the PE use
+    assert ((6, 6), (4, 4), (8, 8)) in shapes(36864)        # Simba's real package (36 chiplets)
+
+
+def test_nnbaton_rotates_the_smaller_input():
+    mr = _bench()
+    # res2: weights 64x64x3x3 = 37k < input 64x58x58 = 215k -> split the output plane, rotate weights
+    assert mr.baton_split(load_workload("res2").ops[0]) == (("p", "q"), "w2")
+    # res5: input 512x9x9 = 41k < weights 512x512x3x3 = 2.4M -> split output channels, rotate inputs
+    assert mr.baton_split(load_workload("res5").ops[0]) == (("k", "k"), "ifmap")
+    # att4: A 512x1024 < B 1024x4096 -> split j (B's columns), rotate A
+    assert mr.baton_split(load_workload("att4").ops[0])[0] == ("j", "j")
 
 
 def test_capacity_tiling_hand_computed():
@@ -57,26 +82,32 @@ def test_rand_reference_is_simba_hardware_with_random_dataflow():
     pe = default_pe_total("transformer", len(wl.ops))
     simba = mr.baseline_fixed(wl, pe, "simba")
     sl = hardware()["simba_like"]
-    dataflows = set()
+    dataflows, pes = set(), set()
     for seed in range(3):
         sp, low, high = mr.random_reference(wl, pe, seed)
         assert (low["packaging"], low["network"]) == (0, 0)          # Simba: organic MCM, mesh
         d = sp.decode(low, high)
-        for op, m in zip(wl.ops, d.mappings):
-            assert low[f"{op.name}.shape"] == simba[f"{op.name}.shape"]
+        for i, (op, m) in enumerate(zip(wl.ops, d.mappings)):
+            # Simba-like chiplet count, random PE use
+            assert sp.shape_opts[i][low[f"{op.name}.shape"]][0] == sp.shape_opts[i][simba[f"{op.name}.shape"]][0]
+            pes.add((op.name, m.n_pes))
             r = evaluate_op(op, m)
             assert r.gb_bytes <= sl["chip_buf_bytes"] and r.core_buf_bytes <= sl["core_buf_bytes"]
         dataflows.add(tuple(low[f"{op.name}.spatial.pkg"] for op in wl.ops))
     assert len(dataflows) == 3                                        # the dataflow is random
+    assert len(pes) > len(wl.ops)                                     # so is the PE use
 
 
 def test_fig7_monad_space_holds_baseline_chiplets_and_interface():
     mr = _bench()
     wl = load_workload("res3")
-    mfix = {"chiplets": 4}
-    sp, spf = Space(wl, 1024), Space(wl, 1024, mfix)
+    shape = hardware()["simba_like"]["fig7_shape"]
+    mfix = {"chiplets": 36, "packaging": 0, "io": Space.default("io")}
+    pe = default_pe_total("res3", 1)
+    sp, spf = Space(wl, pe), Space(wl, pe, mfix)
     for style in ("simba", "baton"):
-        a, b = mr.baseline_fixed(wl, 1024, style), mr.baseline_fixed(wl, 1024, style, mfix)
-        # same Simba-like shape whichever space the index refers to
-        assert sp.shape_opts[0][a["res3.shape"]] == spf.shape_opts[0][b["res3.shape"]] == ((2, 2), (2, 2), (8, 8))
-    assert all(s[0] == (2, 2) for s in spf.shape_opts[0])
+        a, b = mr.baseline_fixed(wl, pe, style, None, shape), mr.baseline_fixed(wl, pe, style, mfix, shape)
+        # Simba's real shape whichever space the index refers to; same package and I/O area as Monad
+        assert sp.shape_opts[0][a["res3.shape"]] == spf.shape_opts[0][b["res3.shape"]] == ((6, 6), (4, 4), (8, 8))
+        assert (b["packaging"], b["io"]) == (mfix["packaging"], mfix["io"])
+    assert all(s[0] == (6, 6) for s in spf.shape_opts[0])

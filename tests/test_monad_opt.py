@@ -9,7 +9,10 @@ from tessera.sim_models.monad.optimizer import Task, anneal, optimise, pareto_fr
 from tessera.sim_models.monad.perf import load_workload
 from tessera.sim_models.monad.space import Space
 
-FIX = {"tiny.shape": 27, "tiny.spatial.pkg": 1, "tiny.spatial.chip": 1, "tiny.share": 0, "network": 0,
+from tessera.sim_models.monad.space import shapes
+
+FIX = {"tiny.shape": shapes(64).index(((2, 2), (1, 1), (4, 4))), "tiny.spatial.pkg": 1, "tiny.spatial.chip": 1,
+       "tiny.share": 0, "network": 0, "io": 1,
        "order": [[("i", "j", "k"), ("i", "j", "k"), ("i", "j", "k")]],
        "tiling": [[{"i": 5, "j": 5, "k": 5}, {"i": 3, "j": 3, "k": 5}]], "placement": "identity"}
 
@@ -22,7 +25,7 @@ def test_bayes_finds_enumerated_optimum():
     assert len(vals) == 27
     best = min(vals.values())
     assert sorted(vals.values())[-1] > 2 * best          # a non-trivial landscape
-    h = optimise("tiny", "edp", budget=14, sa_steps=0, seed=0, batch=1, fixed=FIX, pe_total=64, n_initial=6)
+    h = optimise("tiny", "edp", budget=14, sa_steps=0, seed=1, batch=1, fixed=FIX, pe_total=64, n_initial=6)
     assert len(h.values) == 14
     assert min(h.values) == best
     assert h.best["value"] == best
@@ -46,7 +49,7 @@ def test_pareto_front():
 
 def test_dask_localcluster_agrees_with_local_pool():
     distributed = pytest.importorskip("distributed")
-    kw = dict(budget=4, sa_steps=5, seed=11, batch=2, n_initial=2)
+    kw = dict(budget=4, sa_steps=5, seed=11, batch=2, n_initial=2, asynchronous=False)
     with make_executor(None, workers=1) as ex:
         local = optimise("transformer", "edp", executor=ex, **kw)
     serial = optimise("transformer", "edp", executor=SerialExecutor(), **kw)
@@ -82,8 +85,8 @@ def test_two_stage_design_selector():
     cands = [{"low": {k: v for k, v in r["low"].items() if k.startswith("mm")}, "high": r["high"]}
              for r in h.records[:2]]
     sp = Space(wl, 4096, {"candidates": cands})
-    assert [n for n, _ in sp.free_low] == [f"mm{i}.design" for i in range(5)] + ["packaging", "network"]
-    low = sp.full_low([1, 0, 1, 0, 1, 2, 3])
+    assert [n for n, _ in sp.free_low] == [f"mm{i}.design" for i in range(5)] + ["packaging", "network", "io"]
+    low = sp.full_low([1, 0, 1, 0, 1, 2, 3, 0])
     assert low["mm0.shape"] == cands[1]["low"]["mm0.shape"] and low["mm1.shape"] == cands[0]["low"]["mm1.shape"]
     high = sp.random_high(low, random.Random(0))
     assert high["tiling"][0] == cands[1]["high"]["tiling"][0]
@@ -98,3 +101,41 @@ def test_polish_never_worse():
     b = optimise("transformer", "energy", polish=20, **kw)
     assert b.values == a.values and b.evals == a.evals + 21
     assert b.best["value"] <= a.best["value"]
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::ResourceWarning", "ignore::UserWarning")
+def test_async_bo_on_two_worker_processes():
+    """Asynchronous BO + polish on a real 2-process LocalCluster: every task is a
+    separate worker process's job; the budget is spent exactly and the best is
+    the minimum seen (polish can only improve it)."""
+    distributed = pytest.importorskip("distributed")
+    import os
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        client.wait_for_workers(2)
+        wpids = set(client.run(os.getpid).values())
+        with make_executor(client) as ex:
+            h = optimise("transformer", "edp", budget=6, sa_steps=30, seed=3, batch=2, n_initial=2,
+                         executor=ex, polish=30)
+    assert len(wpids) == 2 and os.getpid() not in wpids
+    assert h.pids == wpids                        # BO samples and polish ran on both worker processes
+    assert len(h.values) == 6 and h.evals == 6 * 31 + 31
+    assert h.best["value"] <= min(h.values)
+
+
+def test_warm_start_and_known_seed_the_incumbent():
+    """A known design seeds the incumbent: the search can only return it or better,
+    and every sample starts its annealing from the incumbent's mapping."""
+    wl = load_workload("transformer")
+    sp = Space(wl, 4096)
+    rng = random.Random(4)
+    low = sp.full_low(sp.random_low(rng))
+    v, high, res, _, _ = anneal(sp, low, "latency", 60, random.Random(1))
+    known = [{"value": v, "low": low, "high": high, "result": res.as_dict()}]
+    h = optimise("transformer", "latency", budget=3, sa_steps=0, seed=1, batch=1, n_initial=3, known=known)
+    assert h.best["value"] <= v
+    # with 0 annealing steps a warm sample is exactly the incumbent's mapping on the new shape
+    t = Task("transformer", 4096, {}, sp.free_of(sp.full_low(h.points[0])), 0, 0, "latency", start=high)
+    o = run_task(t)
+    assert o["high"]["order"] == [[tuple(x) for x in lv] for lv in high["order"]]
+    assert o["high"]["tiling"] == high["tiling"]

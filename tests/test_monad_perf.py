@@ -155,3 +155,39 @@ def test_compute_model_vs_scalesim():
         assert model == -(-m // 8) * -(-n // 8) * k
         assert model < s                                   # fill/drain is never free
         assert (s - model) / s <= 16.0 / k                 # ~2x8 cycles per fold, nothing else
+
+
+def test_port_bandwidth_from_io_area_hand_computed():
+    """§IV-B: bw = D_bw x reserved I/O area / N_link.  10 chiplets on a 3x4 mesh: an
+    interior chiplet has 4 neighbours -> 8 links through bumps on organic/passive, 2 on
+    an active interposer (routers in the interposer); a ring node has 2 neighbours."""
+    import dataclasses
+    wl, d = _transformer_design()
+    assert d.n_chiplets == 10
+    bw = {p: evaluate(wl, dataclasses.replace(d, packaging=p)).link_bw for p in range(3)}
+    assert bw[0] == pytest.approx(125.0 * 0.5 / 8)           # 7.8 GB/s (slowest channel)
+    assert bw[1] == pytest.approx(750.0 * 0.5 / 8)
+    assert bw[2] == pytest.approx(750.0 * 0.5 / 2)
+    assert evaluate(wl, dataclasses.replace(d, network=2)).link_bw == pytest.approx(125.0 * 0.5 / 4)
+    # the reserved area is the I/O area of every chiplet: die area = compute + io_mm2
+    r = evaluate(wl, d)
+    r2 = evaluate(wl, dataclasses.replace(d, io_mm2=2.0))
+    assert [b - a for a, b in zip(r.chiplet_areas, r2.chiplet_areas)] == pytest.approx([1.5] * 10)
+
+
+def test_packaging_network_and_io_area_move_latency():
+    """Packaging and network change the hotspot's bandwidth and so the latency (§V-C);
+    more I/O area buys latency with cost."""
+    import dataclasses
+    wl, d = _transformer_design()
+    r = [evaluate(wl, dataclasses.replace(d, packaging=p)) for p in range(3)]
+    assert r[0].latency_ns > r[1].latency_ns > r[2].latency_ns
+    assert r[0].cost_usd < r[1].cost_usd < r[2].cost_usd
+    assert r[0].energy_pj > r[1].energy_pj                   # 0.5 vs 0.25 pJ/bit die-to-die
+    lat_net = {n: evaluate(wl, dataclasses.replace(d, network=n)).latency_ns for n in range(5)}
+    assert len({round(v) for v in lat_net.values()}) >= 3
+    io = [evaluate(wl, dataclasses.replace(d, io_mm2=a)) for a in (0.25, 0.5, 1.0, 2.0)]
+    assert all(a.latency_ns > b.latency_ns for a, b in zip(io, io[1:]))
+    assert all(a.cost_usd < b.cost_usd for a, b in zip(io, io[1:]))
+    with pytest.raises(ModelError):
+        evaluate(wl, dataclasses.replace(d, io_mm2=0.0))

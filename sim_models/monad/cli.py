@@ -162,7 +162,7 @@ def add_parser(subparsers):
     d.add_argument("--budget", type=int, default=20, help="Bayes evaluations (per stage)")
     d.add_argument("--sa-steps", type=int, default=50, help="annealing steps per evaluation")
     d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--batch", type=int, default=4, help="points asked per Bayes round")
+    d.add_argument("--batch", type=int, default=4, help="evaluations in flight (asynchronous Bayes, constant liar)")
     d.add_argument("--flow", choices=["two-stage", "joint"], default="two-stage",
                    help="architecture then integration stage (Fig. 6a), or one joint search")
     d.add_argument("--polish", type=int, default=0, help="final annealing steps on the best design")
@@ -178,7 +178,7 @@ def demo() -> list:
     from .perf import Level, Mapping, evaluate_op, make_op
     rows = []
     n = 0
-    assert cm.dies_per_wafer(100.0) == 600
+    assert abs(cm.dies_per_wafer(100.0) - 600.83) < 0.01
     n += 1
     assert abs(cm.neg_binomial_yield(100.0, 0.07, 3.0) - 0.933144) < 1e-6
     n += 1

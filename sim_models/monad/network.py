@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 NETWORKS = {0: "mesh-xy", 1: "mesh-yx", 2: "ring-bidir", 3: "ring-unidir", 4: "p2p"}
 
@@ -82,7 +83,10 @@ class Topology:
         return self.n - 1
 
     def route(self, a: int, b: int) -> list:
-        """Channels (u, v) from node a to node b."""
+        """Channels (u, v) from node a to node b (cached per topology; do not modify)."""
+        return _route(self, a, b)
+
+    def _route(self, a: int, b: int) -> list:
         if a == b:
             return []
         if self.kind in (0, 1):
@@ -128,6 +132,11 @@ class Topology:
         return sorted(out)
 
 
+@lru_cache(maxsize=200000)
+def _route(topo: Topology, a: int, b: int) -> list:
+    return topo._route(a, b)
+
+
 @dataclass
 class Flow:
     src: object             # network node int, or "M0"/"M1" (memory controller)
@@ -139,8 +148,13 @@ class Flow:
 
 def flow_path(topo: Topology, f: Flow) -> list:
     """Channels of a flow; memory-controller links are ('M0', node) / (node, 'M0')."""
+    return list(_path(topo, f.src, f.dst)[0])
+
+
+@lru_cache(maxsize=200000)
+def _path(topo: Topology, a, b) -> tuple:
+    """(channels, chiplet-to-chiplet hop count) from a to b (nodes or memory controllers)."""
     path = []
-    a, b = f.src, f.dst
     if isinstance(a, str):
         at = topo.mc_nodes()[int(a[1:])]
         path.append((a, at))
@@ -150,7 +164,8 @@ def flow_path(topo: Topology, f: Flow) -> list:
         bt = topo.mc_nodes()[int(b[1:])]
         tail.append((bt, b))
         b = bt
-    return path + topo.route(a, b) + tail
+    mid = topo.route(a, b)
+    return tuple(path + mid + tail), len(mid)
 
 
 def hotspot(topo: Topology, flows: list) -> float:
@@ -164,24 +179,34 @@ def hotspot(topo: Topology, flows: list) -> float:
     return max(load.values(), default=0.0)
 
 
-def stage_delays(topo: Topology, flows: list, link_bw: float, mc_bw: float, t_s: float) -> tuple:
-    """(delay per stage id, hops per flow) with proportional bandwidth sharing."""
-    if link_bw <= 0 or mc_bw <= 0:
+def stage_delays(topo: Topology, flows: list, link_bw, mc_bw: float, t_s: float) -> tuple:
+    """(delay per stage id, hops per flow) with proportional bandwidth sharing.
+    ``link_bw``: one bandwidth for every chiplet channel, or a list of per-node
+    port bandwidths (a channel runs at the smaller of its two ends)."""
+    node_bw = list(link_bw) if isinstance(link_bw, (list, tuple)) else None
+    if (min(node_bw) if node_bw else link_bw) <= 0 or mc_bw <= 0:
         raise NetworkError("bandwidths must be > 0")
-    paths = [flow_path(topo, f) for f in flows]
+    if node_bw is not None and len(node_bw) != topo.n:
+        raise NetworkError(f"need {topo.n} node bandwidths, got {len(node_bw)}")
+
+    def chan_bw(c):
+        if isinstance(c[0], str) or isinstance(c[1], str):
+            return mc_bw
+        return min(node_bw[c[0]], node_bw[c[1]]) if node_bw else link_bw
+    paths = [_path(topo, f.src, f.dst) for f in flows]
     load = {}
-    for f, p in zip(flows, paths):
+    for f, (p, _) in zip(flows, paths):
+        w = max(f.bwr, 1e-12)
         for c in p:
-            load[c] = load.get(c, 0.0) + max(f.bwr, 1e-12)
+            load[c] = load.get(c, 0.0) + w
+    cbw = {c: chan_bw(c) for c in load}
     delays, hops = {}, []
-    for f, p in zip(flows, paths):
-        h = sum(1 for c in p if not isinstance(c[0], str) and not isinstance(c[1], str))
+    for f, (p, h) in zip(flows, paths):
         hops.append(h)
         if not p or f.volume <= 0:
             d = 0.0
         else:
-            ebw = min((mc_bw if isinstance(c[0], str) or isinstance(c[1], str) else link_bw)
-                      * max(f.bwr, 1e-12) / load[c] for c in p)
+            ebw = max(f.bwr, 1e-12) * min(cbw[c] / load[c] for c in p)
             d = h * t_s + f.volume / ebw
         delays[f.stage] = max(delays.get(f.stage, 0.0), d)
     return delays, hops

@@ -9,9 +9,23 @@ is told back to the GP (in log space).  Objectives: latency, energy, edp,
 cost, and ``pareto`` (latency x cost; all visited designs are kept so the
 cost-latency Pareto front can be drawn).
 
-Evaluations are independent tasks sent to an executor (executor.py) in
-batches (``ask(n_points=batch)``, constant-liar); each task is seeded from
-(seed, task index), so a given seed gives the same result on any executor.
+Equal-quality search: every hardware point (a BO sample, or a fixed baseline
+design annealed with the same ``sa_steps``) gets the same annealing budget,
+and each BO sample's annealing starts from the best mapping found so far
+(``warm``; order and tiling are per-op log2 tiles, valid for any shape; the
+placement is kept when the chiplet count allows).  ``known`` evaluations
+(e.g. baselines' annealed designs) are told to the surrogate first and seed
+the incumbent.
+
+Evaluations are independent tasks sent to an executor (executor.py).
+Asynchronous (default): ``batch`` tasks stay in flight; when one finishes its
+value is told and a new point is asked with the pending points held at the
+best value seen (constant liar, "cl_min"), so workers never wait for a
+round; the polish is also a task.  Synchronous (``asynchronous=False``):
+rounds of ``ask(n_points=batch)``; each task is seeded from (seed, task
+index), so a given seed gives the same result on any executor (the
+asynchronous order, and so the result, depends on completion order unless
+the executor is serial).
 
 ``two_stage=True`` runs the flow of Fig. 6a (architecture stage, then an
 integration stage over the best kept designs with a design selector per op);
@@ -84,17 +98,23 @@ class Task:
     sa_steps: int
     objective: str
     keep_samples: bool = False
+    start: dict | None = None       # high fields to start annealing from (adapted to the low fields)
+    t0: float = 0.5
+    low: dict | None = None         # a full low dict instead of free_low (baselines, polish)
 
 
 def run_task(task: Task) -> dict:
     """One Bayes evaluation: SA over the high-dimensional fields (top level, picklable)."""
+    import os
     wl = load_workload(task.workload)
     space = Space(wl, task.pe_total, dict(task.fixed))
-    low = space.full_low(task.free_low)
+    low = dict(task.low) if task.low is not None else space.full_low(task.free_low)
     rng = random.Random(task.seed)
-    v, high, res, samples, n = anneal(space, low, task.objective, task.sa_steps, rng, task.keep_samples)
+    start = space.adapt_high(low, task.start) if task.start is not None else None
+    v, high, res, samples, n = anneal(space, low, task.objective, task.sa_steps, rng, task.keep_samples,
+                                      start=start, t0=task.t0)
     return {"value": v, "low": low, "high": high, "result": res.as_dict() if res else None,
-            "samples": samples, "evals": n}
+            "samples": samples, "evals": n, "pid": os.getpid()}
 
 
 @dataclass
@@ -106,6 +126,7 @@ class History:
     evals: int = 0
     samples: list = field(default_factory=list)
     records: list = field(default_factory=list)     # {"value", "low", "high"} per evaluation
+    pids: set = field(default_factory=set)          # worker processes that ran the tasks
 
     def as_dict(self) -> dict:
         return {"objective": self.objective, "values": self.values, "evals": self.evals,
@@ -116,7 +137,8 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
              seed: int = 0, executor=None, batch: int = 4, fixed: dict | None = None,
              pe_total: int | None = None, n_initial: int | None = None, keep_samples: bool = False,
              progress=None, two_stage: bool = False, x0: list | None = None, keep: int = 4,
-             polish: int = 0) -> History:
+             polish: int = 0, asynchronous: bool = True, warm: bool = True,
+             known: list | None = None, stage1: History | None = None) -> History:
     """Bayes (GP + PI) over the free low-dimensional fields; SA inside each evaluation.
 
     ``two_stage`` (Fig. 6a): ``budget`` evaluations explore the architecture
@@ -124,35 +146,44 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     become candidates of the integration stage, which selects a design per op
     and explores packaging, network and placement with another ``budget``.
     ``x0``: known designs (full low-field dicts) evaluated first (warm start).
-    ``polish``: a final annealing run of that many steps from the best point."""
-    from skopt import Optimizer
-    from skopt.space import Integer
-    from .executor import SerialExecutor, run_ordered
+    ``known``: already evaluated designs ({"value", "low", "high", "result"}),
+    told to the surrogate and used as the first incumbent (not counted in
+    ``budget``); the ``n_initial`` first samples are then local (1-2 free
+    fields of the incumbent redrawn) instead of uniformly random.  ``warm``: anneal every sample from the incumbent's mapping.
+    ``polish``: a final annealing task of that many steps from the best point.
+    ``asynchronous``: see the module docstring.  ``stage1``: the History of an
+    architecture search already run on the first stage's space (organic mesh,
+    default I/O area, identity placement), reused as the architecture stage."""
+    from skopt import Optimizer  # noqa: F401 -- fail early if missing
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}")
-    if budget < 1 or sa_steps < 0 or batch < 1:
-        raise ValueError("budget and batch must be >= 1, sa_steps >= 0")
+    if budget < 1 or sa_steps < 0 or batch < 1 or polish < 0:
+        raise ValueError("budget and batch must be >= 1, sa_steps and polish >= 0")
     from threadpoolctl import threadpool_limits
-    args = (objective, sa_steps, executor, batch, pe_total, n_initial, keep_samples, progress,
-            Optimizer, Integer, SerialExecutor, run_ordered)
+    from .executor import SerialExecutor
+    wl = load_workload(workload)
+    pe_total = pe_total or default_pe_total(workload, len(wl.ops))
+    cfg = dict(objective=objective, sa_steps=sa_steps, ex=executor or SerialExecutor(), batch=batch,
+               pe_total=pe_total, n_initial=n_initial, keep_samples=keep_samples, progress=progress,
+               asynchronous=asynchronous, warm=warm)
     with threadpool_limits(1):        # small GP: BLAS threads only add contention
-        h = _two_stage(workload, budget, seed, fixed, x0, keep, args) if two_stage else \
-            _optimise(workload, budget, seed, fixed, x0, *args)
-    if polish and h.best is not None:
-        wl = load_workload(workload)
+        h = _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1) if two_stage else \
+            _optimise(workload, budget, seed, fixed, x0, known, cfg)
+    if polish and h.best is not None and not h.best.get("known"):    # a known design is not re-polished
         b = h.best
         f = {k: v for k, v in (fixed or {}).items() if k in ("order", "tiling", "placement", "chiplets")}
-        space = Space(wl, pe_total or default_pe_total(workload, len(wl.ops)), f)
-        v, high, res, samples, n = anneal(space, b["low"], objective, polish, random.Random(seed + 104729),
-                                          keep_samples, start=b["high"], t0=0.05)
-        h.evals += n
-        h.samples.extend(samples)
-        if res is not None and v < b["value"]:
-            h.best = {**b, "value": v, "high": high, "result": res.as_dict()}
+        t = Task(workload, pe_total, f, [], seed + 104729, polish, objective, keep_samples,
+                 start=b["high"], t0=0.05, low=b["low"])
+        o = cfg["ex"].submit(run_task, t).result()
+        h.evals += o["evals"]
+        h.samples.extend(o["samples"])
+        h.pids.add(o["pid"])
+        if o["result"] is not None and o["value"] < b["value"]:
+            h.best = {**b, "value": o["value"], "high": o["high"], "result": o["result"]}
     return h
 
 
-def _two_stage(workload, budget, seed, fixed, x0, keep, args):
+def _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1=None):
     """Architecture stage, then integration stage over the kept designs (Fig. 6a)."""
     fixed = dict(fixed or {})
     ops = [op.name for op in load_workload(workload).ops]
@@ -160,7 +191,8 @@ def _two_stage(workload, budget, seed, fixed, x0, keep, args):
     f1.setdefault("packaging", 0)
     f1.setdefault("network", 0)
     f1.setdefault("placement", "identity")
-    h1 = _optimise(workload, budget, seed, f1, x0, *args)
+    f1.setdefault("io", Space.default("io"))
+    h1 = stage1 if stage1 is not None else _optimise(workload, budget, seed, f1, x0, None, cfg)
     cands, seen = [], set()
     for r in sorted(h1.records, key=lambda r: r["value"]):
         arch = {k: v for k, v in r["low"].items() if k.split(".")[0] in ops and "." in k}
@@ -173,64 +205,123 @@ def _two_stage(workload, budget, seed, fixed, x0, keep, args):
             break
     if not cands:
         return h1
-    f2 = {k: v for k, v in fixed.items() if k in ("packaging", "network", "placement")}
+    f2 = {k: v for k, v in fixed.items() if k in ("packaging", "network", "placement", "io")}
     f2["candidates"] = cands
-    h2 = _optimise(workload, budget, seed + 7919, f2, None, *args)
+    h2 = _optimise(workload, budget, seed + 7919, f2, None, None, cfg)
     h = History(h1.objective, h1.values + h2.values, h1.points + h2.points, None, h1.evals + h2.evals,
-                h1.samples + h2.samples, h1.records + h2.records)
+                h1.samples + h2.samples, h1.records + h2.records, h1.pids | h2.pids)
     bests = [b for b in (h1.best, h2.best) if b is not None]
     h.best = min(bests, key=lambda b: b["value"]) if bests else None
     return h
 
 
-def _optimise(workload, budget, seed, fixed, x0, objective, sa_steps, executor, batch, pe_total,
-              n_initial, keep_samples, progress, Optimizer, Integer, SerialExecutor, run_ordered):
+def _ask(opt, k, pending, rng_seed):
+    """``k`` new points; pending points are held at the best value seen (constant liar)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if not pending:
+            return opt.ask(n_points=k) if k > 1 else [opt.ask()]
+        o = opt.copy(random_state=rng_seed)
+        lie = min(opt.yi) if opt.yi else 0.0
+        o.tell([list(x) for x in pending], [lie] * len(pending))
+        return o.ask(n_points=k) if k > 1 else [o.ask()]
+
+
+def _optimise(workload, budget, seed, fixed, x0, known, cfg):
+    import concurrent.futures as cf
+    from skopt import Optimizer
+    from skopt.space import Integer
     wl = load_workload(workload)
-    pe_total = pe_total or default_pe_total(workload, len(wl.ops))
+    pe_total, objective, ex = cfg["pe_total"], cfg["objective"], cfg["ex"]
     fixed = dict(fixed or {})
     space = Space(wl, pe_total, fixed)
-    ex = executor or SerialExecutor()
     hist = History(objective)
     dims = [Integer(lo, hi) for lo, hi in space.low_dims()]
+
+    def record(x, o):
+        hist.points.append(x)
+        hist.values.append(o["value"])
+        hist.evals += o["evals"]
+        hist.samples.extend(o["samples"])
+        hist.pids.add(o["pid"])
+        hist.records.append({"value": o["value"], "low": o["low"], "high": o["high"]})
+        if o["result"] is not None and (hist.best is None or o["value"] < hist.best["value"]):
+            hist.best = {k: v for k, v in o.items() if k not in ("samples", "pid")}
+
+    def task(x, i):
+        start = hist.best["high"] if (cfg["warm"] and hist.best is not None) else None
+        return Task(workload, pe_total, fixed, x, seed * 1000003 + i, cfg["sa_steps"], objective,
+                    cfg["keep_samples"], start=start)
+
     if not dims:                      # everything low is fixed: SA only
-        r = run_task(Task(workload, pe_total, fixed, [], seed * 1000003, sa_steps * budget, objective, keep_samples))
-        hist.values.append(r["value"])
-        hist.records.append({"value": r["value"], "low": r["low"], "high": r["high"]})
-        hist.best, hist.evals, hist.samples = {k: v for k, v in r.items() if k != "samples"}, r["evals"], r["samples"]
+        o = ex.submit(run_task, Task(workload, pe_total, fixed, [], seed * 1000003, cfg["sa_steps"] * budget,
+                                     objective, cfg["keep_samples"])).result()
+        record([], o)
         return hist
     opt = Optimizer(dims, base_estimator="GP", acq_func="PI", acq_optimizer="sampling",
                     acq_optimizer_kwargs={"n_points": 2000},
-                    n_initial_points=n_initial or min(10, budget), random_state=seed)
-    done = 0
-    warm = [space.free_of(dict(x)) for x in (x0 or [])][:budget]
-    while done < budget:
-        k = min(batch, budget - done)
-        if warm:
-            xs, warm = warm[:k], warm[k:]
-            k = len(xs)
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                xs = opt.ask(n_points=k) if k > 1 else [opt.ask()]
-        xs = [[int(v) for v in x] for x in xs]
-        tasks = [Task(workload, pe_total, fixed, x, seed * 1000003 + done + i, sa_steps, objective, keep_samples)
-                 for i, x in enumerate(xs)]
-        outs = run_ordered(ex, run_task, tasks)
-        ys = [math.log(o["value"]) if o["value"] < INFEASIBLE else 700.0 for o in outs]
+                    n_initial_points=cfg["n_initial"] or min(10, budget), random_state=seed)
+    for r in known or []:             # already evaluated designs: tell, and seed the incumbent
+        x = space.free_of(r["low"])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            opt.tell(xs, ys)
-        for x, o in zip(xs, outs):
-            hist.points.append(x)
-            hist.values.append(o["value"])
-            hist.evals += o["evals"]
-            hist.samples.extend(o["samples"])
-            hist.records.append({"value": o["value"], "low": o["low"], "high": o["high"]})
-            if o["result"] is not None and (hist.best is None or o["value"] < hist.best["value"]):
-                hist.best = {k: v for k, v in o.items() if k != "samples"}
-        done += k
-        if progress is not None:
-            progress(k)
+            opt.tell(x, math.log(r["value"]) if r["value"] < INFEASIBLE else 700.0)
+        if r.get("result") is not None and (hist.best is None or r["value"] < hist.best["value"]):
+            hist.best = {"value": r["value"], "low": r["low"], "high": r["high"], "result": r["result"],
+                         "evals": 0, "known": True}
+    warm = [space.free_of(dict(x)) for x in (x0 or [])][:budget]
+    n_local = (cfg["n_initial"] or min(10, budget)) if known else 0
+    lrng = random.Random(seed * 7 + 1)
+    kdims = [k for _, k in space.free_low]
+
+    def next_point(i, pending):
+        """x0 first; with known designs the initial design is local (1-2 free fields of
+        the incumbent redrawn), then the surrogate (constant liar over ``pending``)."""
+        if warm:
+            return warm.pop(0)
+        if i < n_local and hist.best is not None:
+            x = space.free_of(hist.best["low"])
+            for j in lrng.sample(range(len(x)), min(len(x), lrng.choice((1, 2)))):
+                x[j] = lrng.randrange(kdims[j])
+            return x
+        return _ask(opt, 1, pending, seed + i)[0]
+
+    def tell(x, o):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            opt.tell(x, math.log(o["value"]) if o["value"] < INFEASIBLE else 700.0)
+        record(x, o)
+        if cfg["progress"] is not None:
+            cfg["progress"](1)
+
+    if not cfg["asynchronous"]:
+        done = 0
+        while done < budget:
+            k = min(cfg["batch"], budget - done)
+            if warm:
+                xs, warm = warm[:k], warm[k:]
+                k = len(xs)
+            elif done < n_local:
+                xs = [next_point(done + i, []) for i in range(k)]
+            else:
+                xs = _ask(opt, k, [], seed)
+            xs = [[int(v) for v in x] for x in xs]
+            tasks = [task(x, done + i) for i, x in enumerate(xs)]
+            futs = [ex.submit(run_task, t) for t in tasks]
+            for x, f in zip(xs, futs):
+                tell(x, f.result())
+            done += k
+        return hist
+    # asynchronous: keep ``batch`` tasks in flight, ask one point per finished task
+    issued, inflight = 0, {}
+    while issued < budget or inflight:
+        while issued < budget and len(inflight) < cfg["batch"]:
+            x = [int(v) for v in next_point(issued, list(inflight.values()))]
+            inflight[ex.submit(run_task, task(x, issued))] = x
+            issued += 1
+        done, _ = cf.wait(list(inflight), return_when=cf.FIRST_COMPLETED)
+        for f in [f for f in inflight if f in done]:        # submission order among the finished
+            tell(inflight.pop(f), f.result())
     return hist
 
 

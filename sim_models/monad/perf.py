@@ -18,7 +18,7 @@ Chiplet-level D_A (package data movement) is left to the network model
 (system.py) as data-transfer stages.
 
 Left out: strides > 1, halo sharing between neighbouring tiles, bank conflicts,
-non-power-of-two PE arrays in the encoding, sparsity, and the Reduce/Bind
+sparsity, and the Reduce/Bind
 multi-workload-per-chiplet sequencing (every workload gets its own chiplets).
 """
 from __future__ import annotations

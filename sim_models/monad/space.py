@@ -12,8 +12,12 @@ evaluation): ``order`` (loop permutation per level) and ``tiling`` (log2 tile
 per loop at package and chiplet level) per op, and ``placement`` (network node
 -> chiplet id).
 
-The PE budget of each op is the workload budget split in proportion to MACs
-(rounded down to a power of two), as §IV-B suggests to balance the pipeline.
+The PE budget of each op is the workload budget split in proportion to MACs,
+as §IV-B suggests to balance the pipeline; a shape may use any number of PEs
+above 1/16 and up to that budget (PE array sides 1-64, not only powers of
+two), so the PE use is part of the resource assignment.  A design has at most
+36 network nodes (§IV-C); ``io`` (integration) is the die-to-die I/O area
+reserved per chiplet (system.py).
 Two-stage flow (Fig. 6a): with ``fixed["candidates"]`` (designs kept from the
 architecture stage, each {"low": arch fields, "high": order/tiling}) the
 per-op architecture fields are replaced by a *design selector* per op
@@ -33,36 +37,40 @@ from dataclasses import dataclass, field
 
 from .network import NETWORKS
 from .perf import Level, Mapping, Workload, hardware
-from .system import Design, n_nodes
+from .system import MAX_NODES, Design, n_nodes
 
-CHIP_GRIDS = ((1, 1), (1, 2), (2, 2), (2, 4))
+IO_AREAS = tuple(hardware()["io_area_mm2"])
+
+CHIP_GRIDS = ((1, 1), (1, 2), (2, 2), (2, 3), (2, 4), (3, 3), (4, 4), (6, 6))
 CORE_GRIDS = ((1, 1), (1, 2), (2, 2), (2, 4), (4, 4))
-PE_SIDES = (1, 2, 4, 8, 16, 32, 64)
+PE_SIDES = (1, 2, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 LEVELS = ("pkg", "chip", "core")
 
 
 def pe_budgets(wl: Workload, total: int) -> list:
+    """PEs per op: the total split in proportion to MACs (§IV-B), at least 16."""
     macs = [op.macs for op in wl.ops]
-    out = []
-    for m in macs:
-        share = total * m / sum(macs)
-        out.append(max(16, 2 ** int(math.floor(math.log2(max(share, 1))))))
-    return out
+    return [max(16, int(total * m / sum(macs))) for m in macs]
 
 
-def shapes(budget: int, max_chiplets: int = 8) -> list:
-    """All (chip grid, core grid, PE array) with product == budget."""
+PE_USE_MIN = 1 / 16     # smallest PE use of a shape, as a fraction of the op's budget
+
+
+def shapes(budget: int, max_chiplets: int = MAX_NODES, min_frac: float = PE_USE_MIN) -> list:
+    """All (chip grid, core grid, PE array) that use more than ``min_frac`` and
+    at most all of ``budget`` PEs, sorted by PEs used (then chiplets), so the
+    shape index of the encoding also orders the PE use."""
     out = []
     for cg in CHIP_GRIDS:
         if cg[0] * cg[1] > max_chiplets:
             continue
         for kg in CORE_GRIDS:
-            rest = budget // (cg[0] * cg[1] * kg[0] * kg[1])
-            if rest * cg[0] * cg[1] * kg[0] * kg[1] != budget or rest < 1:
-                continue
             for px in PE_SIDES:
-                if rest % px == 0 and rest // px in PE_SIDES and px <= rest // px:
-                    out.append((cg, kg, (px, rest // px)))
+                for py in PE_SIDES:
+                    n = cg[0] * cg[1] * kg[0] * kg[1] * px * py
+                    if px <= py and budget * min_frac < n <= budget:
+                        out.append((cg, kg, (px, py)))
+    out.sort(key=lambda s: (math.prod(s[0]) * math.prod(s[1]) * math.prod(s[2]), math.prod(s[0]), s))
     return out
 
 
@@ -71,9 +79,11 @@ class Space:
     wl: Workload
     pe_total: int
     fixed: dict = field(default_factory=dict)   # field name -> value (see low_names)
-    max_chiplets: int = 8
+    max_chiplets: int | None = None     # per op; None: 36 network nodes shared by the ops, at least 8
 
     def __post_init__(self):
+        if self.max_chiplets is None:
+            self.max_chiplets = max(8, MAX_NODES // len(self.wl.ops))
         self.budgets = pe_budgets(self.wl, self.pe_total)
         self.shape_opts = [shapes(b, self.max_chiplets) for b in self.budgets]
         if "chiplets" in self.fixed:
@@ -97,18 +107,26 @@ class Space:
             self.all_low.append((f"{op.name}.share", 2))
         self.all_low.append(("packaging", 3))
         self.all_low.append(("network", len(NETWORKS)))
+        self.all_low.append(("io", len(IO_AREAS)))
         for k in self.fixed:
             if k not in dict(self.all_low) and k not in ("order", "tiling", "placement", "candidates", "chiplets"):
                 raise ValueError(f"unknown field {k!r}")
         self.free_low = [(n, k) for n, k in self.all_low if n not in self.fixed and k > 1]
 
     # ---- low-dimensional part
+    @staticmethod
+    def default(name: str) -> int:
+        """Value of a field neither free nor fixed (io: the hardware.json default)."""
+        if name == "io":
+            return IO_AREAS.index(hardware()["io_area_mm2_default"])
+        return 0
+
     def low_dims(self) -> list:
         return [(0, k - 1) for _, k in self.free_low]
 
     def full_low(self, free: list) -> dict:
         vals = dict(zip([n for n, _ in self.free_low], (int(v) for v in free)))
-        low = {n: (self.fixed[n] if n in self.fixed else vals.get(n, 0)) for n, _ in self.all_low}
+        low = {n: (self.fixed[n] if n in self.fixed else vals.get(n, self.default(n))) for n, _ in self.all_low}
         if self.candidates:              # copy each op's architecture fields from its selected design
             for op in self.wl.ops:
                 c = self.candidates[low[f"{op.name}.design"]]["low"]
@@ -168,6 +186,26 @@ class Space:
                     v = list(range(self.n_chiplets(low))) + [-1] * (nn - self.n_chiplets(low))
                 high[k] = v
         return high
+
+    def adapt_high(self, low: dict, high: dict) -> dict:
+        """``high`` (e.g. the best mapping found so far) made valid for ``low``:
+        order and tiling are kept (per-op loop permutations and log2 tiles do
+        not depend on the shape), the placement is kept if it places exactly
+        this design's chiplets on its network nodes, else chiplets go in id
+        order; candidates and frozen fields win, as in ``random_high``."""
+        base = self.random_high(low, random.Random(0), heuristic=True)
+        out = {"order": [[tuple(o) for o in x] for x in high["order"]],
+               "tiling": [[dict(t) for t in x] for x in high["tiling"]],
+               "placement": list(high["placement"])}
+        if len(out["placement"]) != len(base["placement"]) or \
+                sorted(out["placement"]) != sorted(base["placement"]):
+            out["placement"] = base["placement"]
+        if self.candidates:
+            out["order"], out["tiling"] = base["order"], base["tiling"]
+        for k in ("order", "tiling", "placement"):
+            if k in self.fixed:
+                out[k] = base[k]
+        return out
 
     def capacity_tiling(self, low: dict, chip_buf_bytes: int, core_buf_bytes: int) -> list:
         """Tiling (log2 tile per loop, package and chiplet level, per op) that
@@ -246,7 +284,8 @@ class Space:
                                 Level(kg, sp[1], tuple(orders[1]), tiles[1]),
                                 Level(pg, sp[2], tuple(orders[2]), ()),
                                 int(low[f"{op.name}.share"])))
-        return Design(tuple(maps), int(low["packaging"]), int(low["network"]), tuple(high["placement"]))
+        return Design(tuple(maps), int(low["packaging"]), int(low["network"]), tuple(high["placement"]),
+                      io_mm2=IO_AREAS[int(low.get("io", self.default("io")))])
 
 
 def default_pe_total(wl_name: str, n_ops: int) -> int:

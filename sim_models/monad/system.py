@@ -11,9 +11,18 @@ from perf.py) preceded by a data-transfer stage in:v (DRAM reads, producer ->
 consumer data found by intersecting the producer chiplets' output ranges with
 the consumer chiplets' input ranges, forwarding of shared data along the
 cluster) and, for graph outputs, followed by out:v (DRAM writes).  Each flow
-needs bwr = volume / min(D(v_i), D(v_j)).  Link bandwidth is set to the hotspot
-requirement (or given), which sizes the die-to-die I/O area (bw / D_bw x
-N_link) and so the die area and cost (cost/model.py, Eq. 1).
+needs bwr = volume / min(D(v_i), D(v_j)) (the share of a channel it gets).
+Link bandwidth comes from the I/O area a design affords (§IV-B: "reserves more
+area for data I/O in a chiplet to support higher bandwidth"): every chiplet
+reserves ``io_mm2`` of die area for die-to-die I/O, which carries
+D_bw(packaging) x io_mm2 / N_link per link (the reserved area is bw / D_bw x
+N_link, §IV-B, cost/model.py); a channel runs at the smaller port bandwidth of
+its two ends.  So packaging (D_bw, N_link: routers in the chiplet or in
+an active interposer) and network (router degree) move latency, energy and
+cost.  (The paper sizes bw to the hotspot requirement; with that rule every
+transfer crossing the hotspot takes the compute time of its stage whatever the
+packaging, so packaging could not change latency -- §V-C says it does.)
+``Design.link_bw`` overrides the bandwidth (the I/O area then follows it).
 
     Lat = longest path of stage delays + (steps - 1) x longest stage
     Thr = 1 / longest stage
@@ -30,8 +39,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..cost import model as cm
-from .network import Flow, Topology, hotspot, mesh_dims, stage_delays
+from .network import Flow, Topology, mesh_dims, stage_delays
 from .perf import Mapping, ModelError, Workload, evaluate_op, hardware, relevant
+
+
+MAX_NODES = 36          # §IV-C: "placement depends on network nodes (up to 36)"
 
 
 @dataclass(frozen=True)
@@ -40,7 +52,8 @@ class Design:
     packaging: int = 0            # 0 organic, 1 passive, 2 active
     network: int = 0              # see network.NETWORKS
     placement: tuple = ()         # network node -> chiplet id (-1 empty); () = identity
-    link_bw: float | None = None  # bytes/cycle per channel; None = hotspot requirement
+    link_bw: float | None = None  # bytes/cycle per channel; None = from the I/O area budget
+    io_mm2: float | None = None   # die-to-die I/O area per chiplet; None = hardware.json default
 
     @property
     def n_chiplets(self) -> int:
@@ -120,6 +133,8 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
         first += m.n_chiplets
     N = first
     nn = n_nodes(d.network, N)
+    if nn > MAX_NODES:
+        raise ModelError(f"{nn} network nodes, more than the {MAX_NODES} of §IV-C")
     topo = Topology(d.network, nn)
     place = d.placement or tuple(range(N)) + (-1,) * (nn - N)
     if len(place) != nn or sorted(c for c in place if c >= 0) != list(range(N)):
@@ -127,9 +142,13 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
     node_of = {c: i for i, c in enumerate(place) if c >= 0}
     mcs = topo.mc_nodes()
 
+    near = {}
+
     def nearest_mc(node):
-        hops = [len(topo.route(node, x)) for x in mcs]
-        return f"M{hops.index(min(hops))}"
+        if node not in near:
+            hops = [len(topo.route(node, x)) for x in mcs]
+            near[node] = f"M{hops.index(min(hops))}"
+        return near[node]
 
     D = {op.name: res[op.name].compute_cycles / P for op in wl.ops}
     flows = []
@@ -205,9 +224,22 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
                 for c in chips:
                     flows.append(Flow(node_of[c], nearest_mc(node_of[c]), spill, spill / D[op.name],
                                       "out:" + op.name))
-    bw = d.link_bw if d.link_bw is not None else hotspot(topo, flows)
-    if bw <= 0:
-        bw = 1.0
+    ghz = hw["clock_ghz"]
+    io_mm2 = hw["io_area_mm2_default"] if d.io_mm2 is None else d.io_mm2
+    if d.link_bw is not None and d.link_bw <= 0:
+        raise ModelError(f"link bandwidth must be > 0, got {d.link_bw}")
+    if io_mm2 <= 0:
+        raise ModelError(f"I/O area per chiplet must be > 0 mm^2, got {io_mm2}")
+    dbw = cm.packaging(pkg)["bw_density_gbps_per_mm2"] / ghz          # bytes/cycle per mm^2
+    nlink = {c: cm.links_through_bumps(pkg, topo.degree(node_of[c])) for c in range(N)}
+    if d.link_bw is not None:
+        bw = d.link_bw
+    elif N > 1:
+        port = [dbw * io_mm2 / max(1, nlink[c]) if c >= 0 else 0.0 for c in place]
+        top = max(port)
+        bw = [p if p > 0 else top for p in port]       # an empty mesh node only routes
+    else:
+        bw = 1.0                      # one chiplet: no die-to-die channel
     delays, hops = stage_delays(topo, flows, bw, hw["dram_bw_bytes_per_cycle"], hw["router_delay_cycles"])
     # longest path through the pipelined stage graph (ops are in topological order)
     end = {}
@@ -218,7 +250,6 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
     stages = {**{"v:" + k: v for k, v in D.items()}, **delays}
     longest = max(stages.values())
     latency_cycles = path + (P - 1) * longest
-    ghz = hw["clock_ghz"]
     # energy
     energy = {}
     for r in res.values():
@@ -238,13 +269,14 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
     areas, dies = [], []
     for op in wl.ops:
         for c in ids[op.name]:
-            nl = cm.links_through_bumps(pkg, topo.degree(node_of[c])) if N > 1 else 0
-            a = res[op.name].area_mm2 + cm.io_area_mm2(bw * ghz if N > 1 else 0.0, pkg, nl)
+            b_c = bw if not isinstance(bw, list) else bw[node_of[c]]
+            a = res[op.name].area_mm2 + (cm.io_area_mm2(b_c * ghz, pkg, nlink[c]) if N > 1 else 0.0)
             areas.append(a)
             dies.append(cm.Die(a, nm))
     cb = cm.package_cost(dies, pkg)
     return Result(latency_cycles / ghz, ghz / longest if longest else 0.0, sum(energy.values()),
-                  cb.total, sum(areas) + cb.interposer_area_mm2, bw * ghz, energy,
+                  cb.total, sum(areas) + cb.interposer_area_mm2, (min(bw) if isinstance(bw, list) else bw) * ghz,
+                  energy,
                   {k: v / ghz for k, v in stages.items()}, areas, cb.as_dict(),
                   {o: res[o].util for o in res},
                   sum(res[op.name].area_mm2 * len(ids[op.name]) for op in wl.ops))
