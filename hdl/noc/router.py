@@ -472,38 +472,64 @@ class Router(wiring.Component):
                     m.d.comb += uni_ok[o][i].eq(r[o] & ~is_mc[p][v] & a_u)
                 m.d.comb += mc_ok[i].eq(is_mc[p][v] & _nz(r) & Cat(*okm).all())
 
-        # ---------------- allocation: one multicast per cycle (all branches at once) ------
-        mc_any, mc_gnt = self._rr(m, mc_ok, "mc")
-        mc_route = _pick(m, mc_gnt, [req[i // V][i % V] for i in range(NI)], "mc_route", 5)
+        # ---------------- allocation (separable, input first) ----------------
+        # 1. every input port picks one of its VCs that can move (round-robin), so the
+        #    crossbar has one input per port; 2. one multicast per cycle router-wide (it takes
+        #    all its branches at once); 3. per output round-robin over the input ports.
+        cv = [Signal(_bits(V), name=f"cv_{p}") for p in range(5)]
+        p_mc = Signal(5, name="p_mc")                  # port's chosen VC is a ready multicast
+        p_req = [Signal(5, name=f"preq_{p}") for p in range(5)]
+        p_uni = [Signal(5, name=f"puni_{o}") for o in range(5)]
+        cv_en = [Signal(name=f"cven_{p}") for p in range(5)]
+        for p in range(5):
+            cand = Signal(V, name=f"vcand_{p}")
+            m.d.comb += cand.eq(Cat(*[mc_ok[p * V + v] | Cat(*[uni_ok[o][p * V + v]
+                                                             for o in range(5)]).any()
+                                      for v in range(V)]))
+            if V > 1:
+                _, g = self._rr(m, cand, f"in{p}", enable=cv_en[p])
+                m.d.comb += cv[p].eq(g)
+            m.d.comb += [p_mc[p].eq(_pick(m, cv[p], [mc_ok[p * V + v] for v in range(V)],
+                                          f"pmc_{p}", 1)),
+                         p_req[p].eq(_pick(m, cv[p], [req[p][v] for v in range(V)],
+                                           f"preqv_{p}", 5))]
+            for o in range(5):
+                m.d.comb += p_uni[o][p].eq(_pick(m, cv[p], [uni_ok[o][p * V + v]
+                                                            for v in range(V)], f"pu_{p}_{o}", 1))
+        mc_any, mc_gnt = self._rr(m, p_mc, "mc")
+        mc_route = _pick(m, mc_gnt, p_req, "mc_route", 5)
         take = Signal(5, name="take")                 # output sends this cycle
-        src = [Signal(range(NI), name=f"src_{o}") for o in range(5)]
-        sent = Signal(NI, name="sent")
-        sent_terms = [[] for _ in range(NI)]
-        for i in range(NI):
-            sent_terms[i].append(mc_any & _eqc(mc_gnt, i))
+        src = [Signal(3, name=f"src_{o}") for o in range(5)]
+        psent = Signal(5, name="psent")
+        sent_terms = [[mc_any & _eqc(mc_gnt, p)] for p in range(5)]
         for o in range(5):
-            u_any, u_gnt = self._rr(m, uni_ok[o], f"o{o}", enable=~(mc_any & mc_route[o]))
             by_mc = mc_any & mc_route[o]
+            u_any, u_gnt = self._rr(m, p_uni[o], f"o{o}", enable=~by_mc)
             m.d.comb += [take[o].eq(by_mc | u_any), src[o].eq(Mux(by_mc, mc_gnt, u_gnt))]
-            for i in range(NI):
-                if i // V in _LEGAL_IN[o]:
-                    sent_terms[i].append(~by_mc & u_any & _eqc(u_gnt, i))
+            for p in _LEGAL_IN[o]:
+                sent_terms[p].append(~by_mc & u_any & _eqc(u_gnt, p))
+        for p in range(5):
+            m.d.comb += [psent[p].eq(Cat(*sent_terms[p]).any()), cv_en[p].eq(psent[p])]
+        sent = Signal(NI, name="sent")
         for i in range(NI):
-            m.d.comb += sent[i].eq(Cat(*sent_terms[i]).any())
+            m.d.comb += sent[i].eq(psent[i // V] & (_eqc(cv[i // V], i % V) if V > 1 else 1))
         self._take, self._src = take, src
 
-        # ---------------- traversal ----------------
+        # ---------------- traversal: per port VC mux, then XY-legal crossbar ----------------
+        pflit = [_pick(m, cv[p], [front[p][v].as_value() for v in range(V)], f"pflit_{p}", FW)
+                 for p in range(5)]
         for o in range(5):
-            legal = [i for i in range(NI) if i // V in _LEGAL_IN[o]]
+            legal = _LEGAL_IN[o]
             ofl = c.flit(Signal(FW, name=f"oflit_{o}"))
             with m.Switch(src[o]):
-                for i in legal:
-                    with m.Case(i):
-                        m.d.comb += ofl.eq(front[i // V][i % V])
+                for p in legal:
+                    with m.Case(p):
+                        m.d.comb += ofl.eq(pflit[p])
                 with m.Default():
-                    m.d.comb += ofl.eq(front[legal[0] // V][legal[0] % V])
+                    m.d.comb += ofl.eq(pflit[legal[0]])
+            ovc_src = _pick(m, src[o], cv, f"ovcs_{o}", _bits(V))
             ovc = Signal(_bits(V), name=f"ovc_{o}")
-            m.d.comb += ovc.eq((src[o] % V) if V > 1 else 0)
+            m.d.comb += ovc.eq(ovc_src if V > 1 else 0)
             if o == L:
                 with m.If(take[o]):
                     m.d.sync += lbusy.eq(~ofl.tail)
