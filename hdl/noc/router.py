@@ -309,6 +309,8 @@ class Router(wiring.Component):
         tails = [[Signal(_bits(D + 2), name=f"tails_{p}_{v}") for v in range(V)] for p in range(5)]
         self._mcnt = [[None] * V for _ in range(5)]      # for the formal harness
         self._fv, self._pop = fv, pop
+        self._write = [[None] * V for _ in range(5)]
+        self._req, self._fdrop = None, fdrop
 
         # ---------------- write side: validate, route (lookahead), buffer ----------------
         for p in range(5):
@@ -397,6 +399,7 @@ class Router(wiring.Component):
                 err_events.append(err)
                 write = Signal(name=f"write_{p}_{v}")
                 m.d.comb += write.eq(we & ~full)
+                self._write[p][v] = write
                 # read: the SRAM's read register is the buffer front (no copy, no reset)
                 rfire = Signal(name=f"rfire_{p}_{v}")
                 m.d.comb += rfire.eq((~fv[p][v] | pop[p][v]) & _nz(mcnt))
@@ -513,7 +516,8 @@ class Router(wiring.Component):
         sent = Signal(NI, name="sent")
         for i in range(NI):
             m.d.comb += sent[i].eq(psent[i // V] & (_eqc(cv[i // V], i % V) if V > 1 else 1))
-        self._take, self._src = take, src
+        self._take, self._src, self._sent, self._req = take, src, sent, req
+        self._err_events = err_events
 
         # ---------------- traversal: per port VC mux, then XY-legal crossbar ----------------
         pflit = [_pick(m, cv[p], [front[p][v].as_value() for v in range(V)], f"pflit_{p}", FW)
