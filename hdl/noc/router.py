@@ -6,27 +6,38 @@
   (with ``hier=True`` a packet for another chiplet goes to the gateway node
   ``(gw_x, gw_y)``, whose local port is the NoP router); ``level="nop"`` routes
   on chiplet coordinates and delivers to its local port (the gateway node).
+  The route is computed when a head flit is written into the input buffer
+  and stored next to it (5 bits), so allocation starts from registers.
+* Input buffers: one :class:`~tessera.hdl.sram.SRAM` per input VC
+  (``buffer_flits`` deep, one read port, no reset; DPR16X4 LUT RAM on ECP5).
+  Its read register is the buffer front; a credit goes upstream when a flit
+  moves from the SRAM into the front register.
 * Unicast: wormhole; an output VC is held from head to tail.
 * Multicast: cut-through.  The whole packet must be in the input buffer before
-  it competes, and a branch starts only when the downstream VC has room for a
-  maximum-length packet.  Replication is an XY tree: the branch set is computed
-  from the destination mask *and the input port* (a packet travelling east
-  only serves columns >= here, one travelling in Y only serves this column),
-  so every link carries one copy and every destination gets it once.  Branches
-  advance independently (per-branch read offsets into the input buffer); the
-  buffer entry is freed when every branch has sent it.
+  it competes, and it starts only when every branch's downstream VC has room
+  for a maximum-length packet.  Replication is an XY tree (the branch set is
+  computed from the destination mask *and the input port*, so every link
+  carries one copy).  All branches take each flit in the same cycle (one read
+  port per buffer); at most one multicast moves per cycle router-wide.  Taking
+  all branches at once (nothing is held while waiting) keeps it free of
+  hold-and-wait deadlock.
+* Allocation: separable, input first.  Each input port picks one of its VCs
+  that can move (round-robin), one multicast wins router-wide (round-robin),
+  and every output arbitrates round-robin over the input ports.  The crossbar
+  has one input per port (a VC mux per port) and each output only muxes the
+  ports XY routing can send to it.
 * Credit-based flow control per VC; a flit keeps its VC on every hop (so the
   packets of one source/destination flow stay in order).  The injection VC is
-  chosen from the message class (class -> VC set) and a hash of the destination
-  (unicast) or source (multicast).  ``buffer_flits`` per VC; the credit round
-  trip is ``2*link_latency + 2`` cycles (validated by the mesh).
-* Router latency: 1 cycle (write into the input buffer; route, VC check, switch
-  arbitration and traversal happen in the cycle the flit is at the buffer
-  front).  The link registers live in the mesh.
-* Round-robin switch arbitration per output over all input VCs.
+  chosen from the message class (class -> VC set; ``vcs >= classes`` is
+  required, classes never share a VC) and a hash of the destination (unicast)
+  or source (multicast).  The credit round trip is ``2*link_latency + 2``
+  cycles (validated by the mesh).
+* Router latency: 2 cycles (write into the input buffer; read into the front
+  register, then route lookup, allocation and traversal in the read-out
+  cycle).  The link registers live in the mesh.
 * Bad input (dropped and counted in ``errors``, saturating): head with a
   destination outside the mesh (or, in a two-level system, at a gateway node) / empty or out-of-range mask / class >=
-  ``classes``: whole packet dropped; body/tail flit without a head: dropped;
+  ``classes`` / an XY-illegal turn: whole packet dropped; body/tail flit without a head: dropped;
   packet longer than ``max_packet_flits``: truncated (the last allowed flit is
   turned into the tail, the rest is dropped; earlier flits may already be
   downstream under wormhole); head inside a packet: counted, carried on as a
@@ -502,15 +513,23 @@ class Router(wiring.Component):
         mc_any, mc_gnt = self._rr(m, p_mc, "mc")
         mc_route = _pick(m, mc_gnt, p_req, "mc_route", 5)
         take = Signal(5, name="take")                 # output sends this cycle
-        src = [Signal(3, name=f"src_{o}") for o in range(5)]
+        src = [Signal(3, name=f"src_{o}") for o in range(5)]      # input port (for checks)
+        sel = []                                      # crossbar select: index into _LEGAL_IN[o]
         psent = Signal(5, name="psent")
         sent_terms = [[mc_any & _eqc(mc_gnt, p)] for p in range(5)]
         for o in range(5):
+            legal = _LEGAL_IN[o]
             by_mc = mc_any & mc_route[o]
-            u_any, u_gnt = self._rr(m, p_uni[o], f"o{o}", enable=~by_mc)
-            m.d.comb += [take[o].eq(by_mc | u_any), src[o].eq(Mux(by_mc, mc_gnt, u_gnt))]
-            for p in _LEGAL_IN[o]:
-                sent_terms[p].append(~by_mc & u_any & _eqc(u_gnt, p))
+            lreq = Cat(*[p_uni[o][p] for p in legal])
+            u_any, u_gnt = self._rr(m, lreq, f"o{o}", enable=~by_mc)
+            mc_pos = _pick(m, mc_gnt, [legal.index(p) if p in legal else 0 for p in range(5)],
+                           f"mcpos_{o}", len(u_gnt))
+            so = Signal(len(u_gnt), name=f"sel_{o}")
+            m.d.comb += [take[o].eq(by_mc | u_any), so.eq(Mux(by_mc, mc_pos, u_gnt)),
+                         src[o].eq(_pick(m, so, list(legal), f"srcp_{o}", 3))]
+            sel.append(so)
+            for k, p in enumerate(legal):
+                sent_terms[p].append(~by_mc & u_any & _eqc(u_gnt, k))
         for p in range(5):
             m.d.comb += [psent[p].eq(Cat(*sent_terms[p]).any()), cv_en[p].eq(psent[p])]
         sent = Signal(NI, name="sent")
@@ -525,12 +544,12 @@ class Router(wiring.Component):
         for o in range(5):
             legal = _LEGAL_IN[o]
             ofl = c.flit(Signal(FW, name=f"oflit_{o}"))
-            with m.Switch(src[o]):
-                for p in legal:
-                    with m.Case(p):
+            with m.Switch(sel[o]):
+                for k, p in enumerate(legal[:-1]):
+                    with m.Case(k):
                         m.d.comb += ofl.eq(pflit[p])
                 with m.Default():
-                    m.d.comb += ofl.eq(pflit[legal[0]])
+                    m.d.comb += ofl.eq(pflit[legal[-1]])
             ovc_src = _pick(m, src[o], cv, f"ovcs_{o}", _bits(V))
             ovc = Signal(_bits(V), name=f"ovc_{o}")
             m.d.comb += ovc.eq(ovc_src if V > 1 else 0)
