@@ -44,7 +44,7 @@ class _RouterHarness(wiring.Component):
         m.submodules.dut = r.elaborate(platform)     # (exposes the internals the proof reads)
         c = r.cfg
         D, V = c.depth, c.vcs
-        init = Signal()
+        init = Signal(reset_less=True)          # 0 in cycle 0 only: reset then
         m.d.sync += init.eq(1)
         m.d.comb += Assume(ResetSignal() == ~init)
         m.d.comb += r.my.eq(c.addr.const({"node": {"x": 1, "y": 1}}))
@@ -104,7 +104,7 @@ class _ArbiterHarness(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        init = Signal()
+        init = Signal(reset_less=True)          # 0 in cycle 0 only: reset then
         m.d.sync += init.eq(1)
         m.d.comb += Assume(ResetSignal() == ~init)
         any_, gnt = Router._rr(m, self.req, "f")
