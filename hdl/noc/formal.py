@@ -1,6 +1,6 @@
 """Formal proofs of the NoC router (issue 20; convention in tessera/formal.py).
 
-The harness drives one router at (1,1) of a 3x3 mesh with small parameters (1 VC,
+The harness drives one router at the (1,1) corner of a 2x2 mesh with small parameters (1 VC,
 2-flit buffers, 1-bit payload): free flits on every input, an upstream that obeys the
 credits it is given, downstream buffers that return a credit only for a flit they hold,
 and a free local-output ready.  Proven (k-induction):
@@ -27,8 +27,9 @@ from tessera.formal import Proof
 
 from .router import L, PORTS, Router
 
-P = dict(kx=3, ky=3, max_node=4, max_chiplet=1, vcs=1, classes=1, buffer_flits=2,
+P = dict(kx=2, ky=2, max_node=2, max_chiplet=1, vcs=1, classes=1, buffer_flits=2,
          max_packet_flits=2, payload_width=1)
+MY = (1, 1)            # corner of the 2x2 mesh: inputs/outputs N, W and local
 
 
 class _RouterHarness(wiring.Component):
@@ -36,18 +37,27 @@ class _RouterHarness(wiring.Component):
         self.what = what
         self.dut = Router(**P)
         self.dut._MustUse__silence = True
-        super().__init__({"dummy": In(1)})
+        # every router input is a top-level harness input (free in every cycle)
+        self._ins = [(path, member) for path, member, _ in self.dut.signature.flatten(self.dut)
+                     if member.flow is In and path != ("my",)]
+        super().__init__({"__".join(map(str, path)): In(member.shape)
+                          for path, member in self._ins})
 
     def elaborate(self, platform):
         m = Module()
         r = self.dut
         m.submodules.dut = r.elaborate(platform)     # (exposes the internals the proof reads)
+        for path, _ in self._ins:
+            dst = r
+            for k in path:
+                dst = dst[k] if isinstance(k, int) else getattr(dst, k)
+            m.d.comb += dst.eq(getattr(self, "__".join(map(str, path))))
         c = r.cfg
         D, V = c.depth, c.vcs
         init = Signal(reset_less=True)          # 0 in cycle 0 only: reset then
         m.d.sync += init.eq(1)
         m.d.comb += Assume(ResetSignal() == ~init)
-        m.d.comb += r.my.eq(c.addr.const({"node": {"x": 1, "y": 1}}))
+        m.d.comb += r.my.eq(c.addr.const({"node": {"x": MY[0], "y": MY[1]}}))
         # upstream senders obey credits; downstream buffers return credits for held flits
         for o in range(4):
             ilk, olk = getattr(r, f"in_{PORTS[o]}"), getattr(r, f"out_{PORTS[o]}")
@@ -55,6 +65,8 @@ class _RouterHarness(wiring.Component):
             m.d.sync += hc.eq(hc - ilk.valid + ilk.credit[0])
             m.d.comb += Assume(~ilk.valid | (hc != 0))
             m.d.comb += Assume(ilk.vc == 0)
+            if o in (1, 2):                  # east / south of the corner: no neighbour
+                m.d.comb += Assume(~ilk.valid & ~olk.credit[0])
             dc = Signal(range(D + 1), name=f"down_{o}")
             m.d.sync += dc.eq(dc + olk.valid - olk.credit[0])
             m.d.comb += Assume(~olk.credit[0] | (dc != 0))
