@@ -106,9 +106,9 @@ def _eqc(x, k):
     return ~x.any() if k == 0 else (x == k)
 
 
-def _pick(m, idx, items, name, width):
+def _pick(m, idx, items, name, width, attrs=None):
     """items[idx] as a full case statement with a default (no incomplete-case lint)."""
-    out = Signal(width, name=name)
+    out = Signal(width, name=name, attrs=attrs or {})
     with m.Switch(idx):
         for i, it in enumerate(items):
             with m.Case(i):
