@@ -490,8 +490,7 @@ class Router(wiring.Component):
         # 1. every input port picks one of its VCs that can move (round-robin), so the
         #    crossbar has one input per port; 2. one multicast per cycle router-wide (it takes
         #    all its branches at once); 3. per output round-robin over the input ports.
-        # keep: the crossbar selects are computed once (ABC would copy their cones into every bit)
-        cv = [Signal(_bits(V), name=f"cv_{p}", attrs={"keep": 1}) for p in range(5)]
+        cv = [Signal(_bits(V), name=f"cv_{p}") for p in range(5)]
         p_mc = Signal(5, name="p_mc")                  # port's chosen VC is a ready multicast
         p_req = [Signal(5, name=f"preq_{p}") for p in range(5)]
         p_uni = [Signal(5, name=f"puni_{o}") for o in range(5)]
@@ -525,7 +524,7 @@ class Router(wiring.Component):
             u_any, u_gnt = self._rr(m, lreq, f"o{o}", enable=~by_mc)
             mc_pos = _pick(m, mc_gnt, [legal.index(p) if p in legal else 0 for p in range(5)],
                            f"mcpos_{o}", len(u_gnt))
-            so = Signal(len(u_gnt), name=f"sel_{o}", attrs={"keep": 1})
+            so = Signal(len(u_gnt), name=f"sel_{o}")
             m.d.comb += [take[o].eq(by_mc | u_any), so.eq(Mux(by_mc, mc_pos, u_gnt)),
                          src[o].eq(_pick(m, so, list(legal), f"srcp_{o}", 3))]
             sel.append(so)
