@@ -1,4 +1,4 @@
-"""Formal proofs of the NoC router (issue 20; convention in tessera/formal.py).
+"""Formal proofs of the NoC router (Simba §3.1 interconnect; issue 20; convention in tessera/formal.py).
 
 The harness drives one router at the (1,1) corner of a 2x2 mesh with small parameters (1 VC,
 2-flit buffers, 1-bit payload): free flits on every input, an upstream that obeys the
