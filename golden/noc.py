@@ -14,10 +14,12 @@ NoP (XY tree over the chiplet mask, without the source chiplet) and on every
 NoC (XY tree over the node mask, plus the gateway on the source chiplet when
 other chiplets are named).
 
-Timing spec (design choices stated in ``hdl/noc/router.py``): a router costs 1
-cycle (input-buffer write), a link ``L`` cycles, every local output queue 1
-cycle (ejection at a node; the gateway<->NoP hand-over).  Multicasts are
-cut-through: at each router the head waits for the tail, adding ``flits-1``.
+Timing spec (design choices stated in ``hdl/noc/router.py``): a router costs
+``ROUTER_CYCLES`` = 2 cycles (input-buffer write, buffer read; allocation and
+traversal happen in the read cycle), a link ``L`` cycles, every local output
+queue 1 cycle (ejection at a node; the gateway<->NoP hand-over).  Multicasts
+are cut-through: at each router the head leaves no earlier than the tail
+arrives, so a router costs ``max(ROUTER_CYCLES, flits)`` for a multicast.
 Left out: contention (the golden model only gives zero-load timing).
 """
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 Coord = tuple  # (x, y)
+ROUTER_CYCLES = 2    # was 1 before the router was pipelined (issue 20)
 
 
 def xy_path(src: Coord, dst: Coord) -> list:
@@ -74,15 +77,18 @@ def coords_to_mask(coords, kx: int) -> int:
     return m
 
 
+def router_cost(flits: int = 1, multicast: bool = False, router_cycles: int = ROUTER_CYCLES) -> int:
+    """Zero-load cycles one router adds to a packet's head (cut-through multicast: the head
+    waits for the tail)."""
+    return max(router_cycles, flits) if multicast else router_cycles
+
+
 def zero_load_latency(h: int, link_latency: int = 1, flits: int = 1, multicast: bool = False,
-                      router_cycles: int = 1) -> int:
+                      router_cycles: int = ROUTER_CYCLES) -> int:
     """Cycles from the source's local-input handshake of the head to the head being valid at
     the destination's local output, on one mesh with no contention."""
     routers = h + 1
-    lat = routers * router_cycles + h * link_latency + 1
-    if multicast:
-        lat += routers * (flits - 1)
-    return lat
+    return routers * router_cost(flits, multicast, router_cycles) + h * link_latency + 1
 
 
 @dataclass(frozen=True)
@@ -138,14 +144,13 @@ class System:
 
     def latency(self, src, dst, flits=1, multicast=False) -> int:
         (sc, sn), (dc, dn) = src, dst
-        ct = (flits - 1) if multicast else 0
         if sc == dc:
             return zero_load_latency(hops(sn, dn), self.noc_link, flits, multicast)
         h1, hp, h2 = hops(sn, self.gw), hops(sc, dc), hops(self.gw, dn)
         routers = (h1 + 1) + (hp + 1) + (h2 + 1)
         links = (h1 + h2) * self.noc_link + hp * self.nop_link
         queues = 3          # gateway -> NoP, NoP -> gateway, final ejection
-        return routers + links + queues + routers * ct
+        return routers * router_cost(flits, multicast) + links + queues
 
 
 def expected_deliveries(system: System, packets) -> dict:

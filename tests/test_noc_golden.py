@@ -21,20 +21,22 @@ def test_broadcast_tree_is_minimal_spanning_tree():
 
 
 def test_zero_load_latency():
-    # 1 cycle per router + L per link + 1 for the ejection queue
-    assert G.zero_load_latency(0) == 2
-    assert G.zero_load_latency(3, link_latency=1) == 8
-    assert G.zero_load_latency(3, link_latency=4) == 17
-    # cut-through multicast: every router on the path waits for the tail
-    assert G.zero_load_latency(2, 1, flits=4, multicast=True) == 6 + 3 * 3
+    # 2 cycles per router + L per link + 1 for the ejection queue
+    assert G.zero_load_latency(0) == 3
+    assert G.zero_load_latency(3, link_latency=1) == 12
+    assert G.zero_load_latency(3, link_latency=4) == 21
+    # cut-through multicast: every router on the path waits for the tail (4 flits > 2 cycles)
+    assert G.zero_load_latency(2, 1, flits=4, multicast=True) == 3 * 4 + 2 + 1
+    assert G.zero_load_latency(2, 1, flits=1, multicast=True) == G.zero_load_latency(2, 1)
 
 
 def test_two_level_routes_and_latency():
     s = G.System(kx=2, ky=2, ckx=2, cky=2, gw=(0, 0), noc_link=1, nop_link=4)
     r = s.route(((0, 0), (1, 1)), ((1, 1), (1, 0)))
     assert [h[0] for h in r] == ["noc", "noc", "nop", "nop", "noc"]
-    # 2 NoC hops to gw, 2 NoP hops, 1 NoC hop: routers 3+3+2, links 3*1 + 2*4, 3 queues
-    assert s.latency(((0, 0), (1, 1)), ((1, 1), (1, 0))) == 8 + 11 + 3
+    # 2 NoC hops to gw, 2 NoP hops, 1 NoC hop: routers 3+3+2 (2 cycles each), links 3*1 + 2*4,
+    # 3 queues
+    assert s.latency(((0, 0), (1, 1)), ((1, 1), (1, 0))) == 2 * 8 + 11 + 3
     p = G.Packet(1, ((0, 0), (1, 0)), True, (0b1010, 0b0110), 1)
     assert sorted(s.destinations(p)) == sorted([((1, 0), (1, 0)), ((1, 0), (0, 1)),
                                                 ((1, 1), (1, 0)), ((1, 1), (0, 1))])

@@ -10,6 +10,9 @@ from tessera.registry import get
     ("mesh", {"link_latency": 4, "buffer_flits": 8}, "buffer_flits", "2*link_latency+2 = 10"),
     ("router", {"max_packet_flits": 8}, "buffer_flits", "cut-through"),
     ("router", {"vcs": 3}, "vcs", "cannot be split evenly"),
+    ("router", {"vcs": 1}, "vcs", "1 VCs < 2 message classes"),
+    ("mesh", {"vcs": 2, "classes": 4}, "vcs", "protocol deadlock"),
+    ("nocsys", {"vcs": 1}, "vcs", "classes would share a VC"),
     ("nocsys", {"gw_x": 3}, "gw_x", "outside the 2x2 chiplet mesh"),
 ])
 def test_bad_parameters(block, params, name, text):

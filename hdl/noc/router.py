@@ -6,27 +6,38 @@
   (with ``hier=True`` a packet for another chiplet goes to the gateway node
   ``(gw_x, gw_y)``, whose local port is the NoP router); ``level="nop"`` routes
   on chiplet coordinates and delivers to its local port (the gateway node).
+  The route is computed when a head flit is written into the input buffer
+  and stored next to it (5 bits), so allocation starts from registers.
+* Input buffers: one :class:`~tessera.hdl.sram.SRAM` per input VC
+  (``buffer_flits`` deep, one read port, no reset; DPR16X4 LUT RAM on ECP5).
+  Its read register is the buffer front; a credit goes upstream when a flit
+  moves from the SRAM into the front register.
 * Unicast: wormhole; an output VC is held from head to tail.
 * Multicast: cut-through.  The whole packet must be in the input buffer before
-  it competes, and a branch starts only when the downstream VC has room for a
-  maximum-length packet.  Replication is an XY tree: the branch set is computed
-  from the destination mask *and the input port* (a packet travelling east
-  only serves columns >= here, one travelling in Y only serves this column),
-  so every link carries one copy and every destination gets it once.  Branches
-  advance independently (per-branch read offsets into the input buffer); the
-  buffer entry is freed when every branch has sent it.
+  it competes, and it starts only when every branch's downstream VC has room
+  for a maximum-length packet.  Replication is an XY tree (the branch set is
+  computed from the destination mask *and the input port*, so every link
+  carries one copy).  All branches take each flit in the same cycle (one read
+  port per buffer); at most one multicast moves per cycle router-wide.  Taking
+  all branches at once (nothing is held while waiting) keeps it free of
+  hold-and-wait deadlock.
+* Allocation: separable, input first.  Each input port picks one of its VCs
+  that can move (round-robin), one multicast wins router-wide (round-robin),
+  and every output arbitrates round-robin over the input ports.  The crossbar
+  has one input per port (a VC mux per port) and each output only muxes the
+  ports XY routing can send to it.
 * Credit-based flow control per VC; a flit keeps its VC on every hop (so the
   packets of one source/destination flow stay in order).  The injection VC is
-  chosen from the message class (class -> VC set) and a hash of the destination
-  (unicast) or source (multicast).  ``buffer_flits`` per VC; the credit round
-  trip is ``2*link_latency + 2`` cycles (validated by the mesh).
-* Router latency: 1 cycle (write into the input buffer; route, VC check, switch
-  arbitration and traversal happen in the cycle the flit is at the buffer
-  front).  The link registers live in the mesh.
-* Round-robin switch arbitration per output over all input VCs.
+  chosen from the message class (class -> VC set; ``vcs >= classes`` is
+  required, classes never share a VC) and a hash of the destination (unicast)
+  or source (multicast).  The credit round trip is ``2*link_latency + 2``
+  cycles (validated by the mesh).
+* Router latency: 2 cycles (write into the input buffer; read into the front
+  register, then route lookup, allocation and traversal in the read-out
+  cycle).  The link registers live in the mesh.
 * Bad input (dropped and counted in ``errors``, saturating): head with a
   destination outside the mesh (or, in a two-level system, at a gateway node) / empty or out-of-range mask / class >=
-  ``classes``: whole packet dropped; body/tail flit without a head: dropped;
+  ``classes`` / an XY-illegal turn: whole packet dropped; body/tail flit without a head: dropped;
   packet longer than ``max_packet_flits``: truncated (the last allowed flit is
   turned into the tail, the rest is dropped; earlier flits may already be
   downstream under wormhole); head inside a packet: counted, carried on as a
@@ -43,11 +54,16 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..sram import SRAM
 from .flit import MAX_MESH, address_layout, flit_layout
 
 N, E, S, W, L = range(5)
 PORTS = "nesw"           # network port names, index N..W
 OPPOSITE = {N: S, S: N, E: W, W: E}
+# XY (and XY-tree) turns: outputs a flit arriving on input p may take.  A packet moving in X
+# never turns back, one moving in Y never turns into X; no U-turns.
+_ALLOW = {L: (N, E, S, W, L), W: (E, S, N, L), E: (W, S, N, L), N: (S, L), S: (N, L)}
+_LEGAL_IN = {o: tuple(p for p in range(5) if o in _ALLOW[p]) for o in range(5)}
 
 
 def _bits(n: int) -> int:
@@ -90,9 +106,9 @@ def _eqc(x, k):
     return ~x.any() if k == 0 else (x == k)
 
 
-def _pick(m, idx, items, name, width):
+def _pick(m, idx, items, name, width, attrs=None):
     """items[idx] as a full case statement with a default (no incomplete-case lint)."""
-    out = Signal(width, name=name)
+    out = Signal(width, name=name, attrs=attrs or {})
     with m.Switch(idx):
         for i, it in enumerate(items):
             with m.Case(i):
@@ -125,7 +141,10 @@ class RouterConfig:
             bad("vcs", f"must be in 1..4, got {vcs}")
         if classes < 1:
             bad("classes", "must be >= 1")
-        if vcs >= classes and vcs % classes:
+        if vcs < classes:
+            bad("vcs", f"{vcs} VCs < {classes} message classes: classes would share a VC "
+                "(protocol deadlock); use vcs >= classes")
+        if vcs % classes:
             bad("vcs", f"{vcs} VCs cannot be split evenly over {classes} message classes")
         if max_packet_flits < 1:
             bad("max_packet_flits", "must be >= 1")
@@ -144,16 +163,11 @@ class RouterConfig:
         self.flit = flit_layout(payload_width, classes, (max_node, max_node),
                                 (max_chiplet, max_chiplet))
         self.addr = address_layout((max_node, max_node), (max_chiplet, max_chiplet))
-        # class -> VC set
-        if vcs >= classes:
-            self.vpc = vcs // classes
-        else:
-            self.vpc = 1
+        self.vpc = vcs // classes      # class -> VC set of vpc VCs
 
     def vc_of(self, mclass: int, h: int) -> int:
         """Injection VC of a packet of class ``mclass`` with hash ``h`` (Python mirror)."""
-        base = mclass * self.vpc if self.vcs >= self.classes else mclass % self.vcs
-        return base + h % self.vpc
+        return mclass * self.vpc + h % self.vpc
 
     @property
     def link(self):
@@ -213,7 +227,8 @@ class Router(wiring.Component):
         return ok
 
     def _route(self, m, f, p, tag):
-        """5-bit output mask for head flit ``f`` arriving on input port ``p``."""
+        """5-bit output mask for head flit ``f`` arriving on input port ``p`` (computed when
+        the flit is written into the input buffer and stored next to it), and route_ok."""
         c = self.cfg
         kx, ky = self._mesh_dims()
         me = self.my.node if c.level == "noc" else self.my.chiplet
@@ -270,18 +285,17 @@ class Router(wiring.Component):
         north = Cat(*[tset[i] & _eqc(me.x, i % kx) & _gt_const(me.y, i // kx) for i in range(n)]).any()
         here = _bit(tset, me.y * kx + me.x)
         # XY-tree subtree filter by input port
-        allow = {L: (1, 1, 1, 1), W: (1, 0, 1, 1), E: (0, 1, 1, 1), N: (0, 0, 1, 0),
-                 S: (0, 0, 0, 1)}[p]
+        allow = _ALLOW[p]
+        amask = sum(1 << o for o in allow)
         mcast = Signal(5, name=f"mroute_{tag}")
         bits = [0] * 5
-        bits[E] = east if allow[0] else 0
-        bits[W] = west if allow[1] else 0
-        bits[S] = south if allow[2] else 0
-        bits[N] = north if allow[3] else 0
-        bits[L] = here
-        m.d.comb += mcast.eq(Cat(*[b if not isinstance(b, int) else Const(b, 1) for b in bits]))
-        m.d.comb += out.eq(Mux(f.mcast, mcast, ucast))
-        return out
+        bits[E], bits[W], bits[S], bits[N], bits[L] = east, west, south, north, here
+        m.d.comb += mcast.eq(Cat(*[bits[o] if o in allow else Const(0, 1) for o in range(5)]))
+        m.d.comb += out.eq(Mux(f.mcast, mcast, ucast & amask))
+        # an XY-illegal unicast turn (or a multicast with no branch here) is a bad packet
+        ok = Signal(name=f"route_ok_{tag}")
+        m.d.comb += ok.eq(_nz(out))
+        return out, ok
 
     # --- elaboration -----------------------------------------------------------------
     def elaborate(self, platform):
@@ -289,34 +303,27 @@ class Router(wiring.Component):
         m = Module()
         V, D = c.vcs, c.depth
         cw = _bits(D + 1)          # counters 0..D
-        ow = _bits(D + 1)
         NI = 5 * V                 # input VCs, index p*V+v
-        iw = _bits(NI)
+        FW = c.flit.size
+        EW = FW + 1 + 5            # buffer entry: flit, drop mark, route (lookahead)
 
         in_links = [getattr(self, f"in_{n}") for n in PORTS]
         out_links = [getattr(self, f"out_{n}") for n in PORTS]
-
         err_events = []
-        fronts = [[None] * V for _ in range(5)]
 
-        # ---------------- input buffers ----------------
-        FW = c.flit.size
-        mem = [[[Signal(FW, name=f"mem_{p}_{v}_{k}") for k in range(D)] for v in range(V)]
-               for p in range(5)]
-
-        def rdmem(p, v, idx, name):
-            return c.flit(_pick(m, idx, mem[p][v], name, FW))
-        drop = [[Signal(D, name=f"drop_{p}_{v}") for v in range(V)] for p in range(5)]
-        rd = [[Signal(_bits(D), name=f"rd_{p}_{v}") for v in range(V)] for p in range(5)]
-        wr = [[Signal(_bits(D), name=f"wr_{p}_{v}") for v in range(V)] for p in range(5)]
-        cnt = [[Signal(cw, name=f"cnt_{p}_{v}") for v in range(V)] for p in range(5)]
-        tails = [[Signal(cw, name=f"tails_{p}_{v}") for v in range(V)] for p in range(5)]
+        # per input VC state (control: reset; datapath: the SRAM and its read register)
+        front = [[None] * V for _ in range(5)]
+        fdrop = [[None] * V for _ in range(5)]
+        froute = [[None] * V for _ in range(5)]
+        fv = [[Signal(name=f"fv_{p}_{v}") for v in range(V)] for p in range(5)]
         pop = [[Signal(name=f"pop_{p}_{v}") for v in range(V)] for p in range(5)]
+        tails = [[Signal(_bits(D + 2), name=f"tails_{p}_{v}") for v in range(V)] for p in range(5)]
+        self._mcnt = [[None] * V for _ in range(5)]      # for the formal harness
+        self._fv, self._pop = fv, pop
+        self._write = [[None] * V for _ in range(5)]
+        self._req, self._fdrop = None, fdrop
 
-        def wrap(x):
-            return Mux(x >= D, x - D, x)
-
-        # ---------------- write side ----------------
+        # ---------------- write side: validate, route (lookahead), buffer ----------------
         for p in range(5):
             if p == L:
                 f = self.local_in.payload
@@ -329,25 +336,30 @@ class Router(wiring.Component):
                                      + f.src.chiplet.y,
                                      uc.node.x + uc.node.y + uc.chiplet.x + uc.chiplet.y))
                 vsel = Signal(_bits(V), name="lin_vsel")
-                if c.vcs >= c.classes:
-                    base = f.mclass * c.vpc
-                else:
-                    base = f.mclass % c.vcs
+                base = f.mclass * c.vpc
                 hv = (h % c.vpc) if c.vpc > 1 else 0
                 m.d.comb += vsel.eq(Mux(in_pkt_l, cur_vc, (base + hv)[:_bits(V)] if V > 1 else 0))
-                cnt_sel = _pick(m, vsel, cnt[p], "lin_cnt", cw)
-                m.d.comb += self.local_in.ready.eq(cnt_sel < D)
                 valid = self.local_in.valid & self.local_in.ready
                 vcin = vsel
                 with m.If(valid):
                     m.d.sync += cur_vc.eq(vsel)
                     with m.If(f.head | in_pkt_l):
                         m.d.sync += in_pkt_l.eq(~f.tail)
+                lin_space = []
             else:
                 lk = in_links[p]
                 f, valid, vcin = lk.flit, lk.valid, lk.vc
-            dest_ok = self._dest_valid(m, f)
+            route, route_ok = self._route(m, f, p, f"{p}")
+            dest_ok = Signal(name=f"dok_{p}")
+            m.d.comb += dest_ok.eq(self._dest_valid(m, f) & route_ok)
             for v in range(V):
+                mem = SRAM(max(2, D), EW)
+                m.submodules[f"buf_{PORTS[p] if p != L else 'l'}{v}"] = mem
+                aw = len(mem.w_addr)
+                wr = Signal(aw, name=f"wr_{p}_{v}")
+                rd = Signal(aw, name=f"rd_{p}_{v}")
+                mcnt = Signal(cw, name=f"mcnt_{p}_{v}")        # entries in the SRAM
+                self._mcnt[p][v] = mcnt
                 we = Signal(name=f"we_{p}_{v}")
                 m.d.comb += we.eq(valid & _eqc(vcin, v) if V > 1 else valid)
                 in_pkt = Signal(name=f"inpkt_{p}_{v}")
@@ -357,7 +369,9 @@ class Router(wiring.Component):
                 wdrop = Signal(name=f"wdrop_{p}_{v}")
                 err = Signal(name=f"err_{p}_{v}")
                 m.d.comb += wflit.eq(f)
-                full = cnt[p][v] == D
+                full = mcnt == D
+                if p == L:
+                    lin_space.append(mcnt != D)
                 with m.If(we):
                     with m.If(full):
                         # upstream violated credits: drop, keep packet state
@@ -396,147 +410,184 @@ class Router(wiring.Component):
                 err_events.append(err)
                 write = Signal(name=f"write_{p}_{v}")
                 m.d.comb += write.eq(we & ~full)
+                self._write[p][v] = write
+                # read: the SRAM's read register is the buffer front (no copy, no reset)
+                rfire = Signal(name=f"rfire_{p}_{v}")
+                m.d.comb += rfire.eq((~fv[p][v] | pop[p][v]) & _nz(mcnt))
+                m.d.comb += [mem.w_en.eq(write), mem.w_addr.eq(wr),
+                             mem.w_data.eq(Cat(wflit.as_value(), wdrop, route)),
+                             mem.r_en.eq(rfire), mem.r_addr.eq(rd)]
+                front[p][v] = c.flit(mem.r_data[:FW])
+                fdrop[p][v] = mem.r_data[FW]
+                froute[p][v] = mem.r_data[FW + 1:]
+
+                def inc(x):
+                    return Mux(x == D - 1, 0, x + 1) if D > 1 else Const(0, len(x))
                 with m.If(write):
-                    m.d.sync += wr[p][v].eq(Mux(wr[p][v] == D - 1, 0, wr[p][v] + 1))
-                    for k in range(D):
-                        with m.If(_eqc(wr[p][v], k)):
-                            m.d.sync += [mem[p][v][k].eq(wflit), drop[p][v][k].eq(wdrop)]
-                front = rdmem(p, v, rd[p][v], f"front_{p}_{v}")
-                fronts[p][v] = front
-                fdrop = _bit(drop[p][v], rd[p][v])
+                    m.d.sync += wr.eq(inc(wr))
+                with m.If(rfire):
+                    m.d.sync += rd.eq(inc(rd))
                 m.d.sync += [
-                    cnt[p][v].eq(cnt[p][v] + write - pop[p][v]),
+                    mcnt.eq(mcnt + write - rfire),
+                    fv[p][v].eq(rfire | (fv[p][v] & ~pop[p][v])),
                     tails[p][v].eq(tails[p][v] + (write & wflit.tail & ~wdrop)
-                                   - (pop[p][v] & front.tail & ~fdrop)),
-                    rd[p][v].eq(Mux(pop[p][v], Mux(rd[p][v] == D - 1, 0, rd[p][v] + 1), rd[p][v])),
+                                   - (pop[p][v] & front[p][v].tail & ~fdrop[p][v])),
                 ]
                 if p != L:
-                    m.d.comb += in_links[p].credit[v].eq(pop[p][v])
+                    # a credit goes back when a flit leaves the SRAM (the read register is
+                    # an extra slot the upstream does not count)
+                    m.d.comb += in_links[p].credit[v].eq(rfire)
+            if p == L:
+                m.d.comb += self.local_in.ready.eq(_pick(m, vsel, lin_space, "lin_space", 1))
 
-        # ---------------- read side: per input VC route, per-branch offsets ----------------
-        busy_in = [[Signal(name=f"busyin_{p}_{v}") for v in range(V)] for p in range(5)]
-        active = [[Signal(5, name=f"active_{p}_{v}") for v in range(V)] for p in range(5)]
-        eff = [[Signal(5, name=f"eff_{p}_{v}") for v in range(V)] for p in range(5)]
-        off = [[[Signal(ow, name=f"off_{p}_{v}_{o}") for o in range(5)] for v in range(V)]
-               for p in range(5)]
-        bflit = [[[Signal(c.flit, name=f"bflit_{p}_{v}_{o}") for o in range(5)] for v in range(V)]
-                 for p in range(5)]
-        bavail = [[[Signal(name=f"bavail_{p}_{v}_{o}") for o in range(5)] for v in range(V)]
-                  for p in range(5)]
-        for p in range(5):
-            for v in range(V):
-                front = fronts[p][v]
-                fdrop = _bit(drop[p][v], rd[p][v])
-                nonempty = _nz(cnt[p][v])
-                head_ready = Signal(name=f"hready_{p}_{v}")
-                m.d.comb += head_ready.eq(nonempty & ~fdrop & front.head
-                                          & (~front.mcast | _nz(tails[p][v])))
-                route = self._route(m, front, p, f"{p}_{v}")
-                m.d.comb += eff[p][v].eq(Mux(busy_in[p][v], active[p][v],
-                                             Mux(head_ready, route, 0)))
-                for o in range(5):
-                    m.d.comb += [
-                        bflit[p][v][o].eq(rdmem(p, v, wrap(rd[p][v] + off[p][v][o]), f"bf_{p}_{v}_{o}")),
-                        bavail[p][v][o].eq(eff[p][v][o] & (off[p][v][o] < cnt[p][v])),
-                    ]
-
-        # ---------------- outputs: eligibility, round-robin, traversal ----------------
+        # ---------------- output state ----------------
         credits = [[Signal(cw, name=f"cred_{o}_{v}", init=D) for v in range(V)] for o in range(4)]
         obusy = [[Signal(name=f"obusy_{o}_{v}") for v in range(V)] for o in range(4)]
-        oowner = [[Signal(3, name=f"oowner_{o}_{v}") for v in range(V)] for o in range(4)]
+        self._credits = credits
         lbusy = Signal(name="lbusy")
-        lowner = Signal(iw, name="lowner")
-        # local output queue: 2 entries
-        lq = [Signal(c.flit.size, name=f"lq_{k}") for k in range(2)]
+        lq = [Signal(FW, name=f"lq_{k}", reset_less=True) for k in range(2)]
         lq_rd, lq_wr, lq_n = Signal(1), Signal(1), Signal(2)
-        lq_push = Signal()
-        lq_pop = Signal()
+        lq_space = Signal(name="lq_space")
+        m.d.comb += lq_space.eq(~lq_n[1])
+        cr_nz = [[_nz(credits[o][v]) for v in range(V)] for o in range(4)]
+        cr_pkt = [[credits[o][v] >= c.max_len for v in range(V)] for o in range(4)]
 
-        sent = [[[Signal(name=f"sent_{p}_{v}_{o}") for o in range(5)] for v in range(V)]
-                for p in range(5)]
-
-        for o in range(5):
-            elig = Signal(NI, name=f"elig_{o}")
-            for p in range(5):
-                for v in range(V):
-                    i = p * V + v
-                    fl = bflit[p][v][o]
+        # ---------------- per input VC requests ----------------
+        active = [[Signal(5, name=f"active_{p}_{v}") for v in range(V)] for p in range(5)]
+        in_mc = [[Signal(name=f"inmc_{p}_{v}") for v in range(V)] for p in range(5)]
+        req = [[Signal(5, name=f"req_{p}_{v}") for v in range(V)] for p in range(5)]
+        is_mc = [[Signal(name=f"ismc_{p}_{v}") for v in range(V)] for p in range(5)]
+        mc_ok = Signal(NI, name="mc_ok")
+        uni_ok = [Signal(NI, name=f"uni_ok_{o}") for o in range(5)]
+        for p in range(5):
+            for v in range(V):
+                i = p * V + v
+                fr = front[p][v]
+                live = fv[p][v] & ~fdrop[p][v]
+                hd = fr.head
+                m.d.comb += [
+                    is_mc[p][v].eq(Mux(hd, fr.mcast, in_mc[p][v])),
+                    req[p][v].eq(Mux(live, Mux(hd, Mux(fr.mcast & _z(tails[p][v]), 0, froute[p][v]),
+                                               active[p][v]), 0)),
+                ]
+                r = req[p][v]
+                # per-output acceptance for this input VC
+                okm, oku = [], []
+                for o in range(5):
                     if o == L:
-                        ok = (lq_n < 2) & Mux(lbusy, _eqc(lowner, i), fl.head)
-                    elif p == o:
-                        ok = Const(0, 1)      # no U-turns
+                        a_u = lq_space & (~hd | ~lbusy)
+                        a_m = a_u
+                    elif o == p:
+                        a_u = a_m = Const(0, 1)
                     else:
-                        cr = credits[o][v]
-                        start_ok = fl.head & (~fl.mcast | (cr >= c.max_len))
-                        ok = _nz(cr) & Mux(obusy[o][v], _eqc(oowner[o][v], p), start_ok)
-                    m.d.comb += elig[i].eq(bavail[p][v][o] & ok)
-            # round-robin: first eligible at or after ptr
-            ptr = Signal(iw, name=f"rrptr_{o}")
-            gnt = Signal(iw, name=f"gnt_{o}")
-            any_ = Signal(name=f"gany_{o}")
-            m.d.comb += any_.eq(elig.any())
-            upper = Signal(NI, name=f"upper_{o}")
-            m.d.comb += upper.eq(elig & ~((Const(1, NI + 1) << ptr) - 1)[:NI])
-            with m.If(upper.any()):
-                for i in reversed(range(NI)):
-                    with m.If(upper[i]):
-                        m.d.comb += gnt.eq(i)
-            with m.Else():
-                for i in reversed(range(NI)):
-                    with m.If(elig[i]):
-                        m.d.comb += gnt.eq(i)
-            with m.If(any_):
-                m.d.sync += ptr.eq(Mux(gnt == NI - 1, 0, gnt + 1))
-            ofl = c.flit(_pick(m, gnt, [bflit[p][v][o].as_value() for p in range(5)
-                                        for v in range(V)], f"oflit_{o}", FW))
-            for p in range(5):
-                for v in range(V):
-                    m.d.comb += sent[p][v][o].eq(any_ & _eqc(gnt, p * V + v))
+                        a_u = cr_nz[o][v] & (~hd | ~obusy[o][v])
+                        a_m = Mux(hd, cr_pkt[o][v] & ~obusy[o][v], cr_nz[o][v])
+                    okm.append(~r[o] | a_m)
+                    m.d.comb += uni_ok[o][i].eq(r[o] & ~is_mc[p][v] & a_u)
+                m.d.comb += mc_ok[i].eq(is_mc[p][v] & _nz(r) & Cat(*okm).all())
+
+        # ---------------- allocation (separable, input first) ----------------
+        # 1. every input port picks one of its VCs that can move (round-robin), so the
+        #    crossbar has one input per port; 2. one multicast per cycle router-wide (it takes
+        #    all its branches at once); 3. per output round-robin over the input ports.
+        cv = [Signal(_bits(V), name=f"cv_{p}") for p in range(5)]
+        p_mc = Signal(5, name="p_mc")                  # port's chosen VC is a ready multicast
+        p_req = [Signal(5, name=f"preq_{p}") for p in range(5)]
+        p_uni = [Signal(5, name=f"puni_{o}") for o in range(5)]
+        cv_en = [Signal(name=f"cven_{p}") for p in range(5)]
+        for p in range(5):
+            cand = Signal(V, name=f"vcand_{p}")
+            m.d.comb += cand.eq(Cat(*[mc_ok[p * V + v] | Cat(*[uni_ok[o][p * V + v]
+                                                             for o in range(5)]).any()
+                                      for v in range(V)]))
+            if V > 1:
+                _, g = self._rr(m, cand, f"in{p}", enable=cv_en[p])
+                m.d.comb += cv[p].eq(g)
+            m.d.comb += [p_mc[p].eq(_pick(m, cv[p], [mc_ok[p * V + v] for v in range(V)],
+                                          f"pmc_{p}", 1)),
+                         p_req[p].eq(_pick(m, cv[p], [req[p][v] for v in range(V)],
+                                           f"preqv_{p}", 5))]
+            for o in range(5):
+                m.d.comb += p_uni[o][p].eq(_pick(m, cv[p], [uni_ok[o][p * V + v]
+                                                            for v in range(V)], f"pu_{p}_{o}", 1))
+        mc_any, mc_gnt = self._rr(m, p_mc, "mc")
+        mc_route = _pick(m, mc_gnt, p_req, "mc_route", 5)
+        take = Signal(5, name="take")                 # output sends this cycle
+        src = [Signal(3, name=f"src_{o}") for o in range(5)]      # input port (for checks)
+        sel = []                                      # crossbar select: index into _LEGAL_IN[o]
+        psent = Signal(5, name="psent")
+        sent_terms = [[mc_any & _eqc(mc_gnt, p)] for p in range(5)]
+        for o in range(5):
+            legal = _LEGAL_IN[o]
+            by_mc = mc_any & mc_route[o]
+            lreq = Cat(*[p_uni[o][p] for p in legal])
+            u_any, u_gnt = self._rr(m, lreq, f"o{o}", enable=~by_mc)
+            mc_pos = _pick(m, mc_gnt, [legal.index(p) if p in legal else 0 for p in range(5)],
+                           f"mcpos_{o}", len(u_gnt))
+            so = Signal(len(u_gnt), name=f"sel_{o}")
+            m.d.comb += [take[o].eq(by_mc | u_any), so.eq(Mux(by_mc, mc_pos, u_gnt)),
+                         src[o].eq(_pick(m, so, list(legal), f"srcp_{o}", 3))]
+            sel.append(so)
+            for k, p in enumerate(legal):
+                sent_terms[p].append(~by_mc & u_any & _eqc(u_gnt, k))
+        for p in range(5):
+            m.d.comb += [psent[p].eq(Cat(*sent_terms[p]).any()), cv_en[p].eq(psent[p])]
+        sent = Signal(NI, name="sent")
+        for i in range(NI):
+            m.d.comb += sent[i].eq(psent[i // V] & (_eqc(cv[i // V], i % V) if V > 1 else 1))
+        self._take, self._src, self._sent, self._req = take, src, sent, req
+        self._err_events = err_events
+
+        # ---------------- traversal: per port VC mux, then XY-legal crossbar ----------------
+        pflit = [_pick(m, cv[p], [front[p][v].as_value() for v in range(V)], f"pflit_{p}", FW)
+                 for p in range(5)]
+        for o in range(5):
+            legal = _LEGAL_IN[o]
+            ofl = c.flit(Signal(FW, name=f"oflit_{o}"))
+            with m.Switch(sel[o]):
+                for k, p in enumerate(legal[:-1]):
+                    with m.Case(k):
+                        m.d.comb += ofl.eq(pflit[p])
+                with m.Default():
+                    m.d.comb += ofl.eq(pflit[legal[-1]])
+            ovc_src = _pick(m, src[o], cv, f"ovcs_{o}", _bits(V))
+            ovc = Signal(_bits(V), name=f"ovc_{o}")
+            m.d.comb += ovc.eq(ovc_src if V > 1 else 0)
             if o == L:
-                m.d.comb += lq_push.eq(any_)
-                with m.If(any_):
+                with m.If(take[o]):
+                    m.d.sync += lbusy.eq(~ofl.tail)
                     with m.If(lq_wr):
                         m.d.sync += lq[1].eq(ofl)
                     with m.Else():
                         m.d.sync += lq[0].eq(ofl)
-                    m.d.sync += [lq_wr.eq(lq_wr + 1),
-                                 lbusy.eq(~ofl.tail), lowner.eq(gnt)]
+                    m.d.sync += lq_wr.eq(~lq_wr)
             else:
                 lk = out_links[o]
-                m.d.comb += [lk.valid.eq(any_), lk.flit.eq(ofl),
-                             lk.vc.eq((gnt % V) if V > 1 else 0)]
+                m.d.comb += [lk.valid.eq(take[o]), lk.flit.eq(ofl), lk.vc.eq(ovc)]
                 for v in range(V):
-                    take = any_ & _eqc(gnt % V, v) if V > 1 else any_
-                    m.d.sync += credits[o][v].eq(credits[o][v] - take + lk.credit[v])
-                    with m.If(take):
-                        m.d.sync += [obusy[o][v].eq(~ofl.tail), oowner[o][v].eq(gnt // V)]
+                    t = take[o] & _eqc(ovc, v) if V > 1 else take[o]
+                    m.d.sync += credits[o][v].eq(credits[o][v] - t + lk.credit[v])
+                    with m.If(t):
+                        m.d.sync += obusy[o][v].eq(~ofl.tail)
 
         # local output stream
-        m.d.comb += [self.local_out.valid.eq(_nz(lq_n)), self.local_out.payload.eq(Mux(lq_rd, lq[1], lq[0])),
+        lq_pop = Signal()
+        m.d.comb += [self.local_out.valid.eq(_nz(lq_n)),
+                     self.local_out.payload.eq(Mux(lq_rd, lq[1], lq[0])),
                      lq_pop.eq(self.local_out.valid & self.local_out.ready)]
         with m.If(lq_pop):
-            m.d.sync += lq_rd.eq(lq_rd + 1)
-        m.d.sync += lq_n.eq(lq_n + lq_push - lq_pop)
+            m.d.sync += lq_rd.eq(~lq_rd)
+        m.d.sync += lq_n.eq(lq_n + take[L] - lq_pop)
 
-        # ---------------- input VC state update ----------------
+        # ---------------- input VC state ----------------
         for p in range(5):
             for v in range(V):
-                front = fronts[p][v]
-                fdrop = _bit(drop[p][v], rd[p][v])
-                e = eff[p][v]
-                s = Cat(*[sent[p][v][o] for o in range(5)])
-                tsent = Cat(*[sent[p][v][o] & bflit[p][v][o].tail for o in range(5)])
-                passed = Cat(*[~e[o] | _nz(off[p][v][o]) | sent[p][v][o] for o in range(5)])
-                m.d.comb += pop[p][v].eq(_nz(cnt[p][v]) & Mux(
-                    _nz(e), passed.all(), ~busy_in[p][v] & fdrop))
-                nxt = Signal(5, name=f"nactive_{p}_{v}")
-                m.d.comb += nxt.eq(e & ~tsent)
-                m.d.sync += [active[p][v].eq(nxt), busy_in[p][v].eq(_nz(nxt))]
-                for o in range(5):
-                    with m.If(_z(nxt) | ~nxt[o]):
-                        m.d.sync += off[p][v][o].eq(0)
-                    with m.Else():
-                        m.d.sync += off[p][v][o].eq(off[p][v][o] + s[o] - pop[p][v])
+                i = p * V + v
+                fr = front[p][v]
+                m.d.comb += pop[p][v].eq(fv[p][v] & (fdrop[p][v] | sent[i]))
+                with m.If(fv[p][v] & ~fdrop[p][v] & sent[i] & fr.head):
+                    m.d.sync += [active[p][v].eq(Mux(fr.tail, 0, froute[p][v])),
+                                 in_mc[p][v].eq(fr.mcast)]
 
         # ---------------- error counter (saturating) ----------------
         total = Signal(_bits(len(err_events) + 1) + 1)
@@ -548,3 +599,26 @@ class Router(wiring.Component):
         m.d.sync += errs.eq(Mux(nsum > top, top, nsum))
         m.d.comb += self.errors.eq(errs)
         return m
+
+    @staticmethod
+    def _rr(m, req, tag, enable=1):
+        """Round-robin arbiter: first request at or after the pointer; the pointer moves
+        past the grant when a grant is used (``enable``)."""
+        n = len(req)
+        ptr = Signal(range(n), name=f"rrptr_{tag}")
+        gnt = Signal(range(n), name=f"gnt_{tag}")
+        any_ = Signal(name=f"gany_{tag}")
+        m.d.comb += any_.eq(req.any() & enable)
+        upper = Signal(n, name=f"upper_{tag}")
+        m.d.comb += upper.eq(req & ~((Const(1, n + 1) << ptr) - 1)[:n])
+        with m.If(upper.any()):
+            for i in reversed(range(n)):
+                with m.If(upper[i]):
+                    m.d.comb += gnt.eq(i)
+        with m.Else():
+            for i in reversed(range(n)):
+                with m.If(req[i]):
+                    m.d.comb += gnt.eq(i)
+        with m.If(any_):
+            m.d.sync += ptr.eq(Mux(gnt == n - 1, 0, gnt + 1))
+        return any_, gnt

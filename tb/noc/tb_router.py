@@ -124,7 +124,7 @@ async def directed_turns(dut):
                     expect=lambda p=pkt.pid: any(r[0] == p for v in tb.h.delivered.values()
                                                  for r in v))
                 out = next(iter(expected_outputs(src, [d])))
-                # zero load: 1 cycle through the router, +1 for the local output queue
+                # zero load: ROUTER_CYCLES through the router, +1 for the local output queue
                 want = G.zero_load_latency(0) - 1 + (1 if out == "local_out" else 0)
                 lat = tb.h.first_seen[(out, pkt.pid)] - tb.h.accepted_at[pkt.pid]
                 tb.check_equal(lat, want, f"latency {port}->{out}")
@@ -154,7 +154,7 @@ async def multicast_subsets(dut):
                     # cut-through: the head leaves only after the tail is in the buffer
                     for o in sub:
                         lat = tb.h.first_seen[(o, pkt.pid)] - tb.h.accepted_at[pkt.pid]
-                        want = flits - 1 + (1 if port != "local_in" else 1) + (o == "local_out")
+                        want = G.router_cost(flits, True) + (o == "local_out")
                         tb.check_equal(lat, want, f"mcast latency {port}->{o} ({flits} flits)")
     tb.check_all()
     tb.check_equal(uval(dut.errors), 0, "error counter")
