@@ -30,11 +30,12 @@ def partial_products(a: Value, b: Value, width: int | None = None) -> list[Value
 
 
 def tree_sum(m: Module, terms: list[Value], stages: int, name: str,
-             width: int | None = None) -> Value:
+             width: int | None = None, en: Value | None = None) -> Value:
     """Sum ``terms`` in a balanced adder tree with ``stages`` register levels
     spread over the ceil(log2(len)) adder levels (the last level is always
     registered when ``stages`` >= 1).  ``width``: wrap the sum to ``width``
-    unsigned bits (modular arithmetic).  Latency: ``stages`` cycles."""
+    unsigned bits (modular arithmetic).  Latency: ``stages`` cycles; ``en``:
+    the registers load only while ``en`` is high (a stalling pipeline)."""
     levels = max(1, (len(terms) - 1).bit_length())
     if stages > levels:
         raise ValueError(f"{name}: {stages} register stages for {levels} adder levels")
@@ -55,7 +56,11 @@ def tree_sum(m: Module, terms: list[Value], stages: int, name: str,
             for j, t in enumerate(terms):
                 r = Signal(unsigned(width) if width is not None else t.shape(),
                            name=f"{name}_l{level}_{j}")
-                m.d.sync += r.eq(t)
+                if en is None:
+                    m.d.sync += r.eq(t)
+                else:
+                    with m.If(en):
+                        m.d.sync += r.eq(t)
                 regs.append(r)
             terms = regs
         if level >= levels:
@@ -63,7 +68,7 @@ def tree_sum(m: Module, terms: list[Value], stages: int, name: str,
 
 
 def lut_mul(m: Module, a: Value, b: Value, stages: int, name: str,
-            width: int | None = None) -> Value:
+            width: int | None = None, en: Value | None = None) -> Value:
     """``a * b`` in LUTs with ``stages`` cycles of latency (0: combinational);
     ``width``: modulo 2**width."""
-    return tree_sum(m, partial_products(a, b, width), stages, name, width)
+    return tree_sum(m, partial_products(a, b, width), stages, name, width, en)

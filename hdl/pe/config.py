@@ -107,6 +107,10 @@ class PEParams:
     ibuf_bytes: int = 8192
     abuf_entries: int = 128
     ppu_depth: int = 16
+    # implementation parameters (timing/area only; the contract above is unchanged)
+    mac_dsps: int = 64          # MAC multipliers on DSP blocks (the rest in LUTs)
+    mac_stages: int = 2         # MAC pipeline registers (products, adder tree)
+    ppu_mul_stages: int = 2     # PPU scale-multiply pipeline registers
 
     @property
     def wbuf_entries(self) -> int:
