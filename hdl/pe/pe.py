@@ -1,25 +1,32 @@
 """The Simba processing element (Simba §3.1 / Fig 1(c), Listing 1 PE and
 vector-MAC levels), weight-stationary.
 
-Datapath (one MAC operation per cycle, no stalls inside the MAC pipeline):
+Datapath (one MAC operation per cycle, no stalls inside the MAC pipeline;
+every buffer is a :class:`~tessera.hdl.sram.SRAM`, read latency 1):
 
-    S0 issue     sequencer op -> read input buffer; read weight buffer on the
-                 first pixel of a weight block
-    S1 MAC       weights = new block from the buffer or the held weight
-                 registers (double-buffered: the next block is read while the
-                 current one is still in use, so switching costs no bubble);
-                 K0 x C0 int8 dot products, registered; read accumulator
-    S2 acc       sum = (first ? 0 : acc) + dot (wrapping, acc_width bits);
-                 written back, or (final) pushed to the result FIFO
+    S0 issue     sequencer op (incremental address counters, no multiplies)
+                 -> read input buffer; read weight buffer on the first pixel
+                 of a weight block
+    S1 operands  input word (0 for padding) and, on a new block, the weight
+                 block -> operand registers (the next block is read while the
+                 current one is still in use, so switching costs no bubble)
+    MAC          K0 x C0 int8 dot products, ``mac_stages`` cycles (products on
+                 DSPs for the first ``mac_dsps`` multipliers, the rest in LUTs)
+    accumulate   sum = (first ? 0 : acc) + dot (wrapping, acc_width bits); the
+                 accumulator read is issued one cycle ahead and a same-cycle
+                 write to that entry is forwarded (back-to-back accumulation
+                 into one entry, P1*Q1 = 1, is exact); written back, or
+                 (final) pushed to the result FIFO
     drain        + psum_in (MIDDLE/LAST, wrapping) -> psum_out (FIRST/MIDDLE)
-                 or the PPU -> out (LAST/ONLY)
+                 or the PPU (4 + ``ppu_mul_stages`` cycles) -> out (LAST/ONLY)
 
 Final results stream out while later ones are still being computed, so the
 drain overlaps the compute.  Operations that produce a final result are only
-issued when the FIFO has room for them (issue-side throttling), which is how
-back-pressure on ``psum_out``/``out`` and a late ``psum_in`` stall the PE
-without losing anything.  The accumulator read port is transparent to its
-write port, so back-to-back accumulation into one entry (P1*Q1 = 1) is exact.
+issued with a result-FIFO credit (final results in flight + queued <= FIFO
+depth, sized for the pipeline so that the credits never throttle an
+unstalled drain), which is how back-pressure on ``psum_out``/``out`` and a
+late ``psum_in`` stall the PE without losing anything.  Cycle counts:
+:func:`pipeline_latency`.
 
 Behavioural contract, buffer layouts, stream orders, PPU arithmetic, error
 causes and overflow behaviour: :mod:`tessera.hdl.pe.config`.

@@ -13,9 +13,18 @@ emits it), rows and columns whose inputs are all padding are not visited
 (they would add 0); a sweep that is all padding costs one idle cycle.
 Pooled tiles always visit the whole tile.
 
+Addresses are incremental (no multiplies): the sweep index is the weight
+entry; the input address c1*H_in*W_in + max(h,0)*W_in + w and the accumulator
+entry k1*P1*Q1 + p*Q1 + q are kept as running sums that step by +-stride,
++-stride*W_in, +-1, +-Q1 as the pixel walks, with per-r/k1/c1 bases stepped
+at sweep ends.  The per-tile constants H_in*W_in, P1*Q1 and
+ceil(pad_top/stride)*Q1 are shift-and-add products registered over SETUP
+cycles after start; a first sweep shorter than SETUP + 1 operations waits
+for them (the only timing effect).
+
 The configuration is sampled when ``start`` is high; the sequencer then runs
-until the last operation is accepted.  Left out: address-generation
-pipelining (the addresses are a combinational function of the counters).
+until the last operation is accepted.  Left out: registering the op stream
+(the addresses are a 3-term sum of the trackers, combinational).
 """
 from __future__ import annotations
 
@@ -154,7 +163,6 @@ class Sequencer(wiring.Component):
         n_row_i = Mux(skip_rows, Mux(h0odd, c.W_in, 0), nrw)
         n_row_a = Mux(skip_rows, nrq, 0)
 
-        m.d.comb += self.op.valid.eq(running & ~empty)
         with m.If(self.start & ~running):
             m.d.sync += [c.eq(self.cfg), running.eq(1), r.eq(0), s.eq(0), k1.eq(0), c1.eq(0),
                          pb.eq(0), qb.eq(0), dy.eq(0), dx.eq(0), pend.eq(SETUP),
@@ -192,7 +200,11 @@ class Sequencer(wiring.Component):
         sweep_end = Signal()
         m.d.comb += sweep_end.eq(empty | (last_dx & last_dy & last_qb & last_pb))
 
-        with m.If(running & (empty | self.op.ready) & (~sweep_end | consts_ok)):
+        # a sweep may not end before the per-tile constants are valid (only a
+        # first sweep shorter than SETUP + 1 operations waits)
+        may_end = ~sweep_end | consts_ok
+        m.d.comb += self.op.valid.eq(running & ~empty & may_end)
+        with m.If(running & (empty | self.op.ready) & may_end):
             with m.If(sweep_end):
                 m.d.sync += [dx.eq(0), dy.eq(0), pb.eq(nplo), qb.eq(nqlo),
                              c1.eq(n_c1), k1.eq(n_k1), s.eq(n_s), r.eq(n_r),
