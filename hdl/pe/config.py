@@ -16,7 +16,9 @@ PE-level contract (what the golden model implements from this text)
 -------------------------------------------------------------------
 * Hardware parameters (:class:`PEParams`): K0 vector MACs x C0 lanes, int8
   signed weights/activations, ``acc_width``-bit (default 24) signed
-  accumulators.  **Overflow: accumulators and partial sums wrap modulo
+  accumulators (``mac_dsps``, ``mac_stages``, ``ppu_mul_stages`` only change
+  the implementation: DSP/LUT split and pipeline depth, i.e. cycle counts,
+  never results).  **Overflow: accumulators and partial sums wrap modulo
   2**acc_width (two's complement), like Simba's 24-bit datapath**; every
   addition on the accumulator path (MAC accumulate, cross-PE psum add) wraps.
 * Buffers (sizes are parameters, power-of-two depths):
