@@ -30,8 +30,8 @@ BLOCKS = [
 BLOCKS.append(
     BlockSpec("pe_chain", PEChain,
               [Param("n", 3, "PEs in the reduction chain", min=1, max=16)]
-              + [Param("mac_dsps", 48, "MAC multipliers per PE on DSP blocks (3 x 48 <= an "
-                       "ECP5-85k's 156; the rest in LUTs)", min=0, max=256)
+              + [Param("mac_dsps", 32, "MAC multipliers per PE on DSP blocks (3 x (32 + 16 "
+                       "PPU) <= an ECP5-85k's 156; the rest in LUTs)", min=0, max=256)
                  if q.name == "mac_dsps" else q for q in PARAMS],
               doc="N Simba PEs chained for cross-PE reduction (PE module emitted once)",
               verilog=chain_verilog,

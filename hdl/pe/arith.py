@@ -3,8 +3,8 @@ and pipelined adder trees.
 
 A ``*`` in Amaranth becomes a Yosys ``$mul`` cell, which ``synth_ecp5`` maps to
 an 18x18 DSP whatever its width.  The PE keeps DSPs for the int8 MACs and
-writes every other product (per-tile constants, the PPU's scale multiply,
-MAC lanes beyond ``mac_dsps``) as explicit partial products, so that the
+writes the other products (per-tile constants, configuration checks, MAC
+lanes beyond ``mac_dsps``) as explicit partial products, so that the
 synthesis result does not depend on the tool's DSP inference.
 Left out: Booth recoding, carry-save compression.
 """

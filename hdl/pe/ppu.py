@@ -12,9 +12,10 @@ through ``load``.
 Pipeline (one global stall: every stage holds while the output register is
 full and not accepted), ``latency(mul_stages)`` = 4 + ``mul_stages`` cycles from
 an accepted input to its output beat:
-read params | t = v + bias | t * scale (shift-and-add in LUTs, ``mul_stages``
-register levels) | round (add half, arithmetic shift) | ReLU, saturate,
-pool -> output register.
+read params | t = v + bias | t * scale (two 18x18 DSP products, low 17 bits
+of t unsigned and the rest signed, then their sum: ``mul_stages`` register
+levels) | round (add half, arithmetic shift) | ReLU, saturate, pool -> output
+register.
 Left out: per-channel shifts, average pooling, non-2x2 windows.
 """
 from __future__ import annotations
@@ -25,7 +26,6 @@ from amaranth.lib.wiring import In, Out
 
 from tessera.hdl.sram import SRAM
 
-from .arith import lut_mul
 from .config import PEParams
 from .layouts import BIAS_WIDTH, act_layout, bits_for, pload_layout, psum_layout
 
@@ -82,8 +82,30 @@ class PPU(wiring.Component):
             for k in range(K0):
                 m.d.sync += [t1[k].eq(v0[k] + prm[k].bias), s1[k].eq(prm[k].scale)]
 
-        # stages 2..: y = t * scale (exact), mul_stages cycles
-        ys = [lut_mul(m, t1[k], s1[k], self.mul_stages, f"ymul{k}", en=adv) for k in range(K0)]
+        # stages 2..: y = t * scale (exact), mul_stages cycles: t split at bit
+        # LO into an unsigned low part and a signed high part, each product fits
+        # one 18x18 DSP; mul_stages >= 2 registers the two products before the
+        # add, further stages only delay
+        LO = 17
+        ys = []
+        for k in range(K0):
+            lo = t1[k].as_unsigned()[:LO] * s1[k]
+            hi = t1[k][LO:].as_signed() * s1[k]
+            if self.mul_stages >= 2:
+                lo_r = Signal(signed(LO + 17), name=f"ylo{k}")
+                hi_r = Signal(signed(TW - LO + 16), name=f"yhi{k}")
+                with m.If(adv):
+                    m.d.sync += [lo_r.eq(lo), hi_r.eq(hi)]
+                lo, hi = lo_r, hi_r
+            y = Signal(signed(YW), name=f"ymul{k}")
+            with m.If(adv):
+                m.d.sync += y.eq((hi << LO) + lo)
+            for i in range(2, self.mul_stages):
+                d = Signal(signed(YW), name=f"ymul{k}_d{i}")
+                with m.If(adv):
+                    m.d.sync += d.eq(y)
+                y = d
+            ys.append(y)
         y_valid = t1_valid
         for i in range(self.mul_stages):
             nv = Signal(name=f"y_valid{i}")
