@@ -120,11 +120,17 @@ def sequencer_ops(p: PEParams, cfg: PEConfig, seed: int) -> list[dict]:
 def _cases():
     rng = np.random.default_rng(7)
     out = []
-    overrides = [{}, {}, {}, {"R": 7, "S": 7, "stride": 2, "pad_top": 3, "pad_left": 3},
+    small = {"K1": 2, "C1": 2}
+    overrides = [{**small, "P1": 5, "Q1": 3}, {**small, "pool": True, "P1": 4, "Q1": 2},
+                 {"K1": 3, "C1": 1, "P1": 3, "Q1": 4, "R": 3, "pad_top": 2, "stride": 2},
+                 {"R": 7, "S": 7, "stride": 2, "pad_top": 3, "pad_left": 3, "K1": 1, "C1": 1,
+                  "P1": 3, "Q1": 3},
                  {"R": 5, "S": 2, "stride": 2, "pad_top": 4, "pad_left": 1, "pool": False},
-                 {"R": 5, "S": 5, "stride": 1, "pad_top": 4, "pad_left": 2, "pool": False},
+                 {"R": 5, "S": 5, "stride": 1, "pad_top": 4, "pad_left": 2, "pool": False,
+                  "K1": 1, "C1": 2},
                  {"P1": 1, "Q1": 1, "pool": False}, {"P1": 1, "Q1": 2, "pool": False, "R": 3},
-                 {"pool": True}, {"pool": True, "stride": 2, "R": 3, "S": 3}]
+                 {**small, "pool": True, "stride": 2, "R": 3, "S": 3, "pad_top": 1},
+                 {"K1": 1, "C1": 1, "pool": True, "stride": 2, "R": 3, "S": 3}]
     for i, ov in enumerate(overrides):
         out.append(golden.random_case(SMALL, rng, **ov)[0])
     return out
@@ -210,3 +216,84 @@ def test_ppu_latency():
                 await ctx.tick()
         _run(dut, tb)
         assert seen == [ppu_latency(ms)] == [4 + ms]
+
+
+# ------------------------------------------------------------------ whole PE
+TINY = dict(K0=2, C0=2, acc_width=20, wbuf_bytes=1024, ibuf_bytes=512, abuf_entries=64,
+            ppu_depth=4, mac_dsps=1)
+
+
+def pe_tile(params: dict, cfg: PEConfig, seed: int, ready_prob: float):
+    """Run one tile on SimbaPE in Amaranth's simulator with random back-pressure
+    and psum_in gaps; returns (beats, expected beats, cycles start -> done)."""
+    from tessera.hdl.pe import SimbaPE
+    dut = SimbaPE(**params)
+    p = dut.params
+    rng = np.random.default_rng(seed)
+    _, W, X, bias, scale = golden.random_case(p, rng, **{k: v for k, v in cfg.as_dict().items()})
+    psum = golden.random_psum(p, cfg, rng) if cfg.role in (Role.MIDDLE, Role.LAST) else None
+    exp = golden.run_tile(p, cfg, W, X, psum_in=psum, bias=bias, scale=scale)
+    to_ppu = cfg.role in (Role.LAST, Role.ONLY)
+    want = np.asarray(exp["out" if to_ppu else "psum_out"]).reshape(-1, p.K0).astype(int).tolist()
+    got, when = [], {}
+    r = random.Random(seed)
+
+    async def tb(ctx):
+        async def beat(port, fields):
+            ctx.set(port.valid, 1)
+            for k, v in fields.items():
+                if isinstance(v, list):
+                    for i, x in enumerate(v):
+                        ctx.set(getattr(port.payload, k)[i], x)
+                else:
+                    ctx.set(getattr(port.payload, k), v)
+            await ctx.tick()
+            ctx.set(port.valid, 0)
+        for b in golden.weight_beats(p, cfg, W):
+            await beat(dut.w_load, b)
+        for b in golden.input_beats(p, cfg, X):
+            await beat(dut.i_load, b)
+        if to_ppu:
+            for b in golden.ppu_beats(p, cfg, bias, scale):
+                await beat(dut.p_load, b)
+        for k, v in cfg.as_dict().items():
+            ctx.set(getattr(dut.cfg, k), v)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        sink = dut.out if to_ppu else dut.psum_out
+        ps_i = 0
+        for t in range(1, 20000):
+            rdy = r.random() < ready_prob
+            ctx.set(sink.ready, rdy)
+            ps_valid = psum is not None and ps_i < len(psum) and r.random() < ready_prob
+            ctx.set(dut.psum_in.valid, ps_valid)
+            if ps_valid:
+                for k in range(p.K0):
+                    ctx.set(dut.psum_in.payload[k], int(psum[ps_i][k]))
+            if ctx.get(sink.valid) and rdy:
+                got.append([ctx.get(sink.payload[k]) for k in range(p.K0)])
+            if ps_valid and ctx.get(dut.psum_in.ready):
+                ps_i += 1
+            assert not ctx.get(dut.error)
+            await ctx.tick()
+            if ctx.get(dut.done):
+                when["done"] = t
+                break
+    _run(dut, tb)
+    return got, want, when.get("done")
+
+
+@pytest.mark.parametrize("over,ready", [
+    ({"role": Role.ONLY, "P1": 1, "Q1": 1, "C1": 3, "R": 1, "S": 3, "pool": False}, 0.5),
+    ({"role": Role.MIDDLE, "K1": 2, "C1": 2, "P1": 2, "Q1": 3, "pool": False}, 0.4),
+    ({"role": Role.LAST, "pool": True, "P1": 2, "Q1": 4, "K1": 2}, 0.7),
+    ({"role": Role.ONLY, "R": 3, "S": 3, "pad_top": 2, "pad_left": 1, "stride": 2,
+      "P1": 3, "Q1": 3, "C1": 2, "pool": False}, 1.0)])
+def test_pe_tile_matches_golden(over, ready):
+    rng = np.random.default_rng(11)
+    p = PEParams(**TINY)
+    cfg = golden.random_case(p, rng, **over)[0]
+    got, want, done = pe_tile(TINY, cfg, 5, ready)
+    assert done is not None, "no done"
+    assert got == want, cfg
