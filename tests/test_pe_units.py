@@ -147,17 +147,24 @@ def test_sequencer_matches_loop_nest(idx):
 
 
 # ------------------------------------------------------------------ PPU
-@pytest.mark.parametrize("pool,mul_stages", [(False, 2), (True, 2), (False, 1), (True, 3)])
-def test_ppu_matches_golden(pool, mul_stages):
+@pytest.mark.parametrize("pool,mul_stages,big", [(False, 2, False), (True, 2, False),
+                                                  (False, 1, True), (True, 3, True),
+                                                  (False, 2, True)])
+def test_ppu_matches_golden(pool, mul_stages, big):
+    """big: full-range values (mostly saturating: the wide datapath); otherwise
+    values and shift chosen so that most outputs land inside int8 (rounding)."""
     p = PEParams(K0=4, C0=2, acc_width=20, ppu_depth=4)
-    rng = np.random.default_rng(3 + mul_stages)
+    rng = np.random.default_rng(3 + mul_stages + 10 * big)
     K1, n = 3, 8
+    vb, bb, sb = (19, 23, 15) if big else (11, 11, 9)
     cfg = PEConfig(R=1, S=1, C1=1, K1=K1, P1=2, Q1=4, H_in=2, W_in=4, role=Role.ONLY,
-                   relu=bool(pool), pool=pool, shift=int(rng.integers(0, 24)))
-    bias = rng.integers(-(1 << 23), 1 << 23, size=K1 * p.K0)
-    scale = rng.integers(-(1 << 15), 1 << 15, size=K1 * p.K0)
-    v = rng.integers(-(1 << 19), 1 << 19, size=(K1 * n, p.K0))
-    v[0, :] = [-(1 << 19), (1 << 19) - 1, 0, 1]
+                   relu=bool(pool), pool=pool,
+                   shift=int(rng.integers(0, 32)) if big else 14)
+    bias = rng.integers(-(1 << bb), 1 << bb, size=K1 * p.K0)
+    scale = rng.integers(-(1 << sb), 1 << sb, size=K1 * p.K0)
+    v = rng.integers(-(1 << vb), 1 << vb, size=(K1 * n, p.K0))
+    if big:
+        v[0, :] = [-(1 << 19), (1 << 19) - 1, 0, 1]
     y = np.asarray(golden.ppu(p, cfg, v.reshape(K1, n, p.K0), bias, scale)).reshape(-1, p.K0)
     if pool:                                   # 4 consecutive beats = one 2x2 block
         y = y.reshape(-1, 4, p.K0).max(axis=1)
@@ -289,7 +296,10 @@ def pe_tile(params: dict, cfg: PEConfig, seed: int, ready_prob: float):
     ({"role": Role.MIDDLE, "K1": 2, "C1": 2, "P1": 2, "Q1": 3, "pool": False}, 0.4),
     ({"role": Role.LAST, "pool": True, "P1": 2, "Q1": 4, "K1": 2}, 0.7),
     ({"role": Role.ONLY, "R": 3, "S": 3, "pad_top": 2, "pad_left": 1, "stride": 2,
-      "P1": 3, "Q1": 3, "C1": 2, "pool": False}, 1.0)])
+      "P1": 3, "Q1": 3, "C1": 2, "pool": False}, 1.0),
+    # every operation final, heavy back-pressure: the result FIFO fills (credits)
+    ({"role": Role.FIRST, "R": 1, "S": 1, "C1": 1, "K1": 2, "P1": 4, "Q1": 4,
+      "pool": False}, 0.15)])
 def test_pe_tile_matches_golden(over, ready):
     rng = np.random.default_rng(11)
     p = PEParams(**TINY)
