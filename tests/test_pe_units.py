@@ -32,7 +32,7 @@ def _run(dut, tb, cycles=None):
 # ------------------------------------------------------------------ multipliers
 @pytest.mark.parametrize("sa,sb,wa,wb,stages,width", [
     (True, True, 25, 16, 2, None), (True, True, 8, 8, 0, None), (False, False, 11, 11, 2, 10),
-    (False, False, 8, 4, 1, 7), (True, True, 8, 8, 3, None)])
+    (False, False, 8, 4, 1, 7), (True, True, 8, 8, 3, None), (False, False, 8, 8, 2, 2)])
 def test_lut_mul(sa, sb, wa, wb, stages, width):
     m = Module()
     a = Signal(signed(wa) if sa else unsigned(wa))

@@ -37,8 +37,17 @@ def tree_sum(m: Module, terms: list[Value], stages: int, name: str,
     unsigned bits (modular arithmetic).  Latency: ``stages`` cycles; ``en``:
     the registers load only while ``en`` is high (a stalling pipeline)."""
     levels = max(1, (len(terms) - 1).bit_length())
-    if stages > levels:
-        raise ValueError(f"{name}: {stages} register stages for {levels} adder levels")
+    if stages > levels:                  # more stages than adder levels: delay the sum
+        out = tree_sum(m, terms, levels, name, width, en)
+        for i in range(stages - levels):
+            d = Signal(out.shape(), name=f"{name}_d{i}")
+            if en is None:
+                m.d.sync += d.eq(out)
+            else:
+                with m.If(en):
+                    m.d.sync += d.eq(out)
+            out = d
+        return out
     # register after level l (1-based) when it ends a group of the split
     reg_after = {round(levels * (i + 1) / stages) for i in range(stages)} if stages else set()
     level = 0
