@@ -3,14 +3,17 @@
 Each cocotb test is a separate pytest case so xdist spreads them; builds are
 cached per parameter set (tessera.tb.runner).  Parameter sets: the Simba
 default (8x8, 24-bit) and a small odd one (K0=4, C0=2, 20-bit accumulators,
-small buffers) so that layout/width bugs that cancel at 8x8 show up."""
+small buffers, LUT multipliers next to DSP ones, non-default pipeline depths)
+so that layout/width/timing bugs that cancel at the defaults show up."""
 import pytest
 
 from tessera.tb.runner import run
 
 DEFAULT = {}
 SMALL = {"K0": 4, "C0": 2, "acc_width": 20, "wbuf_bytes": 512, "ibuf_bytes": 256,
-         "abuf_entries": 64, "ppu_depth": 4}
+         "abuf_entries": 64, "ppu_depth": 4,
+         # 5 of the 8 multipliers on DSPs, 3 shift-and-add; the other pipeline depths
+         "mac_dsps": 5, "mac_stages": 1, "ppu_mul_stages": 3}
 
 TESTS = ["random_tiles", "directed", "chain3", "ppu_corners", "illegal", "reset_mid_tile",
          "busy_rules", "latency",

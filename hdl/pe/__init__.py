@@ -15,6 +15,10 @@ PARAMS = [
           power_of_two=True),
     Param("ppu_depth", 16, "PPU bias/scale entries (max K1 on a LAST/ONLY PE)", min=1, max=256,
           power_of_two=True),
+    Param("mac_dsps", 64, "MAC multipliers on DSP blocks (min with K0*C0; the rest in LUTs)",
+          min=0, max=256),
+    Param("mac_stages", 2, "MAC pipeline registers (1: products+tree in one cycle)", min=1, max=5),
+    Param("ppu_mul_stages", 2, "PPU scale-multiply pipeline registers", min=1, max=4),
 ]
 
 BLOCKS = [
@@ -25,7 +29,10 @@ BLOCKS = [
 
 BLOCKS.append(
     BlockSpec("pe_chain", PEChain,
-              [Param("n", 3, "PEs in the reduction chain", min=1, max=16)] + PARAMS,
+              [Param("n", 3, "PEs in the reduction chain", min=1, max=16)]
+              + [Param("mac_dsps", 32, "MAC multipliers per PE on DSP blocks (3 x (32 + 16 "
+                       "PPU) <= an ECP5-85k's 156; the rest in LUTs)", min=0, max=256)
+                 if q.name == "mac_dsps" else q for q in PARAMS],
               doc="N Simba PEs chained for cross-PE reduction (PE module emitted once)",
               verilog=chain_verilog,
               extra_manifest=lambda params: {"leaf_modules": ["pe"], "instances": params["n"]},

@@ -43,6 +43,7 @@ class PEChain(wiring.Component):
         if not 1 <= n <= 16:
             raise ParamError("n", f"must be in 1..16, got {n}")
         self.n = n
+        pe_params.setdefault("mac_dsps", 32)        # 3 PEs x (32 + 16 PPU) <= an ECP5-85k's 156 DSPs
         self.leaf = SimbaPE(**pe_params)            # validates the PE parameters
         p = self.leaf.params
         sel = bits_for(n)

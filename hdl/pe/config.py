@@ -16,7 +16,9 @@ PE-level contract (what the golden model implements from this text)
 -------------------------------------------------------------------
 * Hardware parameters (:class:`PEParams`): K0 vector MACs x C0 lanes, int8
   signed weights/activations, ``acc_width``-bit (default 24) signed
-  accumulators.  **Overflow: accumulators and partial sums wrap modulo
+  accumulators (``mac_dsps``, ``mac_stages``, ``ppu_mul_stages`` only change
+  the implementation: DSP/LUT split and pipeline depth, i.e. cycle counts,
+  never results).  **Overflow: accumulators and partial sums wrap modulo
   2**acc_width (two's complement), like Simba's 24-bit datapath**; every
   addition on the accumulator path (MAC accumulate, cross-PE psum add) wraps.
 * Buffers (sizes are parameters, power-of-two depths):
@@ -107,6 +109,10 @@ class PEParams:
     ibuf_bytes: int = 8192
     abuf_entries: int = 128
     ppu_depth: int = 16
+    # implementation parameters (timing/area only; the contract above is unchanged)
+    mac_dsps: int = 64          # MAC multipliers on DSP blocks (the rest in LUTs)
+    mac_stages: int = 2         # MAC pipeline registers (products, adder tree)
+    ppu_mul_stages: int = 2     # PPU scale-multiply pipeline registers
 
     @property
     def wbuf_entries(self) -> int:

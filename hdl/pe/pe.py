@@ -1,25 +1,32 @@
 """The Simba processing element (Simba §3.1 / Fig 1(c), Listing 1 PE and
 vector-MAC levels), weight-stationary.
 
-Datapath (one MAC operation per cycle, no stalls inside the MAC pipeline):
+Datapath (one MAC operation per cycle, no stalls inside the MAC pipeline;
+every buffer is a :class:`~tessera.hdl.sram.SRAM`, read latency 1):
 
-    S0 issue     sequencer op -> read input buffer; read weight buffer on the
-                 first pixel of a weight block
-    S1 MAC       weights = new block from the buffer or the held weight
-                 registers (double-buffered: the next block is read while the
-                 current one is still in use, so switching costs no bubble);
-                 K0 x C0 int8 dot products, registered; read accumulator
-    S2 acc       sum = (first ? 0 : acc) + dot (wrapping, acc_width bits);
-                 written back, or (final) pushed to the result FIFO
+    S0 issue     sequencer op (incremental address counters, no multiplies)
+                 -> read input buffer; read weight buffer on the first pixel
+                 of a weight block
+    S1 operands  input word (0 for padding) and, on a new block, the weight
+                 block -> operand registers (the next block is read while the
+                 current one is still in use, so switching costs no bubble)
+    MAC          K0 x C0 int8 dot products, ``mac_stages`` cycles (products on
+                 DSPs for the first ``mac_dsps`` multipliers, the rest in LUTs)
+    accumulate   sum = (first ? 0 : acc) + dot (wrapping, acc_width bits); the
+                 accumulator read is issued one cycle ahead and a same-cycle
+                 write to that entry is forwarded (back-to-back accumulation
+                 into one entry, P1*Q1 = 1, is exact); written back, or
+                 (final) pushed to the result FIFO
     drain        + psum_in (MIDDLE/LAST, wrapping) -> psum_out (FIRST/MIDDLE)
-                 or the PPU -> out (LAST/ONLY)
+                 or the PPU (4 + ``ppu_mul_stages`` cycles) -> out (LAST/ONLY)
 
 Final results stream out while later ones are still being computed, so the
 drain overlaps the compute.  Operations that produce a final result are only
-issued when the FIFO has room for them (issue-side throttling), which is how
-back-pressure on ``psum_out``/``out`` and a late ``psum_in`` stall the PE
-without losing anything.  The accumulator read port is transparent to its
-write port, so back-to-back accumulation into one entry (P1*Q1 = 1) is exact.
+issued with a result-FIFO credit (final results in flight + queued <= FIFO
+depth, sized for the pipeline so that the credits never throttle an
+unstalled drain), which is how back-pressure on ``psum_out``/``out`` and a
+late ``psum_in`` stall the PE without losing anything.  Cycle counts:
+:func:`pipeline_latency`.
 
 Behavioural contract, buffer layouts, stream orders, PPU arithmetic, error
 causes and overflow behaviour: :mod:`tessera.hdl.pe.config`.
@@ -32,19 +39,30 @@ from __future__ import annotations
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from tessera.hdl.sram import SRAM
 from tessera.params import ParamError
 
 from .config import ErrorCause, PEParams, Role
 from .layouts import (act_layout, bits_for, cfg_layout, iload_layout, lanes, psum_layout,
                       pload_layout, wload_layout)
+from .arith import lut_mul
 from .mac_array import MacArray
-from .ppu import PPU
+from .ppu import PPU, latency as ppu_latency
 from .sequencer import Sequencer
 
-RESULT_FIFO_DEPTH = 4
+
+def pipeline_latency(p: PEParams) -> dict:
+    """Cycle counts of the pipeline (no back-pressure): the last result beat
+    leaves ``out`` (LAST/ONLY) or ``psum_out`` (FIRST/MIDDLE) ``ppu_extra`` /
+    ``psum_extra`` cycles after the cycle the last operation is issued; the
+    result FIFO holds every final result in flight (issue-side credits)."""
+    acc = 2 + p.mac_stages                 # issue -> operand regs -> MAC -> accumulate
+    return {"acc": acc,
+            "psum_extra": acc + 2,         # FIFO write, pop -> psum_out register
+            "ppu_extra": acc + 1 + ppu_latency(p.ppu_mul_stages),
+            "fifo_depth": 1 << (acc + 2).bit_length()}
 
 
 def validate_params(p: PEParams) -> None:
@@ -68,6 +86,10 @@ def validate_params(p: PEParams) -> None:
          "abuf_entries", f"must be a power of two in 1..4096, got {p.abuf_entries}")
     need(1 <= p.ppu_depth <= 256 and p.ppu_depth & (p.ppu_depth - 1) == 0,
          "ppu_depth", f"must be a power of two in 1..256, got {p.ppu_depth}")
+    need(0 <= p.mac_dsps <= 256, "mac_dsps", f"must be in 0..256 (K0*C0 at most are used), got {p.mac_dsps}")
+    ms = MacArray.max_stages(p.C0)
+    need(1 <= p.mac_stages <= ms, "mac_stages", f"must be in 1..{ms}, got {p.mac_stages}")
+    need(1 <= p.ppu_mul_stages <= 4, "ppu_mul_stages", f"must be in 1..4, got {p.ppu_mul_stages}")
 
 
 class SimbaPE(wiring.Component):
@@ -78,10 +100,11 @@ class SimbaPE(wiring.Component):
     ``cfg_cause`` (combinational check of ``cfg``)."""
 
     def __init__(self, K0=8, C0=8, acc_width=24, wbuf_bytes=32768, ibuf_bytes=8192,
-                 abuf_entries=128, ppu_depth=16):
+                 abuf_entries=128, ppu_depth=16, mac_dsps=64, mac_stages=2, ppu_mul_stages=2):
         self.params = p = PEParams(K0, C0, acc_width, wbuf_bytes, ibuf_bytes, abuf_entries,
-                                   ppu_depth)
+                                   ppu_depth, mac_dsps, mac_stages, ppu_mul_stages)
         validate_params(p)
+        self.latency = pipeline_latency(p)
         super().__init__({
             "w_load": In(stream.Signature(wload_layout(p))),
             "i_load": In(stream.Signature(iload_layout(p))),
@@ -104,31 +127,33 @@ class SimbaPE(wiring.Component):
         m = Module()
         p = self.params
         K0, C0, AW = p.K0, p.C0, p.acc_width
+        L = self.latency
 
         m.submodules.seq = seq = Sequencer(p)
-        m.submodules.mac = mac = MacArray(K0, C0)
-        m.submodules.ppu = ppu = PPU(p)
-        m.submodules.fifo = fifo = SyncFIFO(width=K0 * AW, depth=RESULT_FIFO_DEPTH)
-        m.submodules.wbuf = wbuf = Memory(shape=K0 * C0 * 8, depth=p.wbuf_entries, init=[])
-        m.submodules.ibuf = ibuf = Memory(shape=C0 * 8, depth=p.ibuf_words, init=[])
-        m.submodules.abuf = abuf = Memory(shape=K0 * AW, depth=p.abuf_entries, init=[])
-        wb_wr, wb_rd = wbuf.write_port(granularity=C0 * 8), wbuf.read_port()
-        ib_wr, ib_rd = ibuf.write_port(), ibuf.read_port()
-        ab_wr = abuf.write_port()
-        ab_rd = abuf.read_port(transparent_for=(ab_wr,))
+        m.submodules.mac = mac = MacArray(K0, C0, p.mac_dsps, p.mac_stages)
+        m.submodules.ppu = ppu = PPU(p, p.ppu_mul_stages)
+        m.submodules.fifo = fifo = SyncFIFO(width=K0 * AW, depth=L["fifo_depth"])
+        m.submodules.wbuf = wbuf = SRAM(p.wbuf_entries, K0 * C0 * 8, granularity=C0 * 8)
+        m.submodules.ibuf = ibuf = SRAM(p.ibuf_words, C0 * 8)
+        m.submodules.abuf = abuf = SRAM(max(2, p.abuf_entries), K0 * AW)
 
         # ---- control: start, configuration check, busy/done/error ----------------
         cfg = self.cfg
         cur = Signal(cfg_layout())
         cause = Signal(4)
+        # buffer-size checks: exact products of the cfg fields, in LUTs (no DSPs)
+        rs = lut_mul(m, cfg.R, cfg.S, 0, "chk_rs")
+        rsk = lut_mul(m, rs, cfg.K1, 0, "chk_rsk")
+        hw = lut_mul(m, cfg.H_in, cfg.W_in, 0, "chk_hw")
+        pq = lut_mul(m, cfg.P1, cfg.Q1, 0, "chk_pq")
         checks = [
             (ErrorCause.ZERO_BOUND, (cfg.R == 0) | (cfg.S == 0) | (cfg.C1 == 0) | (cfg.K1 == 0)
              | (cfg.P1 == 0) | (cfg.Q1 == 0) | (cfg.H_in == 0) | (cfg.W_in == 0)),
             (ErrorCause.BAD_STRIDE, (cfg.stride != 1) & (cfg.stride != 2)),
             (ErrorCause.BAD_PAD, (cfg.pad_top >= cfg.R) | (cfg.pad_left >= cfg.S)),
-            (ErrorCause.WBUF_OVERFLOW, cfg.R * cfg.S * cfg.K1 * cfg.C1 > p.wbuf_entries),
-            (ErrorCause.IBUF_OVERFLOW, cfg.C1 * cfg.H_in * cfg.W_in > p.ibuf_words),
-            (ErrorCause.ABUF_OVERFLOW, cfg.K1 * cfg.P1 * cfg.Q1 > p.abuf_entries),
+            (ErrorCause.WBUF_OVERFLOW, _gt_product(m, rsk, cfg.C1, p.wbuf_entries, "chk_w")),
+            (ErrorCause.IBUF_OVERFLOW, _gt_product(m, hw, cfg.C1, p.ibuf_words, "chk_i")),
+            (ErrorCause.ABUF_OVERFLOW, _gt_product(m, pq, cfg.K1, p.abuf_entries, "chk_a")),
             (ErrorCause.PPU_OVERFLOW, ((cfg.role == Role.LAST) | (cfg.role == Role.ONLY))
              & (cfg.K1 > p.ppu_depth)),
             (ErrorCause.BAD_POOL, cfg.pool & (cfg.P1[0] | cfg.Q1[0])),
@@ -143,7 +168,6 @@ class SimbaPE(wiring.Component):
         m.d.comb += self.cfg_cause.eq(cause)
         to_ppu = (cur.role == Role.LAST) | (cur.role == Role.ONLY)
         needs_psum = (cur.role == Role.MIDDLE) | (cur.role == Role.LAST)
-        expected = Signal(24)
         emitted = Signal(24)
         accept = self.start & ~self.busy
         m.d.comb += [seq.cfg.eq(cfg), seq.start.eq(accept & (cause == 0))]
@@ -151,58 +175,71 @@ class SimbaPE(wiring.Component):
         with m.If(accept):
             m.d.sync += [self.error.eq(cause != 0), self.error_cause.eq(cause)]
             with m.If(cause == 0):
-                n = cfg.K1 * cfg.P1 * cfg.Q1
-                role_ppu = (cfg.role == Role.LAST) | (cfg.role == Role.ONLY)
-                m.d.sync += [cur.eq(cfg), self.busy.eq(1), emitted.eq(0),
-                             expected.eq(Mux(cfg.pool & role_ppu, n >> 2, n))]
+                m.d.sync += [cur.eq(cfg), self.busy.eq(1), emitted.eq(0)]
+        # beats the tile emits: K1*P1*Q1 (/4 when pooled in the PPU), from the
+        # registered configuration (4 cycles, long before the first beat)
+        n_pq = lut_mul(m, cur.P1, cur.Q1, 2, "n_pq")
+        n_all = lut_mul(m, n_pq, cur.K1, 2, "n_all")
+        expected = Mux(cur.pool & to_ppu, n_all >> 2, n_all)
 
         # ---- buffer loads (only while idle) ---------------------------------------
         wl, il = self.w_load, self.i_load
         m.d.comb += [
             wl.ready.eq(~self.busy), il.ready.eq(~self.busy),
-            wb_wr.addr.eq(wl.payload.addr),
-            wb_wr.data.eq(Cat(*[wl.payload.data] * K0)),
-            wb_wr.en.eq(Mux(wl.valid & ~self.busy, 1 << wl.payload.row, 0)),
-            ib_wr.addr.eq(il.payload.addr), ib_wr.data.eq(il.payload.data),
-            ib_wr.en.eq(il.valid & ~self.busy),
+            wbuf.w_addr.eq(wl.payload.addr),
+            wbuf.w_data.eq(Cat(*[wl.payload.data] * K0)),
+            wbuf.w_en.eq(Mux(wl.valid & ~self.busy, 1 << wl.payload.row, 0)),
+            ibuf.w_addr.eq(il.payload.addr), ibuf.w_data.eq(il.payload.data),
+            ibuf.w_en.eq(il.valid & ~self.busy),
         ]
         wiring.connect(m, wiring.flipped(self.p_load), ppu.load)
         m.d.comb += [ppu.load_en.eq(~self.busy), ppu.shift.eq(cur.shift),
                      ppu.relu.eq(cur.relu), ppu.pool.eq(cur.pool)]
 
-        # ---- S0: issue -------------------------------------------------------------
+        # ---- S0: issue (a final operation needs a result-FIFO credit) -------------
         op = seq.op.payload
-        s1_valid, s2_valid = Signal(), Signal()
-        s1 = Signal(data.StructLayout({"pad": 1, "newblock": 1, "acc_addr": bits_for(p.abuf_entries),
-                                       "first": 1, "final": 1}))
-        s2 = Signal(data.StructLayout({"acc_addr": bits_for(p.abuf_entries), "first": 1,
-                                       "final": 1}))
-        reserved = fifo.level + (s1_valid & s1.final) + (s2_valid & s2.final)
-        m.d.comb += seq.op.ready.eq(~op.final | (reserved < RESULT_FIFO_DEPTH))
+        credits = Signal(range(L["fifo_depth"] + 1))      # final results in flight + queued
+        m.d.comb += seq.op.ready.eq(~op.final | (credits < L["fifo_depth"]))
         issue = seq.op.valid & seq.op.ready
-        m.d.comb += [ib_rd.addr.eq(op.ib_addr), wb_rd.addr.eq(op.wb_addr),
-                     wb_rd.en.eq(issue & op.newblock)]
-        m.d.sync += [s1_valid.eq(issue), s1.pad.eq(op.pad), s1.newblock.eq(op.newblock),
-                     s1.acc_addr.eq(op.acc_addr), s1.first.eq(op.first), s1.final.eq(op.final)]
+        m.d.comb += [ibuf.r_addr.eq(op.ib_addr), ibuf.r_en.eq(issue),
+                     wbuf.r_addr.eq(op.wb_addr), wbuf.r_en.eq(issue & op.newblock)]
+        ctl = data.StructLayout({"valid": 1, "acc_addr": bits_for(p.abuf_entries),
+                                 "first": 1, "final": 1})
+        s1 = Signal(data.StructLayout({"pad": 1, "newblock": 1, "c": ctl}))
+        m.d.sync += [s1.c.valid.eq(issue), s1.pad.eq(op.pad), s1.newblock.eq(op.newblock),
+                     s1.c.acc_addr.eq(op.acc_addr), s1.c.first.eq(op.first),
+                     s1.c.final.eq(op.final)]
 
-        # ---- S1: weights + MAC -----------------------------------------------------
+        # ---- S1: buffer data -> MAC operand registers ------------------------------
+        # the weight registers load a new block on its first pixel and hold it
+        # (the next block's read is issued while the current one is in use)
         wreg = Signal(K0 * C0 * 8)
-        w_active = Mux(s1.newblock, wb_rd.data, wreg)
-        with m.If(s1_valid & s1.newblock):
-            m.d.sync += wreg.eq(wb_rd.data)
-        m.d.comb += [mac.w.eq(w_active), mac.x.eq(Mux(s1.pad, 0, ib_rd.data)), mac.en.eq(1),
-                     ab_rd.addr.eq(s1.acc_addr)]
-        m.d.sync += [s2_valid.eq(s1_valid), s2.acc_addr.eq(s1.acc_addr), s2.first.eq(s1.first),
-                     s2.final.eq(s1.final)]
+        xreg = Signal(C0 * 8)
+        with m.If(s1.c.valid & s1.newblock):
+            m.d.sync += wreg.eq(wbuf.r_data)
+        m.d.sync += xreg.eq(Mux(s1.pad, 0, ibuf.r_data))
+        m.d.comb += [mac.w.eq(wreg), mac.x.eq(xreg)]
+        # control follows the MAC pipeline: 1 (operand registers) + mac_stages
+        c_pipe = [s1.c]
+        for i in range(1 + p.mac_stages):
+            nxt = Signal(ctl, name=f"ctl{i + 2}")
+            m.d.sync += nxt.eq(c_pipe[-1])
+            c_pipe.append(nxt)
+        ca, cb = c_pipe[-2], c_pipe[-1]          # one cycle before / at the accumulate stage
 
-        # ---- S2: accumulate (wrapping) ---------------------------------------------
-        old = lanes(AW, K0)(ab_rd.data)
+        # ---- accumulate (wrapping): read issued one cycle ahead; a write to the
+        # entry in that cycle (same-address collision) is forwarded ------------------
         acc = Signal(lanes(AW, K0))
+        fwd = Signal()
+        fwd_data = Signal(lanes(AW, K0))
+        m.d.comb += [abuf.r_addr.eq(ca.acc_addr), abuf.r_en.eq(1)]
+        m.d.sync += [fwd.eq(abuf.w_en & (abuf.w_addr == ca.acc_addr)), fwd_data.eq(acc)]
+        old = lanes(AW, K0)(Mux(fwd, fwd_data, abuf.r_data))
         for k in range(K0):
-            m.d.comb += acc[k].eq(Mux(s2.first, 0, old[k]) + mac.dot[k])   # truncates: wraps
-        m.d.comb += [ab_wr.addr.eq(s2.acc_addr), ab_wr.data.eq(acc),
-                     ab_wr.en.eq(s2_valid & ~s2.final),
-                     fifo.w_data.eq(acc), fifo.w_en.eq(s2_valid & s2.final)]
+            m.d.comb += acc[k].eq(Mux(cb.first, 0, old[k]) + mac.dot[k])   # truncates: wraps
+        m.d.comb += [abuf.w_addr.eq(cb.acc_addr), abuf.w_data.eq(acc),
+                     abuf.w_en.eq(cb.valid & ~cb.final),
+                     fifo.w_data.eq(acc), fifo.w_en.eq(cb.valid & cb.final)]
 
         # ---- drain: cross-PE psum add, then psum_out or PPU -----------------------
         res = lanes(AW, K0)(fifo.r_data)
@@ -215,16 +252,22 @@ class SimbaPE(wiring.Component):
         dst_ready = Mux(to_ppu, ppu.i.ready, po_adv)
         pop = fifo.r_rdy & psum_ok & dst_ready
         m.d.comb += [fifo.r_en.eq(pop), self.psum_in.ready.eq(pop & needs_psum)]
+        m.d.sync += credits.eq(credits + (issue & op.final) - pop)
 
-        pix = Signal(16)
+        # k1 group of the beat being drained (indexes the PPU parameters)
+        pcnt, qcnt = Signal(8), Signal(8)
         k1 = Signal(8)
         with m.If(accept):
-            m.d.sync += [pix.eq(0), k1.eq(0)]
+            m.d.sync += [pcnt.eq(0), qcnt.eq(0), k1.eq(0)]
         with m.Elif(pop):
-            with m.If(pix == cur.P1 * cur.Q1 - 1):
-                m.d.sync += [pix.eq(0), k1.eq(k1 + 1)]
+            with m.If(qcnt == cur.Q1 - 1):
+                m.d.sync += qcnt.eq(0)
+                with m.If(pcnt == cur.P1 - 1):
+                    m.d.sync += [pcnt.eq(0), k1.eq(k1 + 1)]
+                with m.Else():
+                    m.d.sync += pcnt.eq(pcnt + 1)
             with m.Else():
-                m.d.sync += pix.eq(pix + 1)
+                m.d.sync += qcnt.eq(qcnt + 1)
 
         m.d.comb += [ppu.i.valid.eq(fifo.r_rdy & psum_ok & to_ppu),
                      ppu.i.payload.v.eq(total), ppu.i.payload.k1.eq(k1)]
@@ -241,3 +284,8 @@ class SimbaPE(wiring.Component):
             with m.If(emitted == expected - 1):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         return m
+
+
+def _gt_product(m, a, b, limit: int, name: str):
+    """a * b > limit (exact, LUT product)."""
+    return lut_mul(m, a, b, 0, name) > limit

@@ -5,26 +5,39 @@ Stream in: K0 wrapped ``acc_width``-bit results with their k1 group; stream
 out: K0 int8 activations.  Arithmetic (exact, see config.py):
 ``t = v + bias; y = t*scale; y = (y + 2**(shift-1)) >> shift`` (shift > 0,
 round half up), ``relu``, saturate to int8, optional 2x2 max pooling over 4
-consecutive beats.  Per-channel bias (int24) and scale (int16) live
-in a ``ppu_depth``-entry memory indexed by k1, written through ``load``.
-Pipeline: read params | bias+scale | round/relu/sat/pool into the output register,
-each stage with valid/ready (full back-pressure, no loss).
+consecutive beats.  Per-channel bias (int24) and scale (int16) live in a
+``ppu_depth``-entry :class:`~tessera.hdl.sram.SRAM` indexed by k1, written
+through ``load``.
+
+Pipeline (one global stall: every stage holds while the output register is
+full and not accepted), ``latency(mul_stages)`` = 4 + ``mul_stages`` cycles from
+an accepted input to its output beat:
+read params | t = v + bias | t * scale (two 18x18 DSP products, low 17 bits
+of t unsigned and the rest signed, then their sum: ``mul_stages`` register
+levels) | round (add half, arithmetic shift) | ReLU, saturate, pool -> output
+register.
 Left out: per-channel shifts, average pooling, non-2x2 windows.
 """
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+
+from tessera.hdl.sram import SRAM
 
 from .config import PEParams
 from .layouts import BIAS_WIDTH, act_layout, bits_for, pload_layout, psum_layout
 
 
+def latency(mul_stages: int) -> int:
+    return 4 + mul_stages
+
+
 class PPU(wiring.Component):
-    def __init__(self, params: PEParams):
+    def __init__(self, params: PEParams, mul_stages: int = 2):
         self.params = params
+        self.mul_stages = mul_stages
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({"v": psum_layout(params),
                                                         "k1": bits_for(params.ppu_depth)}))),
@@ -41,64 +54,95 @@ class PPU(wiring.Component):
         p = self.params
         K0, AW = p.K0, p.acc_width
         pw = BIAS_WIDTH + 16                           # one channel's {bias, scale}
-        m.submodules.mem = mem = Memory(shape=K0 * pw, depth=p.ppu_depth, init=[])
-        wr = mem.write_port(granularity=pw)
-        rd = mem.read_port()
+        m.submodules.mem = mem = SRAM(max(2, p.ppu_depth), K0 * pw, granularity=pw)
 
         # parameter load
         m.d.comb += [self.load.ready.eq(self.load_en),
-                     wr.addr.eq(self.load.payload.addr),
-                     wr.data.eq(Cat(*[Cat(self.load.payload.bias, self.load.payload.scale)] * K0)),
-                     wr.en.eq(Mux(self.load.valid & self.load_en, 1 << self.load.payload.row, 0))]
+                     mem.w_addr.eq(self.load.payload.addr),
+                     mem.w_data.eq(Cat(*[Cat(self.load.payload.bias, self.load.payload.scale)] * K0)),
+                     mem.w_en.eq(Mux(self.load.valid & self.load_en, 1 << self.load.payload.row, 0))]
 
-        # stage A: value + parameters (read issued as the item enters A)
-        a_valid = Signal()
-        a_v = Signal(psum_layout(p))
-        # stage B: y = (v + bias) * scale
-        b_valid = Signal()
+        adv = Signal()                                 # global pipeline enable
+        m.d.comb += [adv.eq(~self.o.valid | self.o.ready), self.i.ready.eq(adv),
+                     mem.r_addr.eq(self.i.payload.k1), mem.r_en.eq(adv)]
+
+        # stage 0: value (parameters being read)
+        v0_valid = Signal()
+        v0 = Signal(psum_layout(p))
         TW = max(AW, BIAS_WIDTH) + 1                   # t = v + bias, exact
-        b_y = Signal(data.ArrayLayout(signed(TW + 16), K0))
-        o_adv = ~self.o.valid | self.o.ready
-        pool_cnt = Signal(2)
-        pool_max = Signal(act_layout(p))
-        b_adv = Signal()
-        a_adv = ~b_valid | b_adv
-        i_adv = ~a_valid | a_adv
-
-        m.d.comb += [self.i.ready.eq(i_adv), rd.addr.eq(self.i.payload.k1), rd.en.eq(i_adv)]
-        with m.If(i_adv):
-            m.d.sync += [a_valid.eq(self.i.valid), a_v.eq(self.i.payload.v)]
-
-        params = data.ArrayLayout(data.StructLayout({"bias": signed(BIAS_WIDTH),
-                                                     "scale": signed(16)}), K0)
-        prm = params(rd.data)
-        with m.If(a_adv):
-            m.d.sync += b_valid.eq(a_valid)
+        YW = TW + 16
+        # stage 1: t = v + bias, scale
+        t1_valid = Signal()
+        t1 = Signal(data.ArrayLayout(signed(TW), K0))
+        s1 = Signal(data.ArrayLayout(signed(16), K0))
+        prm = data.ArrayLayout(data.StructLayout({"bias": signed(BIAS_WIDTH),
+                                                  "scale": signed(16)}), K0)(mem.r_data)
+        with m.If(adv):
+            m.d.sync += [v0_valid.eq(self.i.valid), v0.eq(self.i.payload.v), t1_valid.eq(v0_valid)]
             for k in range(K0):
-                m.d.sync += b_y[k].eq((a_v[k] + prm[k].bias) * prm[k].scale)
+                m.d.sync += [t1[k].eq(v0[k] + prm[k].bias), s1[k].eq(prm[k].scale)]
 
-        # stage B -> output register: round, ReLU, saturate, 2x2 max pool
-        act = Signal(act_layout(p))
+        # stages 2..: y = t * scale (exact), mul_stages cycles: t split at bit
+        # LO into an unsigned low part and a signed high part, each product fits
+        # one 18x18 DSP; mul_stages >= 2 registers the two products before the
+        # add, further stages only delay
+        LO = 17
+        ys = []
+        for k in range(K0):
+            lo = t1[k].as_unsigned()[:LO] * s1[k]
+            hi = t1[k][LO:].as_signed() * s1[k]
+            if self.mul_stages >= 2:
+                lo_r = Signal(signed(LO + 17), name=f"ylo{k}")
+                hi_r = Signal(signed(TW - LO + 16), name=f"yhi{k}")
+                with m.If(adv):
+                    m.d.sync += [lo_r.eq(lo), hi_r.eq(hi)]
+                lo, hi = lo_r, hi_r
+            y = Signal(signed(YW), name=f"ymul{k}")
+            with m.If(adv):
+                m.d.sync += y.eq((hi << LO) + lo)
+            for i in range(2, self.mul_stages):
+                d = Signal(signed(YW), name=f"ymul{k}_d{i}")
+                with m.If(adv):
+                    m.d.sync += d.eq(y)
+                y = d
+            ys.append(y)
+        y_valid = t1_valid
+        for i in range(self.mul_stages):
+            nv = Signal(name=f"y_valid{i}")
+            with m.If(adv):
+                m.d.sync += nv.eq(y_valid)
+            y_valid = nv
+
+        # round: (y + 2**(shift-1)) >> shift, registered
         half = Signal(32)
         m.d.comb += half.eq(Mux(self.shift == 0, 0, Const(1, 32) << (self.shift - 1)[:5]))
-        for k in range(K0):
-            rounded = Signal(signed(TW + 16 + 1), name=f"rnd{k}")
-            m.d.comb += rounded.eq((b_y[k] + half) >> self.shift)
-            relu_y = Mux(self.relu & (rounded < 0), 0, rounded)
-            m.d.comb += act[k].eq(Mux(relu_y > 127, 127, Mux(relu_y < -128, -128, relu_y)))
-
-        m.d.comb += b_adv.eq(Mux(self.pool & (pool_cnt != 3), 1, o_adv))
-        with m.If(o_adv):
-            m.d.sync += self.o.valid.eq(0)
-        with m.If(b_valid & b_adv):
-            newmax = Signal(act_layout(p))
+        rnd_valid = Signal()
+        rnd = Signal(data.ArrayLayout(signed(YW + 1), K0))
+        with m.If(adv):
+            m.d.sync += rnd_valid.eq(y_valid)
             for k in range(K0):
-                m.d.comb += newmax[k].eq(Mux((pool_cnt == 0) | (act[k] > pool_max[k]),
-                                             act[k], pool_max[k]))
-            with m.If(self.pool):
-                m.d.sync += [pool_max.eq(newmax), pool_cnt.eq(pool_cnt + 1)]
-                with m.If(pool_cnt == 3):
-                    m.d.sync += [self.o.payload.eq(newmax), self.o.valid.eq(1)]
-            with m.Else():
-                m.d.sync += [self.o.payload.eq(act), self.o.valid.eq(1)]
+                y = Signal(signed(YW), name=f"y{k}")
+                m.d.comb += y.eq(ys[k])
+                m.d.sync += rnd[k].eq((y + half) >> self.shift)
+
+        # ReLU, saturate, 2x2 max pool -> output register
+        act = Signal(act_layout(p))
+        for k in range(K0):
+            relu_y = Mux(self.relu & (rnd[k] < 0), 0, rnd[k])
+            m.d.comb += act[k].eq(Mux(relu_y > 127, 127, Mux(relu_y < -128, -128, relu_y)))
+        pool_cnt = Signal(2)
+        pool_max = Signal(act_layout(p))
+        with m.If(adv):
+            m.d.sync += self.o.valid.eq(0)
+            with m.If(rnd_valid):
+                newmax = Signal(act_layout(p))
+                for k in range(K0):
+                    m.d.comb += newmax[k].eq(Mux((pool_cnt == 0) | (act[k] > pool_max[k]),
+                                                 act[k], pool_max[k]))
+                with m.If(self.pool):
+                    m.d.sync += [pool_max.eq(newmax), pool_cnt.eq(pool_cnt + 1)]
+                    with m.If(pool_cnt == 3):
+                        m.d.sync += [self.o.payload.eq(newmax), self.o.valid.eq(1)]
+                with m.Else():
+                    m.d.sync += [self.o.payload.eq(act), self.o.valid.eq(1)]
         return m

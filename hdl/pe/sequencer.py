@@ -13,9 +13,20 @@ emits it), rows and columns whose inputs are all padding are not visited
 (they would add 0); a sweep that is all padding costs one idle cycle.
 Pooled tiles always visit the whole tile.
 
+Addresses are incremental (no multiplies): the sweep index is the weight
+entry; the input address c1*H_in*W_in + max(h,0)*W_in + w and the accumulator
+entry k1*P1*Q1 + p*Q1 + q are kept as running sums that step by +-stride,
++-stride*W_in, +-1, +-Q1 as the pixel walks, with per-r/k1/c1 bases stepped
+at sweep ends.  The per-tile constants H_in*W_in, P1*Q1 and
+ceil(pad_top/stride)*Q1 are shift-and-add products registered over SETUP
+cycles after start; a first sweep shorter than SETUP + 1 operations waits
+for them (the only timing effect).
+
 The configuration is sampled when ``start`` is high; the sequencer then runs
-until the last operation is accepted.  Left out: address-generation
-pipelining (the addresses are a combinational function of the counters).
+until the last operation is accepted.  Left out: registering the op stream
+and computing each sweep's bounds one sweep ahead -- the bounds/empty/newblock
+logic from the registered configuration into the buffer read enables is the
+PE's critical path (40.5 MHz routed at ECP5 speed 6), the next step to 100 MHz.
 """
 from __future__ import annotations
 
@@ -24,7 +35,10 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .config import PEParams
+from .arith import lut_mul
 from .layouts import bits_for, cfg_layout
+
+SETUP = 2     # cycles after start until the per-tile constants are valid
 
 
 def op_layout(p: PEParams) -> data.StructLayout:
@@ -83,11 +97,37 @@ class Sequencer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        p = self.params
+        IB, AB = bits_for(p.ibuf_words), bits_for(p.abuf_entries)
         c = Signal(cfg_layout())
         r, s = Signal(4), Signal(4)
         k1, c1 = Signal(8), Signal(11)
         pb, qb, dy, dx = Signal(8), Signal(8), Signal(1), Signal(1)
         running = Signal()
+        st2 = c.stride == 2
+
+        # per-tile constants (LUT products, valid SETUP cycles after start; a
+        # sweep may not end before they are: see ``consts_ok``)
+        hw = lut_mul(m, c.H_in, c.W_in, 2, "hw", IB)                 # H_in*W_in
+        pq = lut_mul(m, c.P1, c.Q1, 2, "pq", AB)                     # P1*Q1
+        plo0 = Mux(st2, (c.pad_top + 1) >> 1, c.pad_top)
+        rq0 = lut_mul(m, c.Q1, plo0[:4], 2, "rq0", AB)               # ceil(pt/st)*Q1
+        pend = Signal(range(SETUP + 1))
+        consts_ok = pend == 0
+        with m.If(pend != 0):
+            m.d.sync += pend.eq(pend - 1)
+
+        # address trackers (all additions wrap: only the low address bits matter)
+        wb = Signal(bits_for(p.wbuf_entries))    # sweep index = ((r*S+s)*K1+k1)*C1+c1
+        chw = Signal(IB)                         # c1*H_in*W_in
+        kpq = Signal(AB)                         # k1*P1*Q1
+        rw = Signal(IB)                          # max(r - pad_top, 0) * W_in
+        rq = Signal(AB)                          # first skipped row's p * Q1 (r < pad_top)
+        rq_ok = Signal()                         # rq loaded from rq0
+        row_i = Signal(IB)                       # max(h, 0) * W_in of the current pixel
+        row_a = Signal(AB)                       # p * Q1
+        col_a, col_row = Signal(AB), Signal(AB)  # q; q at the sweep's first column
+        h, w, w_row = Signal(signed(13)), Signal(signed(13)), Signal(signed(13))
 
         # current sweep and the next one (for the counters' restart values)
         plo, phi, qlo, qhi, empty = self._sweep_range(m, c, r, s, c1, "cur")
@@ -98,37 +138,62 @@ class Sequencer(wiring.Component):
         n_c1 = Mux(last_c1, 0, c1 + 1)
         n_k1 = Mux(last_c1, Mux(last_k1, 0, k1 + 1), k1)
         n_s = Mux(last_c1 & last_k1, Mux(last_s, 0, s + 1), s)
-        n_r = Mux(last_c1 & last_k1 & last_s, r + 1, r)
+        r_inc = last_c1 & last_k1 & last_s
+        n_r = Mux(r_inc, r + 1, r)
         all_done = last_c1 & last_k1 & last_s & last_r
         nr, ns, nc1 = Signal(4), Signal(4), Signal(11)
         m.d.comb += [nr.eq(n_r), ns.eq(n_s), nc1.eq(n_c1)]
         nplo, _, nqlo, _, _ = self._sweep_range(m, c, nr, ns, nc1, "nxt")
 
-        m.d.comb += self.op.valid.eq(running & ~empty)
+        pt, pl = Signal(signed(6)), Signal(signed(6))     # zero-extended to signed
+        m.d.comb += [pt.eq(c.pad_top), pl.eq(c.pad_left)]
+        st = Mux(st2, 2, 1)
+        stw = Mux(st2, c.W_in << 1, c.W_in)[:IB]
+
+        # next sweep's first pixel: row (skipped rows start at h in {0, 1})
+        nrw = Signal(IB)
+        m.d.comb += nrw.eq(Mux(r_inc & (r >= c.pad_top), rw + c.W_in, rw))
+        nrq = Signal(AB)
+        rq_dec = ~st2 | (c.pad_top[0] ^ r[0])            # ceil((pt - r)/st) drops
+        rq_cur = Mux(rq_ok, rq, rq0)
+        m.d.comb += nrq.eq(Mux(r_inc & rq_dec, rq_cur - c.Q1, rq_cur))
+        skip_rows = nplo != 0
+        h0odd = st2 & (c.pad_top[0] ^ nr[0])
+        n_h, n_w = Signal(signed(13)), Signal(signed(13))
+        m.d.comb += [n_h.eq(Mux(skip_rows, h0odd, nr - pt)),
+                     n_w.eq(Mux(st2, nqlo << 1, nqlo) + ns - pl)]
+        n_row_i = Mux(skip_rows, Mux(h0odd, c.W_in, 0), nrw)
+        n_row_a = Mux(skip_rows, nrq, 0)
+
         with m.If(self.start & ~running):
             m.d.sync += [c.eq(self.cfg), running.eq(1), r.eq(0), s.eq(0), k1.eq(0), c1.eq(0),
-                         pb.eq(0), qb.eq(0), dy.eq(0), dx.eq(0)]
+                         pb.eq(0), qb.eq(0), dy.eq(0), dx.eq(0), pend.eq(SETUP),
+                         wb.eq(0), chw.eq(0), kpq.eq(0), rw.eq(0), rq_ok.eq(0),
+                         row_i.eq(0), row_a.eq(0), col_a.eq(0), col_row.eq(0),
+                         h.eq(-self.cfg.pad_top), w.eq(-self.cfg.pad_left),
+                         w_row.eq(-self.cfg.pad_left)]
 
         pool = c.pool
-        p = Signal(8)
-        q = Signal(8)
-        m.d.comb += [p.eq(Mux(pool, (pb << 1) | dy, pb)), q.eq(Mux(pool, (qb << 1) | dx, qb))]
-        h = Signal(signed(13))
-        w = Signal(signed(13))
-        pad_t, pad_l = Signal(signed(6)), Signal(signed(6))     # zero-extended to signed
-        m.d.comb += [pad_t.eq(c.pad_top), pad_l.eq(c.pad_left),
-                     h.eq(p * c.stride + r - pad_t), w.eq(q * c.stride + s - pad_l)]
         inside = (h >= 0) & (h < c.H_in) & (w >= 0) & (w < c.W_in)
         op = self.op.payload
         m.d.comb += [
-            op.ib_addr.eq((c1 * c.H_in + h.as_unsigned()[:11]) * c.W_in + w.as_unsigned()[:11]),
+            op.ib_addr.eq(chw + row_i + w.as_unsigned()[:IB]),
             op.pad.eq(~inside),
-            op.wb_addr.eq(((r * c.S + s) * c.K1 + k1) * c.C1 + c1),
+            op.wb_addr.eq(wb),
             op.newblock.eq((pb == plo) & (qb == qlo) & (dy == 0) & (dx == 0)),
-            op.acc_addr.eq((k1 * c.P1 + p) * c.Q1 + q),
+            op.acc_addr.eq(kpq + row_a + col_a),
             op.first.eq((r == 0) & (s == 0) & (c1 == 0)),
             op.final.eq((r == c.R - 1) & (s == c.S - 1) & (c1 == c.C1 - 1)),
         ]
+
+        def step_row(up):
+            """p +/- 1: h += / -= stride, row_i follows max(h, 0)*W_in."""
+            hn = Signal(signed(13), name=f"hn_{'up' if up else 'dn'}")
+            m.d.comb += hn.eq(h + st if up else h - st)
+            ri = Mux(hn < 0, 0, Mux(h < 0, Mux(hn[0], c.W_in, 0),
+                                    row_i + stw if up else row_i - stw))
+            m.d.sync += [h.eq(hn), row_i.eq(ri),
+                         row_a.eq(row_a + c.Q1 if up else row_a - c.Q1)]
 
         last_dx = ~pool | (dx == 1)
         last_dy = ~pool | (dy == 1)
@@ -137,22 +202,37 @@ class Sequencer(wiring.Component):
         sweep_end = Signal()
         m.d.comb += sweep_end.eq(empty | (last_dx & last_dy & last_qb & last_pb))
 
-        with m.If(running & (empty | self.op.ready)):
+        # a sweep may not end before the per-tile constants are valid (only a
+        # first sweep shorter than SETUP + 1 operations waits)
+        may_end = ~sweep_end | consts_ok
+        m.d.comb += self.op.valid.eq(running & ~empty & may_end)
+        with m.If(running & (empty | self.op.ready) & may_end):
             with m.If(sweep_end):
                 m.d.sync += [dx.eq(0), dy.eq(0), pb.eq(nplo), qb.eq(nqlo),
-                             c1.eq(n_c1), k1.eq(n_k1), s.eq(n_s), r.eq(n_r)]
+                             c1.eq(n_c1), k1.eq(n_k1), s.eq(n_s), r.eq(n_r),
+                             wb.eq(wb + 1), rw.eq(nrw), rq.eq(nrq), rq_ok.eq(1),
+                             chw.eq(Mux(last_c1, 0, chw + hw)),
+                             kpq.eq(Mux(last_c1, Mux(last_k1, 0, kpq + pq), kpq)),
+                             h.eq(n_h), w.eq(n_w), w_row.eq(n_w),
+                             row_i.eq(n_row_i), row_a.eq(n_row_a),
+                             col_a.eq(nqlo), col_row.eq(nqlo)]
                 with m.If(all_done):
                     m.d.sync += running.eq(0)
-            with m.Elif(~last_dx):
-                m.d.sync += dx.eq(1)
+            with m.Elif(~last_dx):                       # pooled: q + 1
+                m.d.sync += [dx.eq(1), w.eq(w + st), col_a.eq(col_a + 1)]
             with m.Else():
                 m.d.sync += dx.eq(0)
-                with m.If(~last_dy):
-                    m.d.sync += dy.eq(1)
+                with m.If(~last_dy):                     # pooled: p + 1, q - 1
+                    m.d.sync += [dy.eq(1), w.eq(w - st), col_a.eq(col_a - 1)]
+                    step_row(True)
                 with m.Else():
                     m.d.sync += dy.eq(0)
-                    with m.If(~last_qb):
-                        m.d.sync += qb.eq(qb + 1)
-                    with m.Else():
-                        m.d.sync += [qb.eq(qlo), pb.eq(pb + 1)]
+                    with m.If(~last_qb):                 # q + 1 (pooled: p - 1, q + 1)
+                        m.d.sync += [qb.eq(qb + 1), w.eq(w + st), col_a.eq(col_a + 1)]
+                        with m.If(pool):
+                            step_row(False)
+                    with m.Else():                       # next row: p + 1, q = first column
+                        m.d.sync += [qb.eq(qlo), pb.eq(pb + 1), w.eq(w_row),
+                                     col_a.eq(col_row)]
+                        step_row(True)
         return m

@@ -340,12 +340,25 @@ async def bench(dut):
     tb.report("bench")
 
 
+SETUP_CYCLES = 3       # a tile's first sweep lasts at least this many cycles
+
+
+def pipeline_extra(p: PEParams, to_ppu: bool) -> int:
+    """Cycles from the last issue cycle to the last result beat: operand
+    registers (1), MAC (mac_stages), accumulate + result-FIFO write (1), pop (1);
+    then the psum_out register (1) or the PPU (parameter read, bias add,
+    ppu_mul_stages of the scale multiply, round, saturate/pool: 4 + ppu_mul_stages)."""
+    base = 3 + p.mac_stages
+    return base + (4 + p.ppu_mul_stages if to_ppu else 1)
+
+
 def schedule_cycles(cfg: PEConfig) -> int:
     """Issue cycles of a tile by the sequencer's documented schedule: every sweep
     (r, s, k1, c1) visits all P1*Q1 pixels if it is the first (r=s=c1=0) or
     final (last r, s, c1) sweep or the tile is pooled; otherwise only the rows
     p and columns q whose input row/column is inside the tile; a sweep with no
-    such pixel costs one idle cycle."""
+    such pixel costs one idle cycle.  The first sweep takes at least
+    SETUP_CYCLES (the per-tile address constants are computed meanwhile)."""
     def span(n, pad, off, extent):
         return [i for i in range(n) if 0 <= i * cfg.stride + off - pad < extent]
     total = 0
@@ -356,7 +369,8 @@ def schedule_cycles(cfg: PEConfig) -> int:
                     first = r == 0 and s_ == 0 and c1 == 0
                     final = r == cfg.R - 1 and s_ == cfg.S - 1 and c1 == cfg.C1 - 1
                     if first or final or cfg.pool:
-                        total += cfg.P1 * cfg.Q1
+                        n = cfg.P1 * cfg.Q1
+                        total += max(n, SETUP_CYCLES) if r == s_ == _k1 == c1 == 0 else n
                     else:
                         n = len(span(cfg.P1, cfg.pad_top, r, cfg.H_in)) * \
                             len(span(cfg.Q1, cfg.pad_left, s_, cfg.W_in))
@@ -370,7 +384,9 @@ async def latency(dut):
     start to done: one operation per cycle, no bubble when the weight block
     changes (double-buffered weight registers), the drain overlapped with
     compute, and all-padding rows/columns skipped (schedule_cycles).
-    Pipeline: +6 through the PPU (LAST/ONLY), +4 to psum_out (FIRST/MIDDLE)."""
+    Pipeline (pipeline_extra): +11 through the PPU (LAST/ONLY), +6 to psum_out
+    (FIRST/MIDDLE) at the default mac_stages = ppu_mul_stages = 2 (was +6 / +4
+    before the MAC and PPU were pipelined for 100 MHz)."""
     tb = await _setup(dut, 1.0, 0.0)
     cases = [{"P1": 1, "Q1": 1}, {"P1": 4, "Q1": 4}, {"R": 3, "S": 3, "C1": 2, "K1": 2},
              {"R": 3, "S": 3, "C1": 2, "P1": 4, "Q1": 4, "pad_top": 1, "pad_left": 1,
@@ -379,7 +395,8 @@ async def latency(dut):
               "H_in": 3, "W_in": 9, "stride": 2, "pool": False},
              {"R": 3, "S": 1, "C1": 3, "P1": 1, "Q1": 2, "pad_top": 2, "pad_left": 0,
               "H_in": 1, "W_in": 2, "stride": 1, "pool": False}]
-    for role, extra in ((Role.ONLY, 6), (Role.FIRST, 4), (Role.MIDDLE, 4), (Role.LAST, 6)):
+    for role in (Role.ONLY, Role.FIRST, Role.MIDDLE, Role.LAST):
+        extra = pipeline_extra(tb.p, role in (Role.ONLY, Role.LAST))
         for over in cases:
             cfg, W, X, b, s = _case(tb, role=role, **{"pool": False, **over})
             ps = golden.random_psum(tb.p, cfg, tb.rng.randrange(1 << 30)) \

@@ -1,0 +1,309 @@
+"""Fast unit tests of the Simba PE's pieces in Amaranth's simulator (seconds,
+no Verilator): shift-and-add multipliers, the sequencer's op stream against an
+independent model of the documented loop nest (addresses from config.py's
+formulas, not from the RTL's running sums), the PPU against golden.pe.ppu,
+and a whole small PE tile against golden.pe.run_tile."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from amaranth import Module, Signal, signed, unsigned
+from amaranth.sim import Simulator
+
+from tessera.golden import pe as golden
+from tessera.hdl.pe.arith import lut_mul
+from tessera.hdl.pe.config import PEConfig, PEParams, Role
+from tessera.hdl.pe.ppu import PPU, latency as ppu_latency
+from tessera.hdl.pe.sequencer import Sequencer
+
+SMALL = PEParams(K0=4, C0=2, acc_width=20, wbuf_bytes=4096, ibuf_bytes=2048,
+                 abuf_entries=256, ppu_depth=4)
+
+
+def _run(dut, tb, cycles=None):
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(tb)
+    sim.run()
+
+
+# ------------------------------------------------------------------ multipliers
+@pytest.mark.parametrize("sa,sb,wa,wb,stages,width", [
+    (True, True, 25, 16, 2, None), (True, True, 8, 8, 0, None), (False, False, 11, 11, 2, 10),
+    (False, False, 8, 4, 1, 7), (True, True, 8, 8, 3, None), (False, False, 8, 8, 2, 2)])
+def test_lut_mul(sa, sb, wa, wb, stages, width):
+    m = Module()
+    a = Signal(signed(wa) if sa else unsigned(wa))
+    b = Signal(signed(wb) if sb else unsigned(wb))
+    y = lut_mul(m, a, b, stages, "t", width)
+    m.d.sync += Signal().eq(1)               # a sync domain even when combinational
+    rng = random.Random(1)
+    lo = lambda w, s: -(1 << (w - 1)) if s else 0
+    hi = lambda w, s: (1 << (w - 1)) - 1 if s else (1 << w) - 1
+    cases = [(lo(wa, sa), lo(wb, sb)), (hi(wa, sa), hi(wb, sb)), (lo(wa, sa), hi(wb, sb))]
+    cases += [(rng.randint(lo(wa, sa), hi(wa, sa)), rng.randint(lo(wb, sb), hi(wb, sb)))
+              for _ in range(60)]
+
+    async def tb(ctx):
+        for i, (x, z) in enumerate(cases + [(0, 0)] * stages):
+            ctx.set(a, x)
+            ctx.set(b, z)
+            if i >= stages:
+                ex, ez = cases[i - stages]
+                want = ex * ez if width is None else (ex * ez) % (1 << width)
+                assert ctx.get(y) == want, (ex, ez, ctx.get(y))
+            await ctx.tick()
+    _run(m, tb)
+
+
+# ------------------------------------------------------------------ sequencer
+def reference_ops(cfg: PEConfig) -> list[dict]:
+    """The documented schedule: for r, s, k1, c1 a sweep over the pixels in
+    pixel order; sweeps other than the first (r=s=c1=0) and final (last r, s, c1)
+    of an entry skip, on unpooled tiles, the rows p and columns q whose input
+    row/column is outside the tile (padding).  Addresses by config.py."""
+    c = cfg
+    order = golden.pixel_order(c.P1, c.Q1, c.pool)
+    ops = []
+    for r in range(c.R):
+        for s in range(c.S):
+            for k1 in range(c.K1):
+                for c1 in range(c.C1):
+                    first = r == 0 and s == 0 and c1 == 0
+                    final = r == c.R - 1 and s == c.S - 1 and c1 == c.C1 - 1
+                    pix = order
+                    if not (first or final or c.pool):
+                        pix = [(p, q) for p, q in order
+                               if 0 <= p * c.stride + r - c.pad_top < c.H_in
+                               and 0 <= q * c.stride + s - c.pad_left < c.W_in]
+                    for i, (p, q) in enumerate(pix):
+                        h, w = p * c.stride + r - c.pad_top, q * c.stride + s - c.pad_left
+                        inside = 0 <= h < c.H_in and 0 <= w < c.W_in
+                        ops.append({"ib_addr": (c1 * c.H_in + h) * c.W_in + w if inside else None,
+                                    "pad": int(not inside),
+                                    "wb_addr": ((r * c.S + s) * c.K1 + k1) * c.C1 + c1,
+                                    "newblock": int(i == 0),
+                                    "acc_addr": (k1 * c.P1 + p) * c.Q1 + q,
+                                    "first": int(first), "final": int(final)})
+    return ops
+
+
+def sequencer_ops(p: PEParams, cfg: PEConfig, seed: int) -> list[dict]:
+    dut = Sequencer(p)
+    ops = []
+    rng = random.Random(seed)
+    expect = len(reference_ops(cfg))
+
+    async def tb(ctx):
+        for k, v in cfg.as_dict().items():
+            ctx.set(getattr(dut.cfg, k), v)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        for _ in range(4 * expect + 200):
+            rdy = rng.random() < 0.8
+            ctx.set(dut.op.ready, rdy)
+            if ctx.get(dut.op.valid) and rdy:
+                pl = ctx.get(dut.op.payload)
+                d = {k: int(getattr(pl, k)) for k in
+                     ("ib_addr", "pad", "wb_addr", "newblock", "acc_addr", "first", "final")}
+                if d["pad"]:
+                    d["ib_addr"] = None
+                ops.append(d)
+            await ctx.tick()
+    _run(dut, tb)
+    return ops
+
+
+def _cases():
+    rng = np.random.default_rng(7)
+    out = []
+    small = {"K1": 2, "C1": 2}
+    overrides = [{**small, "P1": 5, "Q1": 3}, {**small, "pool": True, "P1": 4, "Q1": 2},
+                 {"K1": 3, "C1": 1, "P1": 3, "Q1": 4, "R": 3, "pad_top": 2, "stride": 2},
+                 {"R": 7, "S": 7, "stride": 2, "pad_top": 3, "pad_left": 3, "K1": 1, "C1": 1,
+                  "P1": 3, "Q1": 3},
+                 {"R": 5, "S": 2, "stride": 2, "pad_top": 4, "pad_left": 1, "pool": False},
+                 {"R": 5, "S": 5, "stride": 1, "pad_top": 4, "pad_left": 2, "pool": False,
+                  "K1": 1, "C1": 2},
+                 {"P1": 1, "Q1": 1, "pool": False}, {"P1": 1, "Q1": 2, "pool": False, "R": 3},
+                 {**small, "pool": True, "stride": 2, "R": 3, "S": 3, "pad_top": 1},
+                 {"K1": 1, "C1": 1, "pool": True, "stride": 2, "R": 3, "S": 3}]
+    for i, ov in enumerate(overrides):
+        out.append(golden.random_case(SMALL, rng, **ov)[0])
+    return out
+
+
+@pytest.mark.parametrize("idx", range(10))
+def test_sequencer_matches_loop_nest(idx):
+    cfg = _cases()[idx]
+    got = sequencer_ops(SMALL, cfg, idx)
+    want = reference_ops(cfg)
+    assert len(got) == len(want), cfg
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert g == w, f"op {i} of {cfg}: {g} != {w}"
+
+
+# ------------------------------------------------------------------ PPU
+@pytest.mark.parametrize("pool,mul_stages,big", [(False, 2, False), (True, 2, False),
+                                                  (False, 1, True), (True, 3, True),
+                                                  (False, 2, True)])
+def test_ppu_matches_golden(pool, mul_stages, big):
+    """big: full-range values (mostly saturating: the wide datapath); otherwise
+    values and shift chosen so that most outputs land inside int8 (rounding)."""
+    p = PEParams(K0=4, C0=2, acc_width=20, ppu_depth=4)
+    rng = np.random.default_rng(3 + mul_stages + 10 * big)
+    K1, n = 3, 8
+    vb, bb, sb = (19, 23, 15) if big else (11, 11, 9)
+    cfg = PEConfig(R=1, S=1, C1=1, K1=K1, P1=2, Q1=4, H_in=2, W_in=4, role=Role.ONLY,
+                   relu=bool(pool), pool=pool,
+                   shift=int(rng.integers(0, 32)) if big else 14)
+    bias = rng.integers(-(1 << bb), 1 << bb, size=K1 * p.K0)
+    scale = rng.integers(-(1 << sb), 1 << sb, size=K1 * p.K0)
+    v = rng.integers(-(1 << vb), 1 << vb, size=(K1 * n, p.K0))
+    if big:
+        v[0, :] = [-(1 << 19), (1 << 19) - 1, 0, 1]
+    y = np.asarray(golden.ppu(p, cfg, v.reshape(K1, n, p.K0), bias, scale)).reshape(-1, p.K0)
+    if pool:                                   # 4 consecutive beats = one 2x2 block
+        y = y.reshape(-1, 4, p.K0).max(axis=1)
+    want = y.astype(int).tolist()
+    dut = PPU(p, mul_stages)
+    got = []
+
+    async def tb(ctx):
+        ctx.set(dut.load_en, 1)
+        for b in golden.ppu_beats(p, cfg, bias, scale):
+            ctx.set(dut.load.valid, 1)
+            ctx.set(dut.load.payload.addr, b["addr"])
+            ctx.set(dut.load.payload.row, b["row"])
+            ctx.set(dut.load.payload.bias, b["bias"])
+            ctx.set(dut.load.payload.scale, b["scale"])
+            await ctx.tick()
+        ctx.set(dut.load.valid, 0)
+        ctx.set(dut.load_en, 0)
+        ctx.set(dut.shift, cfg.shift)
+        ctx.set(dut.relu, cfg.relu)
+        ctx.set(dut.pool, cfg.pool)
+        r = random.Random(mul_stages)
+        i = 0
+        for _ in range(600):
+            ctx.set(dut.i.valid, i < len(v) and r.random() < 0.7)
+            if i < len(v):
+                for k in range(p.K0):
+                    ctx.set(dut.i.payload.v[k], int(v[i, k]))
+                ctx.set(dut.i.payload.k1, i // n)
+            rdy = r.random() < 0.6
+            ctx.set(dut.o.ready, rdy)
+            if ctx.get(dut.o.valid) and rdy:
+                got.append([ctx.get(dut.o.payload[k]) for k in range(p.K0)])
+            if ctx.get(dut.i.valid) and ctx.get(dut.i.ready):
+                i += 1
+            await ctx.tick()
+    _run(dut, tb)
+    assert got == want
+
+
+def test_ppu_latency():
+    """One beat in, no back-pressure: out valid latency(mul_stages) cycles later."""
+    p = PEParams(K0=2, C0=2, ppu_depth=2)
+    for ms in (1, 2, 3):
+        dut = PPU(p, ms)
+        seen = []
+
+        async def tb(ctx):
+            ctx.set(dut.o.ready, 1)
+            ctx.set(dut.i.valid, 1)
+            await ctx.tick()
+            ctx.set(dut.i.valid, 0)
+            for t in range(1, 12):
+                if ctx.get(dut.o.valid):
+                    seen.append(t)
+                await ctx.tick()
+        _run(dut, tb)
+        assert seen == [ppu_latency(ms)] == [4 + ms]
+
+
+# ------------------------------------------------------------------ whole PE
+TINY = dict(K0=2, C0=2, acc_width=20, wbuf_bytes=1024, ibuf_bytes=512, abuf_entries=64,
+            ppu_depth=4, mac_dsps=1)
+
+
+def pe_tile(params: dict, cfg: PEConfig, seed: int, ready_prob: float):
+    """Run one tile on SimbaPE in Amaranth's simulator with random back-pressure
+    and psum_in gaps; returns (beats, expected beats, cycles start -> done)."""
+    from tessera.hdl.pe import SimbaPE
+    dut = SimbaPE(**params)
+    p = dut.params
+    rng = np.random.default_rng(seed)
+    _, W, X, bias, scale = golden.random_case(p, rng, **{k: v for k, v in cfg.as_dict().items()})
+    psum = golden.random_psum(p, cfg, rng) if cfg.role in (Role.MIDDLE, Role.LAST) else None
+    exp = golden.run_tile(p, cfg, W, X, psum_in=psum, bias=bias, scale=scale)
+    to_ppu = cfg.role in (Role.LAST, Role.ONLY)
+    want = np.asarray(exp["out" if to_ppu else "psum_out"]).reshape(-1, p.K0).astype(int).tolist()
+    got, when = [], {}
+    r = random.Random(seed)
+
+    async def tb(ctx):
+        async def beat(port, fields):
+            ctx.set(port.valid, 1)
+            for k, v in fields.items():
+                if isinstance(v, list):
+                    for i, x in enumerate(v):
+                        ctx.set(getattr(port.payload, k)[i], x)
+                else:
+                    ctx.set(getattr(port.payload, k), v)
+            await ctx.tick()
+            ctx.set(port.valid, 0)
+        for b in golden.weight_beats(p, cfg, W):
+            await beat(dut.w_load, b)
+        for b in golden.input_beats(p, cfg, X):
+            await beat(dut.i_load, b)
+        if to_ppu:
+            for b in golden.ppu_beats(p, cfg, bias, scale):
+                await beat(dut.p_load, b)
+        for k, v in cfg.as_dict().items():
+            ctx.set(getattr(dut.cfg, k), v)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        sink = dut.out if to_ppu else dut.psum_out
+        ps_i = 0
+        for t in range(1, 20000):
+            rdy = r.random() < ready_prob
+            ctx.set(sink.ready, rdy)
+            ps_valid = psum is not None and ps_i < len(psum) and r.random() < ready_prob
+            ctx.set(dut.psum_in.valid, ps_valid)
+            if ps_valid:
+                for k in range(p.K0):
+                    ctx.set(dut.psum_in.payload[k], int(psum[ps_i][k]))
+            if ctx.get(sink.valid) and rdy:
+                got.append([ctx.get(sink.payload[k]) for k in range(p.K0)])
+            if ps_valid and ctx.get(dut.psum_in.ready):
+                ps_i += 1
+            assert not ctx.get(dut.error)
+            await ctx.tick()
+            if ctx.get(dut.done):
+                when["done"] = t
+                break
+    _run(dut, tb)
+    return got, want, when.get("done")
+
+
+@pytest.mark.parametrize("over,ready", [
+    ({"role": Role.ONLY, "P1": 1, "Q1": 1, "C1": 3, "R": 1, "S": 3, "pool": False}, 0.5),
+    ({"role": Role.MIDDLE, "K1": 2, "C1": 2, "P1": 2, "Q1": 3, "pool": False}, 0.4),
+    ({"role": Role.LAST, "pool": True, "P1": 2, "Q1": 4, "K1": 2}, 0.7),
+    ({"role": Role.ONLY, "R": 3, "S": 3, "pad_top": 2, "pad_left": 1, "stride": 2,
+      "P1": 3, "Q1": 3, "C1": 2, "pool": False}, 1.0),
+    # every operation final, heavy back-pressure: the result FIFO fills (credits)
+    ({"role": Role.FIRST, "R": 1, "S": 1, "C1": 1, "K1": 2, "P1": 4, "Q1": 4,
+      "pool": False}, 0.15)])
+def test_pe_tile_matches_golden(over, ready):
+    rng = np.random.default_rng(11)
+    p = PEParams(**TINY)
+    cfg = golden.random_case(p, rng, **over)[0]
+    got, want, done = pe_tile(TINY, cfg, 5, ready)
+    assert done is not None, "no done"
+    assert got == want, cfg
