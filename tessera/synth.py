@@ -46,8 +46,11 @@ SMALL_MEMORY_BITS = 1024        # memories above this must map to RAM, not logic
 # Yosys script.  The one place for synthesis workarounds: keep each with a comment.
 YOSYS_PRE = "read_verilog -sv {files}; hierarchy -top {top}; proc; flatten; opt_clean; " \
             "memory -nomap; tee -q -o {memstat} dump t:$mem_v2"
-YOSYS_SYNTH = "read_verilog -sv {files}; synth_ecp5 -noiopad -top {top} -json {top}.json; " \
-              "tee -q -o {stat} stat -json"
+# Workaround (the only one): Yosys issue #4349 -- on the PE, ABC9's reintegration stops on
+# "Assert count_id(wire->name) == 0" (a duplicate wire name).  Splitting multi-bit nets
+# (hierarchy/proc/flatten/splitnets) before synth_ecp5 avoids it; it does not change the logic.
+YOSYS_SYNTH = "read_verilog -sv {files}; hierarchy -top {top}; proc; flatten; splitnets; " \
+              "synth_ecp5 -noiopad -top {top} -json {top}.json; tee -q -o {stat} stat -json"
 
 
 def _tool(name: str) -> str:
