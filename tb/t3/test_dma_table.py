@@ -55,6 +55,7 @@ class DmaTB(TBBase):
         await ReadOnly()
         exp = self.model.step(trig is not None, trig, cmd_ready, cfg)
         got = {"trig_ready": bool(d.trig__ready.value), "cmd_valid": bool(d.cmd__valid.value),
+               "cfg_ready": bool(d.cfg__ready.value),
                "misses": d.misses.value.to_unsigned(), "done": d.done.value.to_unsigned(),
                "issued": d.issued.value.to_unsigned(), "error": bool(d.error.value)}
         for k, v in got.items():
@@ -97,7 +98,8 @@ async def dma_table_random(dut):
     for rnd in range(6):
         entries, tiles = program(rng, E, wfw)
         for i, e in enumerate(entries + [None]):
-            await tb.cycle(None, True, (i, e))
+            while not (await tb.cycle(None, True, (i, e)))["cfg_ready"]:
+                pass
         trigs = [(wg, wf, a) for wg, wf, a, _ in tiles]
         miss_keys = [k for k in range(4, entries[-1].key_hi + 6)
                      if not any(e.key_lo <= k <= e.key_hi for e in entries)]
@@ -106,7 +108,7 @@ async def dma_table_random(dut):
         rng.shuffle(trigs)
         cmds, cur = [], None
         misses0, done0 = tb.model.misses, tb.model.done
-        while trigs or cur is not None or tb.model.out is not None:
+        while trigs or cur is not None or not tb.model.idle():
             if cur is None and trigs and rng.random() < 0.8:
                 cur = trigs.pop()
             o = await tb.cycle(cur, rng.random() < 0.6)
