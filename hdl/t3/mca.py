@@ -69,6 +69,8 @@ class MCA(wiring.Component):
             "starving": Out(1),
             "dyn_valid": Out(1),
         })
+        self.f_wait = Signal(wait_width)     # starvation counter, for the formal harness
+        self.f_level = Signal(range(3))      # output buffer fill
 
     def elaborate(self, platform):
         m = Module()
@@ -138,6 +140,7 @@ class MCA(wiring.Component):
         with m.Elif(k.valid & (wait != (1 << self.wait_width) - 1)):
             m.d.sync += wait.eq(wait + 1)
 
+        m.d.comb += [self.f_wait.eq(wait), self.f_level.eq(level)]
         full = 1 << self.learn_log2
         with m.If(self.learn):
             with m.If(learn_cnt < full):

@@ -126,6 +126,11 @@ class Tracker(wiring.Component):
             "occupancy": Out(range(sets * ways + overflow + 1)),
             "busy": Out(1),
         })
+        # observation points for the formal harness (not ports)
+        self.f_idle = Signal()               # nothing in flight, both FIFOs empty
+        self.f_s2_valid = Signal()
+        self.f_vfifo_level = Signal(range(victims + 3))
+        self.f_vfifo_pop = Signal()
 
     def elaborate(self, platform):
         m = Module()
@@ -340,4 +345,7 @@ class Tracker(wiring.Component):
             m.d.sync += occ.eq(occ - 1)
         m.d.comb += [self.err_count.eq(err), self.error.eq(err != 0), self.conflicts.eq(conf),
                      self.evictions.eq(evc), self.occupancy.eq(occ)]
+        m.d.comb += [self.f_idle.eq(~s1_valid & ~s2_valid & ~tf.r_rdy & ~vf.r_rdy),
+                     self.f_s2_valid.eq(s2_valid), self.f_vfifo_level.eq(vf.level),
+                     self.f_vfifo_pop.eq(take_vic)]
         return m

@@ -181,8 +181,9 @@ async def tracker_overcount_and_conflict(dut):
     await send((3, 1, 0x500, 15, SRC_LOCAL))
     await idle(5)
     trigs.clear()
-    # conflict storm in set 0: ways + overflow + 3 tiles live at once, 4 updates of 4 each
-    n_tiles = ways + ovf + 3
+    # conflict storm in set 0: ways + overflow + 2 tiles live at once (the old design held the
+    # stream from ways + overflow + 1 on), 4 updates of 4 elements each
+    n_tiles = ways + ovf + 2
     tiles = [(k * sets, k % 2) for k in range(n_tiles)]
     for rnd in range(4):
         for k, (wg, wf) in enumerate(tiles):
