@@ -31,7 +31,7 @@ from .tracker import Tracker
 
 
 def _reset_first_cycle(m):
-    init_done = Signal()
+    init_done = Signal(reset_less=True)     # not reset by the reset it drives
     m.d.sync += init_done.eq(1)
     m.d.comb += Assume(ResetSignal() == ~init_done)
     return init_done
@@ -59,8 +59,9 @@ class MCAHarness(wiring.Component):
                      self.starving.eq(d.starving), self.dyn_valid.eq(d.dyn_valid)]
         init = _reset_first_cycle(m)
         k = d.comm
-        limit = Signal.like(d.starve_limit)
-        m.d.sync += limit.eq(limit)
+        limit = Signal.like(d.starve_limit, reset_less=True)    # any value, fixed after cycle 0
+        with m.If(~init):
+            m.d.sync += limit.eq(d.starve_limit)
         ghost = Signal(8)                # cycles the offered comm request waited with room
         with m.If(k.valid & ~k.ready & (d.f_level != 2)):
             m.d.sync += ghost.eq(ghost + 1)
@@ -104,8 +105,10 @@ class TrackerHarness(wiring.Component):
         u = self.upd_payload
         m.d.comb += [d.upd.valid.eq(self.upd_valid), d.upd.payload.eq(u),
                      d.trig.ready.eq(self.trig_ready), d.threshold.eq(self.threshold)]
-        thr, wwg, wwf = Signal(3), Signal(2), Signal(1)
-        m.d.sync += [thr.eq(thr), wwg.eq(wwg), wwf.eq(wwf)]
+        thr, wwg, wwf = (Signal(3, reset_less=True), Signal(2, reset_less=True),
+                         Signal(1, reset_less=True))      # any value, fixed after cycle 0
+        with m.If(~init):
+            m.d.sync += [thr.eq(self.threshold), wwg.eq(self.watch_wg), wwf.eq(self.watch_wf)]
         acc = Signal(6)                   # elements of the watched tile accepted so far
         amin = Signal(2, init=3)          # its smallest address so far
         ntrig = Signal(2)

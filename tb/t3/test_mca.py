@@ -59,6 +59,9 @@ async def run_policy(tb, policy, *, cycles, seed, threshold=8, starve_limit=12, 
     d.threshold.value = threshold
     d.starve_limit.value = starve_limit
     d.dynamic.value = int(dynamic)
+    d.comp__valid.value = 0           # nothing offered in the cycle after reset (model: idle)
+    d.comm__valid.value = 0
+    d.out__ready.value = 0
     await tb.start()
     occ = 0
     comp_cur = comm_cur = None
