@@ -50,7 +50,7 @@ class MCATB(TBBase):
 
 
 async def run_policy(tb, policy, *, cycles, seed, threshold=8, starve_limit=12, dynamic=False,
-                     learn_cycles=0, drain_at=None, comp_rate=0.7, service=0.75):
+                     learn_cycles=0, learn_start=0, drain_at=None, comp_rate=0.7, service=0.75):
     d = tb.dut
     rng = random.Random(seed)
     cfg = dict(policy=policy, threshold=threshold, starve_limit=starve_limit, dynamic=dynamic,
@@ -74,7 +74,7 @@ async def run_policy(tb, policy, *, cycles, seed, threshold=8, starve_limit=12, 
     stats = {"grants": 0, "comm": 0, "comp": 0, "max_wait_excess": 0, "thr_violations": 0,
              "starved_grants": 0}
     for cyc in range(cycles):
-        learn = cyc < learn_cycles
+        learn = learn_start <= cyc < learn_start + learn_cycles
         drain = drain_at is not None and cyc >= drain_at
         if comp_cur is None and not drain and rng.random() < comp_rate:
             seq += 1
@@ -164,7 +164,8 @@ async def mca_policies(dut):
     learned = []
     for service, label in ((0.55, "memory-intensive"), (0.97, "compute-bound")):
         st = await run_policy(tb, POLICY_MCA, cycles=900, seed=seed + 11, dynamic=True,
-                              learn_cycles=L + 5, drain_at=700, comp_rate=0.9, service=service)
+                              learn_cycles=L + 5, learn_start=30, drain_at=700, comp_rate=0.9,
+                              service=service)
         mean = sum(st["learn_occ"][:L]) // L
         want = next((TABLE[i] for i, b in enumerate(BINS) if mean >= b), TABLE[3])
         tb.check_equal(dut.eff_threshold.value.to_unsigned(), want, f"{label} learned threshold")
