@@ -61,10 +61,11 @@ def _build_tracker(**p):
 
 BLOCKS = [
     BlockSpec(name="tracker", build=_build_tracker, params=_TRACKER_PARAMS,
-              doc="T3 wavefront Tracker: set-associative update counting, trigger on threshold (§4.2.1)",
+              doc="T3 wavefront Tracker: set-associative update counting, trigger on threshold, "
+                  "eviction on set conflicts (§4.2.1)",
               demo_module="tessera.tb.t3.test_tracker", demo_testcase="tracker_random",
               demo_params={"sets": 8, "ways": 2, "wg_width": 8, "addr_width": 24, "count_width": 10,
-                           "overflow": 2, "trig_depth": 2}),
+                           "overflow": 2, "trig_depth": 2, "victims": 2}),
     BlockSpec(name="dma_table", build=lambda **p: DmaTable(**p), params=_DMA_PARAMS,
               doc="T3 DMA trigger table: tile-range lookup, multi-tile blocks, store/update/none (§4.2.2)",
               demo_module="tessera.tb.t3.test_dma_table", demo_testcase="dma_table_random",
