@@ -27,8 +27,10 @@ Pipeline (one trigger per cycle; a trigger accepted in cycle t presents its comm
 * accept (t): the trigger's key is compared with every entry's range (two comparators per entry,
   in parallel) -> hit vector register;
 * S1 (t+1): lowest-index hit (priority encoder) selects the entry's fields -> register;
-* S2 (t+2): the entry's block counter is read, incremented and compared with ``tiles`` (counters
-  are read and written only here, so back-to-back triggers of one entry need no forwarding),
+* S2 (t+2): the entry's block counter decides whether the block is complete (each entry keeps a
+  "next trigger completes" flag beside its counter, updated with it, so S2 only ANDs it with the
+  one-hot entry; counters are read and written only here, so back-to-back triggers of one entry
+  need no forwarding),
   ``dst = src + (dst_addr - base)`` (the difference is stored when the entry is written) -> the
   command register, which drives ``cmd`` in t+3.
 
@@ -41,7 +43,7 @@ Python by the ring testbench.
 """
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -136,20 +138,18 @@ class DmaTable(wiring.Component):
         for f in fields[1:]:
             acc = acc | f
         m.d.comb += e.eq(acc)
+        s2_single = Signal()
         with m.If(s2_free):
             m.d.sync += [s2_valid.eq(s1_valid), s2_t.eq(s1_t), s2_hit.eq(s1_hit.any()),
-                         s2_1h.eq(h_1hot), s2_e.eq(e)]
+                         s2_1h.eq(h_1hot), s2_e.eq(e), s2_single.eq(e.tiles == 1)]
 
         # ---- S2: block counter, command ------------------------------------------------------
-        c_old = Signal.like(cnt[0])
-        c_acc = Mux(s2_1h[0], cnt[0], 0)
-        for i in range(1, E):
-            c_acc = c_acc | Mux(s2_1h[i], cnt[i], 0)
-        m.d.comb += c_old.eq(c_acc)
-        c_new = Signal(len(c_old) + 1)
-        m.d.comb += c_new.eq(c_old + 1)
-        complete = c_new >= s2_e.tiles
-        single = s2_e.tiles == 1
+        # last[i]: the next trigger of entry i completes its block (cnt[i] + 1 >= tiles), kept
+        # up to date with the counter so S2 needs no counter multiplexer and comparator
+        last = [Signal(name=f"last{i}") for i in range(E)]
+        complete = Signal()
+        m.d.comb += complete.eq((s2_1h & Cat(*last)).any())
+        single = s2_single
         src = Signal(aw)
         m.d.comb += src.eq(Mux(single, s2_t.addr, s2_e.base))
         retire = s2_valid & adv2
@@ -183,10 +183,13 @@ class DmaTable(wiring.Component):
         ce = self.cfg.payload.entry
         for i in range(E):
             with m.If(cfg_sel[i]):
-                m.d.sync += [ent[i].eq(ce), cnt[i].eq(0),
+                m.d.sync += [ent[i].eq(ce), cnt[i].eq(0), last[i].eq(ce.tiles <= 1),
                              delta[i].eq((ce.dst_addr - ce.base)[:aw])]
             with m.Elif(retire & s2_1h[i]):
-                m.d.sync += cnt[i].eq(Mux(complete, 0, c_new))
+                with m.If(last[i]):
+                    m.d.sync += [cnt[i].eq(0), last[i].eq(ent[i].tiles <= 1)]
+                with m.Else():
+                    m.d.sync += [cnt[i].eq(cnt[i] + 1), last[i].eq(cnt[i] + 2 >= ent[i].tiles)]
         m.d.comb += [self.misses.eq(misses), self.error.eq(misses != 0),
                      self.done.eq(done), self.issued.eq(issued)]
         return m

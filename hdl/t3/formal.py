@@ -5,7 +5,7 @@
   communication granted without starving and outside a drain never finds the queue at or above
   the effective threshold; the 2-entry output buffer never overflows (k-induction).
 * ``tracker_exactly_once``: a small Tracker (1 set x 1 way, 1 overflow entry, 1 victim slot,
-  4 tiles, 3-bit counts) under any legal update stream (a tile's updates sum to at most the threshold):
+  4 tiles, 2-bit counts) under any legal update stream (a tile's updates sum to at most the threshold):
   a watched tile (any wg/wf) triggers at most once, only once all of its elements are in, with
   its smallest address, and when the Tracker is idle with all of them in, it has triggered --
   through set conflicts, overflow allocation, evictions and victim re-entry (BMC).
@@ -83,7 +83,7 @@ class MCAHarness(wiring.Component):
         return m
 
 
-TR_SMALL = dict(sets=1, ways=1, wg_width=1, wf_width=1, addr_width=2, count_width=3, n_width=2,
+TR_SMALL = dict(sets=1, ways=1, wg_width=1, wf_width=1, addr_width=1, count_width=2, n_width=2,
                 overflow=1, trig_depth=1, victims=1)
 
 
@@ -95,7 +95,7 @@ class TrackerHarness(wiring.Component):
         self.which = which
         self.dut = Tracker(**TR_SMALL)
         super().__init__({"upd_valid": In(1), "upd_payload": In(self.dut.ulayout),
-                          "trig_ready": In(1), "threshold": In(3), "watch_wg": In(1),
+                          "trig_ready": In(1), "threshold": In(2), "watch_wg": In(1),
                           "watch_wf": In(1)})
 
     def elaborate(self, platform):
@@ -105,12 +105,12 @@ class TrackerHarness(wiring.Component):
         u = self.upd_payload
         m.d.comb += [d.upd.valid.eq(self.upd_valid), d.upd.payload.eq(u),
                      d.trig.ready.eq(self.trig_ready), d.threshold.eq(self.threshold)]
-        thr, wwg, wwf = (Signal(3, reset_less=True), Signal(1, reset_less=True),
+        thr, wwg, wwf = (Signal(2, reset_less=True), Signal(1, reset_less=True),
                          Signal(1, reset_less=True))      # any value, fixed after cycle 0
         with m.If(~init):
             m.d.sync += [thr.eq(self.threshold), wwg.eq(self.watch_wg), wwf.eq(self.watch_wf)]
         acc = Signal(6)                   # elements of the watched tile accepted so far
-        amin = Signal(2, init=3)          # its smallest address so far
+        amin = Signal(1, init=1)          # its smallest address so far
         ntrig = Signal(2)
         accept = d.upd.valid & d.upd.ready
         watched = accept & (u.wg == wwg) & (u.wf == wwf)
@@ -132,7 +132,7 @@ class TrackerHarness(wiring.Component):
             with m.If(watched):
                 m.d.comb += Assume(acc + u.n <= thr)
         with m.Else():
-            m.d.comb += [Assume(acc == 0), Assume(ntrig == 0), Assume(amin == 3)]
+            m.d.comb += [Assume(acc == 0), Assume(ntrig == 0), Assume(amin == 1)]
         if self.which == "once":
             with m.If(init):
                 m.d.comb += Assert(ntrig <= 1)

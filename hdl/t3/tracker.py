@@ -89,6 +89,59 @@ def check_tracker_params(sets, ways, wg_width, wf_width, addr_width, count_width
             raise ValueError(f"{name} must be >= {lo}, got {v}")
 
 
+class _RegSets(wiring.Component):
+    """Register file with the :class:`SRAM` ports (read latency 1; a same-cycle write is not
+    seen), for set memories of 1 kbit or less."""
+
+    def __init__(self, depth, width):
+        self.depth = depth
+        ab = max(1, (max(2, depth) - 1).bit_length())
+        super().__init__({"w_en": In(1), "w_addr": In(ab), "w_data": In(width), "r_en": In(1),
+                          "r_addr": In(ab), "r_data": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        regs = [Signal(len(self.w_data), name=f"set{i}", reset_less=True) for i in range(self.depth)]
+        with m.If(self.r_en):
+            with m.Switch(self.r_addr):
+                for i, r in enumerate(regs):
+                    with m.Case(i):
+                        m.d.sync += self.r_data.eq(r)
+        for i, r in enumerate(regs):
+            with m.If(self.w_en & (self.w_addr == i)):
+                m.d.sync += r.eq(self.w_data)
+        return m
+
+
+class _RegFIFO(wiring.Component):
+    """First-word-fall-through FIFO in registers, the :class:`amaranth.lib.fifo.SyncFIFO` ports
+    used here (``w_en``/``w_data``, ``r_en``/``r_data``/``r_rdy``, ``level``); for tiny depths."""
+
+    def __init__(self, width, depth):
+        self.width, self.depth = width, depth
+        super().__init__({"w_en": In(1), "w_data": In(width), "r_en": In(1), "r_data": Out(width),
+                          "r_rdy": Out(1), "level": Out(range(depth + 1))})
+
+    def elaborate(self, platform):
+        m = Module()
+        q = [Signal(self.width, name=f"q{i}") for i in range(self.depth)]
+        pop = self.r_en & self.r_rdy
+        m.d.comb += [self.r_rdy.eq(self.level != 0), self.r_data.eq(q[0])]
+        after = self.level - pop                 # entries kept
+        for i in range(self.depth):
+            nxt = q[i + 1] if i + 1 < self.depth else q[i]
+            with m.If(self.w_en & (after == i)):
+                m.d.sync += q[i].eq(self.w_data)
+            with m.Elif(pop):
+                m.d.sync += q[i].eq(nxt)
+        m.d.sync += self.level.eq(self.level + self.w_en - pop)
+        return m
+
+
+def _fifo(width, depth):
+    return _RegFIFO(width, depth) if depth <= 4 else fifo.SyncFIFO(width=width, depth=depth)
+
+
 class Tracker(wiring.Component):
     """See module docstring.  Ports: ``upd`` (sink), ``trig`` (source), ``threshold`` (config),
     ``err_count``/``error`` (over-counts), ``conflicts`` (overflow allocations), ``evictions``
@@ -137,11 +190,14 @@ class Tracker(wiring.Component):
         W, P, sb = self.ways, self.n_ovf, self.set_bits
         Pv = max(P, 1)
         E = self.entry_layout
-        m.submodules.sets = mem = SRAM(max(2, self.sets), E.size * W)
+        if self.sets * E.size * W > 1024:
+            m.submodules.sets = mem = SRAM(max(2, self.sets), E.size * W)
+        else:                                # small: registers, same ports and read latency
+            m.submodules.sets = mem = _RegSets(self.sets, E.size * W)
         set_layout = data.ArrayLayout(E, W)
         TD, VD = self.trig_depth + 2, self.victims + 2
-        m.submodules.tfifo = tf = fifo.SyncFIFO(width=self.tlayout.size, depth=TD)
-        m.submodules.vfifo = vf = fifo.SyncFIFO(width=self.ilayout.size, depth=VD)
+        m.submodules.tfifo = tf = _fifo(self.tlayout.size, TD)
+        m.submodules.vfifo = vf = _fifo(self.ilayout.size, VD)
         ovf = [Signal(self.ovf_layout, name=f"ovf{j}") for j in range(P)]
 
         def set_index(wg):
