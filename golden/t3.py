@@ -270,10 +270,10 @@ POLICY_RR, POLICY_COMPUTE_FIRST, POLICY_MCA = 0, 1, 2
 
 class ArbiterModel:
     """Compute vs communication arbitration into one DRAM command queue (see
-    ``tessera.hdl.t3.mca``).  ``step`` returns ``c_ready``, ``m_ready`` (the grants of the cycle),
-    ``out_valid``, ``out_src`` (0 compute / 1 communication; the head of the 2-entry output buffer
-    that a grant fills, so a request granted in cycle t is on ``out`` from cycle t+1), ``room``
-    (a grant is possible), ``threshold`` (effective), ``starving``."""
+    ``tessera.hdl.t3.mca``).  ``step`` returns ``c_ready``, ``m_ready`` (the grants of the cycle,
+    only with ``out_ready``), ``out_valid``, ``out_src`` (0 compute / 1 communication; the output
+    register a grant fills, so a request granted in cycle t is on ``out`` in cycle t+1),
+    ``threshold`` (effective), ``starving``."""
 
     def __init__(self, occ_width=6, wait_width=10, learn_log2=4):
         self.occ_width, self.wait_width, self.learn_log2 = occ_width, wait_width, learn_log2
@@ -286,7 +286,7 @@ class ArbiterModel:
         self.learn_sum = 0
         self.dyn_thr = 0
         self.dyn_valid = False
-        self.buf = deque()         # granted sources waiting for out.ready (at most 2)
+        self.buf = None            # source in the output register (None: empty)
 
     def step(self, c_valid, m_valid, out_ready, occupancy, *, policy, threshold=0,
              starve_limit=0, dynamic=False, table=(5, 10, 30, 63), bins=(24, 12, 4),
@@ -311,16 +311,16 @@ class ArbiterModel:
             else:
                 sel_comm = comm_ok and not c_valid
             valid = c_valid or sel_comm
-        room = len(self.buf) < 2
-        grant = room and valid
-        out = {"out_valid": bool(self.buf), "out_src": self.buf[0] if self.buf else 0,
-               "c_ready": grant and not sel_comm, "m_ready": grant and sel_comm, "room": room,
+        grant = out_ready and valid
+        out = {"out_valid": self.buf is not None,
+               "out_src": self.buf if self.buf is not None else 0,
+               "c_ready": grant and not sel_comm, "m_ready": grant and sel_comm,
                "threshold": thr, "starving": starving}
         # state
-        if self.buf and out_ready:
-            self.buf.popleft()
         if grant:
-            self.buf.append(int(sel_comm))
+            self.buf = int(sel_comm)
+        elif out_ready:
+            self.buf = None
         if out["c_ready"] and c_valid:
             self.last_comm = False
         if out["m_ready"]:

@@ -132,13 +132,11 @@ def test_arbiter_policies_hand():
     assert [_grant(x) for x in o] == [None, None, 1]
     # drain: comm first even with compute and full threshold
     assert _grant(mca.step(True, True, True, 9, policy=POLICY_MCA, drain=True, **cfg)) == 1
-    # output buffer: 2 entries; with out.ready low the third grant waits (no room)
+    # no grant while the queue cannot take a command; the register holds the last grant
     b = ArbiterModel()
-    o = [b.step(True, False, False, 0, policy=POLICY_RR, **cfg) for _ in range(3)]
-    assert [x["c_ready"] for x in o] == [True, True, False] and not o[2]["room"]
-    o = b.step(True, False, True, 0, policy=POLICY_RR, **cfg)
-    assert not o["c_ready"] and o["out_valid"]          # pop frees room for the next cycle
-    assert b.step(True, False, True, 0, policy=POLICY_RR, **cfg)["c_ready"]
+    o = [b.step(True, False, r, 0, policy=POLICY_RR, **cfg) for r in (True, False, True)]
+    assert [x["c_ready"] for x in o] == [True, False, True]
+    assert [x["out_valid"] for x in o] == [False, True, True]
 
 
 def test_arbiter_dynamic_threshold_table():

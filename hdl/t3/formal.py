@@ -1,9 +1,9 @@
 """Formal proofs of the T3 blocks (T3 §4.2.1 Tracker, §4.5 MCA), run by ``tessera.formal``.
 
 * ``mca_starvation_bound``: with the MCA policy, a communication request that keeps being offered
-  waits at most ``starve_limit`` cycles in which the output buffer had room before it is granted;
+  waits at most ``starve_limit`` cycles with ``out.ready`` high before it is granted;
   communication granted without starving and outside a drain never finds the queue at or above
-  the effective threshold; the 2-entry output buffer never overflows (k-induction).
+  the effective threshold (k-induction).
 * ``tracker_exactly_once``: a small Tracker (1 set x 1 way, 1 overflow entry, 1 victim slot,
   4 tiles, 2-bit counts) under any legal update stream (a tile's updates sum to at most the threshold):
   a watched tile (any wg/wf) triggers at most once, only once all of its elements are in, with
@@ -62,8 +62,8 @@ class MCAHarness(wiring.Component):
         limit = Signal.like(d.starve_limit, reset_less=True)    # any value, fixed after cycle 0
         with m.If(~init):
             m.d.sync += limit.eq(d.starve_limit)
-        ghost = Signal(8)                # cycles the offered comm request waited with room
-        with m.If(k.valid & ~k.ready & (d.f_level != 2)):
+        ghost = Signal(8)                # cycles the offered comm request waited, out.ready high
+        with m.If(k.valid & ~k.ready & d.out.ready):
             m.d.sync += ghost.eq(ghost + 1)
         with m.Elif(k.ready):
             m.d.sync += ghost.eq(0)
@@ -74,8 +74,7 @@ class MCAHarness(wiring.Component):
             # stream rule: an offered request stays offered until granted
             with m.If(prev_kv & ~prev_kr):
                 m.d.comb += Assume(k.valid)
-            m.d.comb += [Assert(ghost <= limit), Assert(ghost <= d.f_wait),
-                         Assert(d.f_level <= 2)]
+            m.d.comb += [Assert(ghost <= limit), Assert(ghost <= d.f_wait)]
             with m.If(k.ready & ~d.starving & ~d.drain):
                 m.d.comb += Assert(d.occupancy < d.eff_threshold)
         with m.Else():
@@ -165,8 +164,8 @@ class TrackerHarness(wiring.Component):
 
 PROOFS = [
     Proof(name="mca_starvation_bound", build=MCAHarness, depth=20, mode="prove", fast=True,
-          doc="MCA: offered communication waits <= starve_limit cycles with buffer room; no "
-              "non-starving grant at/above the threshold; output buffer never overflows"),
+          doc="MCA: offered communication waits <= starve_limit cycles with out.ready high; no "
+              "non-starving grant at/above the threshold"),
     Proof(name="tracker_exactly_once", build=lambda: TrackerHarness("once"), depth=20,
           mode="bmc", fast=False,
           doc="Tracker (1 set x 1 way, 1 overflow, 1 victim, 4 tiles): a watched tile triggers at most "

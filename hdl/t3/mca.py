@@ -2,12 +2,11 @@
 
 Two request streams (``comp``: the producer kernel's accesses, ``comm``: the collective's / DMA
 accesses) share one DRAM command queue (``out``; ``out.ready`` = the queue can take a command;
-``occupancy`` = its current fill, an input).  One grant per cycle: a grant (``comp.ready`` or
-``comm.ready``) moves the request into a 2-entry output buffer, which drives ``out`` from
-registers, so no combinational path runs from the request inputs to ``out`` and ``out.ready`` only
-pops the buffer.  A grant needs a free buffer entry (``room``), so with ``out.ready`` high every
-cycle the arbiter still grants one request per cycle; a granted request reaches ``out`` one cycle
-later.  ``policy`` selects:
+``occupancy`` = its current fill, an input).  One grant per cycle, in a cycle with ``out.ready``
+high (as before); the granted request goes into an output register that drives ``out`` in the
+next cycle, so no combinational path runs from the request inputs to ``out`` (only ``out.ready``
+gates the grant).  A grant pops the register in the same cycle (``out.ready`` is high), so it
+never overflows and the arbiter still grants one request per cycle.  ``policy`` selects:
 
 * 0 round-robin with fall-back (the paper's baseline): alternate between the streams, granting
   the other one when the preferred one is empty;
@@ -28,7 +27,7 @@ The starvation counter counts cycles during which a communication request is off
 granted (the paper counts cycles since the last communication issue; both agree while
 communication is backlogged) and saturates.  Decisions (threshold, starvation, drain) use the inputs
 of the grant cycle; a communication request is granted at most ``starve_limit`` cycles after it
-starts waiting unless the buffer is full (``out.ready`` low).  Left out: DRAM bank/row scheduling (FR-FCFS) inside the queue; read/write split.
+starts waiting, not counting cycles with ``out.ready`` low.  Left out: DRAM bank/row scheduling (FR-FCFS) inside the queue; read/write split.
 """
 from __future__ import annotations
 
@@ -70,7 +69,6 @@ class MCA(wiring.Component):
             "dyn_valid": Out(1),
         })
         self.f_wait = Signal(wait_width)     # starvation counter, for the formal harness
-        self.f_level = Signal(range(3))      # output buffer fill
 
     def elaborate(self, platform):
         m = Module()
@@ -88,11 +86,9 @@ class MCA(wiring.Component):
         m.d.comb += starving.eq(k.valid & (wait >= self.starve_limit))
         sel_comm = Signal()
         valid = Signal()
-        # 2-entry output buffer (grant register + skid entry)
-        buf = [Signal(out_layout(self.req_width), name=f"buf{i}") for i in range(2)]
-        level = Signal(range(3))
-        room = Signal()
-        m.d.comb += room.eq(level != 2)
+        # output (grant) register
+        buf = Signal(out_layout(self.req_width))
+        buf_valid = Signal()
         with m.Switch(self.policy):
             with m.Case(POLICY_RR):
                 m.d.comb += [sel_comm.eq(Mux(last_comm, k.valid & ~c.valid, k.valid)),
@@ -110,29 +106,22 @@ class MCA(wiring.Component):
                 m.d.comb += valid.eq(c.valid | sel_comm)
         grant = Signal()
         word = Signal(out_layout(self.req_width))
-        pop = Signal()
         m.d.comb += [
-            grant.eq(room & valid),
+            grant.eq(o.ready & valid),
             word.src.eq(sel_comm),
             word.req.eq(Mux(sel_comm, k.payload, c.payload)),
             c.ready.eq(grant & ~sel_comm),
             k.ready.eq(grant & sel_comm),
-            o.valid.eq(level != 0),
-            o.payload.eq(buf[0]),
-            pop.eq(o.valid & o.ready),
+            o.valid.eq(buf_valid),
+            o.payload.eq(buf),
             self.eff_threshold.eq(thr),
             self.starving.eq(starving),
             self.dyn_valid.eq(dyn_valid),
         ]
-        # buffer: buf[0] is the head; push writes the first free entry after the pop
-        with m.If(pop):
-            m.d.sync += buf[0].eq(buf[1])
         with m.If(grant):
-            with m.If(level - pop == 0):
-                m.d.sync += buf[0].eq(word)
-            with m.Else():
-                m.d.sync += buf[1].eq(word)
-        m.d.sync += level.eq(level + grant - pop)
+            m.d.sync += [buf.eq(word), buf_valid.eq(1)]
+        with m.Elif(o.ready):
+            m.d.sync += buf_valid.eq(0)
         with m.If(c.ready & c.valid):
             m.d.sync += last_comm.eq(0)
         with m.If(k.ready):
@@ -140,7 +129,7 @@ class MCA(wiring.Component):
         with m.Elif(k.valid & (wait != (1 << self.wait_width) - 1)):
             m.d.sync += wait.eq(wait + 1)
 
-        m.d.comb += [self.f_wait.eq(wait), self.f_level.eq(level)]
+        m.d.comb += self.f_wait.eq(wait)
         full = 1 << self.learn_log2
         with m.If(self.learn):
             with m.If(learn_cnt < full):

@@ -6,7 +6,7 @@ NMC updates, §3.2.2) and a DRAM command queue modelled in Python (fill = occupa
 service, ``out.ready`` while not full).  Checked every cycle: both readies (the grants), output
 valid and source, the request leaving ``out`` (granted requests in grant order), effective
 threshold and starvation flag.  Checked over the run (MCA): communication never waits longer than
-the starvation limit (plus cycles the output buffer was full); communication granted without
+the starvation limit (plus cycles the queue was full); communication granted without
 starving never finds the queue at or above the threshold in its grant cycle; the
 dynamic threshold equals the table entry for the mean occupancy of the learning window.
 """
@@ -134,7 +134,7 @@ async def run_policy(tb, policy, *, cycles, seed, threshold=8, starve_limit=12, 
                 comp_cur = None
         if comm_cur is not None and not got["m_ready"]:
             comm_wait += 1
-            full_cycles += not exp["room"]
+            full_cycles += not out_ready
         if occ and rng.random() < service:
             occ -= 1
         tb.cycles += 1
