@@ -281,6 +281,10 @@ class Tracker(wiring.Component):
         s2_ohit, s2_ofree = Signal(Pv), Signal(Pv)
         s2_count, s2_addr = Signal(self.count_width), Signal(self.addr_width)
         s2_same_set, s2_same_tile = Signal(), Signal()
+        # threshold - n, so that S2 compares the old count instead of adding first
+        s2_room = Signal(self.count_width)          # threshold - n (when n <= threshold)
+        s2_n_over = Signal()                        # n > threshold: over-count even on a miss
+        m.d.sync += [s2_room.eq(self.threshold - s1.n), s2_n_over.eq(s1.n > self.threshold)]
         m.d.sync += [s2_valid.eq(s1_valid & ~clearing), s2.eq(s1), s2_d.eq(d1), s2_hit.eq(hit1),
                      s2_free.eq(free1), s2_ohit.eq(ohit1), s2_ofree.eq(ofree1),
                      s2_count.eq(sel_count), s2_addr.eq(sel_addr),
@@ -315,8 +319,8 @@ class Tracker(wiring.Component):
         new_min = Signal(self.addr_width)
         m.d.comb += [new_cnt.eq(cnt_old + s2.n),
                      new_min.eq(Mux(s2.addr < min_old, s2.addr, min_old))]
-        over = new_cnt > self.threshold
-        done = new_cnt == self.threshold
+        over = s2_n_over | (cnt_old > s2_room)       # cnt_old + n > threshold
+        done = ~s2_n_over & (cnt_old == s2_room)      # cnt_old + n == threshold
         free_1h = Signal(W)
         m.d.comb += free_1h.eq(free_v & -free_v)            # lowest free way
         ofree_1h = Signal(Pv)
@@ -340,7 +344,9 @@ class Tracker(wiring.Component):
         # which slot this item writes
         way_1h = Signal(W)
         ovf_1h = Signal(Pv)
-        m.d.comb += [way_1h.eq(Mux(shit, hit_v, Mux(act_evict, vptr, free_1h))),
+        # (from the hit/free vectors only: no dependence on the count arithmetic; the victim way
+        # when no way is free -- written only on an eviction)
+        m.d.comb += [way_1h.eq(Mux(shit, hit_v, Mux(free_v.any(), free_1h, vptr))),
                      ovf_1h.eq(Mux(ohit, ohit_v, ofree_1h))]
         set_wr = ((act_free | act_upd) & shit) | act_alloc | act_evict
         ovf_wr = ((act_free | act_upd) & ohit & ~shit) | act_oalloc
