@@ -11,7 +11,7 @@
   through set conflicts, overflow allocation, evictions and victim re-entry (BMC).
 * ``tracker_bounded_response``: with ``trig.ready`` high, every accepted update is applied in S2
   exactly two cycles later (the pipeline never stalls), a victim record waits at most 3 cycles
-  at the head of its FIFO, and ``upd.ready`` is low for at most 1 cycle at a time unless the
+  at the head of its FIFO, and ``upd.ready`` is low for at most 2 cycles in a row unless the
   victim FIFO is full (``stall``) (BMC; k-induction at depth 20 does not close: unreachable FIFO
   level / in-flight combinations would need hand-written invariants).
 
@@ -156,7 +156,7 @@ class TrackerHarness(wiring.Component):
             with m.If(init):
                 with m.If(past_acc2):
                     m.d.comb += Assert(d.f_s2_valid)
-                m.d.comb += [Assert(vwait <= 3), Assert(nready <= 1)]
+                m.d.comb += [Assert(vwait <= 3), Assert(nready <= 2)]
             with m.Else():
                 m.d.comb += [Assume(vwait == 0), Assume(nready == 0)]
         return m
@@ -172,7 +172,7 @@ PROOFS = [
               "once, only with all elements in, with its smallest address, and has triggered "
               "when the Tracker is idle with all elements in"),
     Proof(name="tracker_bounded_response", build=lambda: TrackerHarness("response"), depth=20,
-          mode="bmc", fast=False,
+          mode="bmc", fast=True,
           doc="Tracker with trig.ready high: accepted update applied 2 cycles later, victim "
-              "record re-enters within 3 cycles, upd.ready low <= 1 cycle unless victims full"),
+              "record re-enters within 3 cycles, upd.ready low <= 2 cycles in a row unless victims full"),
 ]
