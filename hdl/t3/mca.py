@@ -27,7 +27,8 @@ The starvation counter counts cycles during which a communication request is off
 granted (the paper counts cycles since the last communication issue; both agree while
 communication is backlogged) and saturates.  Decisions (threshold, starvation, drain) use the inputs
 of the grant cycle; a communication request is granted at most ``starve_limit`` cycles after it
-starts waiting, not counting cycles with ``out.ready`` low.  Left out: DRAM bank/row scheduling (FR-FCFS) inside the queue; read/write split.
+starts waiting, not counting cycles with ``out.ready`` low.  Left out: DRAM bank/row scheduling
+(FR-FCFS) inside the queue; read/write split.
 """
 from __future__ import annotations
 

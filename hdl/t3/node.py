@@ -44,7 +44,8 @@ class T3Node(wiring.Component):
         wiring.connect(m, d.cmd, wiring.flipped(self.cmd))
         wiring.connect(m, wiring.flipped(self.cfg), d.cfg)
         m.d.comb += [t.threshold.eq(self.threshold), self.err_count.eq(t.err_count),
-                     self.conflicts.eq(t.conflicts), self.evictions.eq(t.evictions), self.stall.eq(t.stall), self.busy.eq(t.busy),
+                     self.conflicts.eq(t.conflicts), self.evictions.eq(t.evictions),
+                     self.stall.eq(t.stall), self.busy.eq(t.busy),
                      self.occupancy.eq(t.occupancy), self.misses.eq(d.misses),
                      self.done.eq(d.done), self.issued.eq(d.issued),
                      self.error.eq(t.error | d.error)]
