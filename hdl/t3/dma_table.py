@@ -25,8 +25,8 @@ form an address range (Fig 9(a)), while their tile ids are consecutive; the pape
 Pipeline (one trigger per cycle; a trigger accepted in cycle t presents its command in cycle t+3):
 
 * accept (t): the trigger's key is compared with every entry's range (two comparators per entry,
-  in parallel), the lowest-index hit is kept (priority) -> one-hot register;
-* S1 (t+1): the one-hot selects the entry's fields -> register;
+  in parallel) -> hit vector register;
+* S1 (t+1): lowest-index hit (priority encoder) selects the entry's fields -> register;
 * S2 (t+2): the entry's block counter decides whether the block is complete (each entry keeps a
   "next trigger completes" flag beside its counter, updated with it, so S2 only ANDs it with the
   one-hot entry; counters are read and written only here, so back-to-back triggers of one entry
@@ -121,13 +121,12 @@ class DmaTable(wiring.Component):
         hit_v = Signal(E)
         for i in range(E):
             m.d.comb += hit_v[i].eq(ent[i].valid & (ent[i].key_lo <= key) & (key <= ent[i].key_hi))
-        hit_1h = Signal(E)        # lowest matching entry, one-hot
-        m.d.comb += hit_1h.eq(hit_v & -hit_v)
         with m.If(s1_free):
-            m.d.sync += [s1_valid.eq(accept), s1_t.eq(t), s1_hit.eq(hit_1h)]
+            m.d.sync += [s1_valid.eq(accept), s1_t.eq(t), s1_hit.eq(hit_v)]
 
-        # ---- S1: select the entry's fields -----------------------------------------------------
-        h_1hot = s1_hit
+        # ---- S1: priority select --------------------------------------------------------------
+        h_1hot = Signal(E)        # lowest matching entry, one-hot
+        m.d.comb += h_1hot.eq(s1_hit & -s1_hit)
         e = Signal(sel_layout)
         fields = []
         for i in range(E):
