@@ -1,7 +1,11 @@
 """T3 track & trigger RTL figures (Pati et al., ASPLOS'24, §4.2-4.5), measured on Verilator via cocotb.
 
 * tracker_updates_per_cycle, tracker_update_to_trigger_cycles: paper-size Tracker (256 sets x 8
-  ways), conflict-free GEMM update stream, no back-pressure (target 1.0 update/cycle).
+  ways), conflict-free GEMM update stream, no back-pressure (target 1.0 update/cycle; latency 3
+  cycles since the set lookup/update was pipelined for 100 MHz, 2 before).
+* tracker_storm_evictions: small Tracker (8 sets x 2 ways, 2 overflow entries, 2 victim slots),
+  ways + overflow + 2 live tiles in one set in one in-order stream: finishes (every tile once) by
+  evicting; the previous design held such a stream until reset.
 * arbiter_grants_per_cycle: MCA policy, both streams backlogged, queue served every cycle
   (target 1.0 grant/cycle).
 * rs_cycles, dma_commands: 4-device ring reduce-scatter fused with a 64x64 GEMM (16x16 WG tiles,
@@ -32,6 +36,9 @@ def _records(block, params, module, testcase, seed=1, extra_env=None):
 
 def main() -> int:
     tr = _records("tracker", {}, "tessera.tb.t3.test_tracker", "tracker_throughput")[-1]
+    storm = _records("tracker", {"sets": 8, "ways": 2, "wg_width": 8, "addr_width": 24,
+                                 "count_width": 10, "overflow": 2, "trig_depth": 2, "victims": 2},
+                     "tessera.tb.t3.test_tracker", "tracker_overcount_and_conflict", seed=3)[-1]
     mca = _records("mca", {"req_width": 16, "occ_width": 5, "wait_width": 8, "learn_log2": 4},
                    "tessera.tb.t3.test_mca", "mca_policies", seed=2)[-1]
     ring = _records("t3_node", {}, "tessera.tb.t3.test_ring", "ring_reduce_scatter", seed=5,
@@ -42,6 +49,7 @@ def main() -> int:
         "tracker_updates_per_cycle": tr["updates_per_cycle"],
         "tracker_update_to_trigger_cycles": tr["update_to_trigger_cycles"],
         "tracker_updates_measured": tr["updates"],
+        "tracker_storm_evictions": storm["evictions"],
         "arbiter_grants_per_cycle": mca["saturated_grants_per_cycle"],
         "rs_cycles": ring["rs_cycles"],
         "rs_gemm_cycles": ring["gemm_cycles"],

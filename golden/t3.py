@@ -5,8 +5,8 @@ not from the RTL code: plain Python state machines, one ``step()`` per clock cyc
 the inputs that are valid during the cycle, returns the outputs the hardware drives during that
 cycle (combinational from state and inputs) and advances the state to the next cycle.
 
-* :class:`TrackerModel` -- set-associative WF Tracker with overflow entries, trigger FIFO, over-count
-  detection, reset clear sweep (§4.2.1).
+* :class:`TrackerModel` -- set-associative WF Tracker with overflow entries, victim eviction and
+  re-entry, trigger FIFO, over-count detection, reset clear sweep (§4.2.1).
 * :class:`DmaTableModel` -- DMA trigger table: tile-id range lookup, multi-tile blocks (§4.2.2).
 * :class:`ArbiterModel` -- memory-controller arbitration: round-robin with fall-back, compute-first,
   and MCA (occupancy threshold, starvation limit, dynamic threshold table, kernel-boundary drain)
@@ -20,6 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 
 SRC_LOCAL, SRC_REMOTE, SRC_DMA = 0, 1, 2
+SRC_VICTIM = 3          # a victim record re-entering the Tracker (internal)
 
 
 # --------------------------------------------------------------------------------------------
@@ -37,10 +38,15 @@ class TrackerModel:
     update ``(wg, wf, addr, n, src)``, trigger ``(wg, wf, start_addr)``.
 
     Table: ``sets`` lists of ``ways`` slots plus ``overflow`` slots shared by all sets (keyed by
-    (set, tag)); a tile lives in exactly one slot.  S1 sees every write of earlier cycles."""
+    (set, tag)); a tile lives in at most one slot.  Items (updates and re-entering victim records)
+    enter S0, pass S1 and are applied in S2 to the table as it is then (every earlier item's effect
+    visible), two cycles after they entered; a trigger is visible the cycle after S2.  Entry needs
+    room for every item in flight in the trigger FIFO (``trig_depth`` + 2) and, for an input
+    update, in the victim FIFO (``victims`` + 2); the victim FIFO may enter every other cycle."""
 
-    def __init__(self, sets=256, ways=8, overflow=4, trig_depth=4, threshold=0):
+    def __init__(self, sets=256, ways=8, overflow=4, trig_depth=4, threshold=0, victims=4):
         self.sets, self.ways, self.n_ovf, self.trig_depth = sets, ways, overflow, trig_depth
+        self.victims = victims
         self.threshold = threshold
         self.reset()
 
@@ -48,88 +54,98 @@ class TrackerModel:
         self.table = [[None] * self.ways for _ in range(self.sets)]
         self.ovf = [None] * self.n_ovf       # (set, Way) or None
         self.clear_left = self.sets          # clear sweep after reset: one set per cycle
-        self.s1 = None                       # update in S1
+        self.s1 = None                       # item in S1
+        self.s2 = None                       # item in S2
         self.tfifo = deque()
+        self.vfifo = deque()                 # victim records (wg, wf, addr, count, SRC_VICTIM)
+        self.vturn = False
+        self.vptr = 0
         self.err = 0
         self.conflicts = 0
+        self.evictions = 0
         self.occupancy = 0
 
-    def _lookup(self, u):
-        """(action, where, cnt, start): where = ("set", way) / ("ovf", j) / None."""
+    def idle(self):
+        return self.s1 is None and self.s2 is None and not self.tfifo and not self.vfifo
+
+    def _apply(self, u):
+        """Apply one item to the table (S2)."""
         wg, wf, addr, n, _src = u
         si = wg % self.sets
         s = self.table[si]
         tag = (wg // self.sets, wf)
-        where = None
-        for i, w in enumerate(s):
-            if w is not None and w.tag == tag:
-                where = ("set", i)
-                break
-        else:
-            for j, o in enumerate(self.ovf):
-                if o is not None and o[0] == si and o[1].tag == tag:
-                    where = ("ovf", j)
-                    break
+        where = next((("set", i) for i, w in enumerate(s) if w is not None and w.tag == tag), None)
+        if where is None:
+            where = next((("ovf", j) for j, o in enumerate(self.ovf)
+                          if o is not None and o[0] == si and o[1].tag == tag), None)
         if where is not None:
             w = s[where[1]] if where[0] == "set" else self.ovf[where[1]][1]
             cnt, start = w.count + n, min(w.addr, addr)
         else:
             cnt, start = n, addr
         if cnt > self.threshold:
-            return "err", where, cnt, start
+            self.err = min(self.err + 1, 0xFFFF)
+            return
         if cnt == self.threshold:
-            return ("free" if where else "trig"), where, cnt, start
+            self.tfifo.append((wg, wf, start))
+            if where is not None:
+                self._put(si, where, None)
+                self.occupancy -= 1
+            return
+        way = Way(tag, start, cnt)
         if where is not None:
-            return "upd", where, cnt, start
-        for i, w in enumerate(s):
-            if w is None:
-                return "alloc", ("set", i), cnt, start
-        for j, o in enumerate(self.ovf):
-            if o is None:
-                return "alloc", ("ovf", j), cnt, start
-        return "conflict", None, cnt, start
+            self._put(si, where, way)
+            return
+        free = next((i for i, w in enumerate(s) if w is None), None)
+        if free is not None:
+            s[free] = way
+            self.occupancy += 1
+            return
+        ofree = next((j for j, o in enumerate(self.ovf) if o is None), None)
+        if ofree is not None:
+            self.ovf[ofree] = (si, way)
+            self.occupancy += 1
+            self.conflicts = min(self.conflicts + 1, 0xFFFF)
+            return
+        v = s[self.vptr]                                   # evict: the victim re-enters later
+        self.vfifo.append((v.tag[0] * self.sets + si, v.tag[1], v.addr, v.count, SRC_VICTIM))
+        s[self.vptr] = way
+        self.vptr = (self.vptr + 1) % self.ways
+        self.evictions = min(self.evictions + 1, 0xFFFF)
 
     def step(self, upd_valid=False, upd=None, trig_ready=False):
         out = {"trig_valid": bool(self.tfifo), "trig": self.tfifo[0] if self.tfifo else None,
                "err_count": self.err, "error": self.err != 0, "conflicts": self.conflicts,
-               "occupancy": self.occupancy, "busy": self.clear_left > 0, "stall": False}
+               "evictions": self.evictions, "occupancy": self.occupancy,
+               "busy": self.clear_left > 0, "stall": False}
         pop_trig = out["trig_valid"] and trig_ready
+        vturn = self.vturn
+        self.vturn = not vturn
         if self.clear_left > 0:
             out["upd_ready"] = False
             self.clear_left -= 1
-            self.s1 = None
+            self.s1 = self.s2 = None
             if pop_trig:
                 self.tfifo.popleft()
             return out
-        tf_full = len(self.tfifo) >= self.trig_depth
-        hold = False
-        if self.s1 is not None:
-            action, where, cnt, start = self._lookup(self.s1)
-            out["stall"] = action == "conflict"
-            hold = (action in ("free", "trig") and tf_full) or action == "conflict"
-        out["upd_ready"] = self.s1 is None or not hold
+        inflight = (self.s1 is not None) + (self.s2 is not None)
+        trig_ok = len(self.tfifo) + inflight < self.trig_depth + 2
+        vic_ok = len(self.vfifo) + inflight < self.victims + 2
+        vic_turn = bool(self.vfifo) and vturn
+        take_vic = vic_turn and trig_ok
+        out["upd_ready"] = trig_ok and vic_ok and not vic_turn
+        out["stall"] = not vic_ok
         # --- end of cycle ------------------------------------------------------------------
-        if self.s1 is not None and not hold:
-            wg, wf, addr, n, _ = self.s1
-            si = wg % self.sets
-            if action == "err":
-                self.err = min(self.err + 1, 0xFFFF)
-            elif action in ("trig", "free"):
-                self.tfifo.append((wg, wf, start))
-                if action == "free":
-                    self._put(si, where, None)
-                    self.occupancy -= 1
-            elif action == "upd":
-                self._put(si, where, Way((wg // self.sets, wf), start, cnt))
-            elif action == "alloc":
-                self._put(si, where, Way((wg // self.sets, wf), start, cnt))
-                self.occupancy += 1
-                if where[0] == "ovf":
-                    self.conflicts = min(self.conflicts + 1, 0xFFFF)
+        entering = None
+        if take_vic:
+            entering = self.vfifo.popleft()
+        elif upd_valid and out["upd_ready"]:
+            entering = tuple(upd)
         if pop_trig:
             self.tfifo.popleft()
-        if not hold:
-            self.s1 = tuple(upd) if (upd_valid and out["upd_ready"]) else None
+        if self.s2 is not None:
+            self._apply(self.s2)
+        self.s2, self.s1 = self.s1, entering
         return out
 
     def _put(self, si, where, way):
@@ -157,9 +173,13 @@ class DmaEntry:
 
 
 class DmaTableModel:
-    """Trigger -> DMA command, cycle-accurate (see ``tessera.hdl.t3.dma_table``).
+    """Trigger -> DMA command, cycle-accurate (see ``tessera.hdl.t3.dma_table``): a trigger
+    accepted in cycle t is matched (lowest-index entry whose key range holds it) and, in cycle t+2,
+    counted in its entry; a command appears in cycle t+3.  Back-pressure from the command register
+    holds the two stages.  Configuration writes are accepted only with no trigger in flight and
+    block trigger acceptance in their cycle.
 
-    ``step`` returns ``trig_ready``, ``cmd_valid`` and ``cmd`` (a dict) for the cycle."""
+    ``step`` returns ``trig_ready``, ``cfg_ready``, ``cmd_valid`` and ``cmd`` (a dict)."""
 
     def __init__(self, entries=16, wf_width=3, addr_width=48):
         self.n, self.wf_width = entries, wf_width
@@ -170,51 +190,75 @@ class DmaTableModel:
         self.table = [None] * self.n
         self.count = [0] * self.n
         self.out = None
+        self.s1 = None            # (trigger, matching entry index or None)
+        self.s2 = None
         self.misses = 0
         self.done = 0
         self.issued = 0
+
+    def idle(self):
+        return self.s1 is None and self.s2 is None and self.out is None
 
     def program(self, index, entry: DmaEntry):
         """Effect of one configuration write (takes one cycle in the RTL, see ``step``)."""
         self.table[index] = entry
         self.count[index] = 0
 
+    def _retire(self, trig, hit):
+        wg, wf, addr = trig
+        if hit is None:
+            self.misses = min(self.misses + 1, 0xFFFF)
+            return
+        e = self.table[hit]
+        cnt = self.count[hit] + 1
+        if cnt < e.tiles:
+            self.count[hit] = cnt
+            return
+        self.count[hit] = 0
+        if e.tiles == 1:
+            src, cwg, cwf = addr, wg, wf
+        else:
+            src = e.base
+            cwg, cwf = e.key_lo >> self.wf_width, e.key_lo & ((1 << self.wf_width) - 1)
+        if e.op == OP_NONE:
+            self.done = min(self.done + 1, 0xFFFF)
+        else:
+            self.out = {"src": src, "dst_dev": e.dst_dev,
+                        "dst": (e.dst_addr + src - e.base) & self.amask,
+                        "tiles": e.tiles, "op": e.op, "wg": cwg, "wf": cwf}
+            self.issued = min(self.issued + 1, 0xFFFF)
+
+    def trig_ready(self, cmd_ready, cfg_valid=False):
+        """``trig.ready`` of the coming cycle (combinational from ``cmd.ready``, ``cfg.valid``)."""
+        s2_free = self.s2 is None or self.out is None or cmd_ready
+        return (self.s1 is None or s2_free) and not cfg_valid
+
     def step(self, trig_valid=False, trig=None, cmd_ready=False, cfg=None):
+        adv2 = self.out is None or cmd_ready
+        s2_free = self.s2 is None or adv2
+        s1_free = self.s1 is None or s2_free
+        ready = s1_free and cfg is None
+        cfg_ready = self.s1 is None and self.s2 is None
         out = {"cmd_valid": self.out is not None, "cmd": self.out, "misses": self.misses,
-               "error": self.misses != 0, "done": self.done, "issued": self.issued}
-        ready = self.out is None or cmd_ready
-        out["trig_ready"] = ready
+               "error": self.misses != 0, "done": self.done, "issued": self.issued,
+               "trig_ready": ready, "cfg_ready": cfg_ready}
+        # --- end of cycle ------------------------------------------------------------------
         if self.out is not None and cmd_ready:
             self.out = None
-        if trig_valid and ready:
-            wg, wf, addr = trig
-            key = (wg << self.wf_width) | wf
-            hit = next((i for i, e in enumerate(self.table)
-                        if e is not None and e.key_lo <= key <= e.key_hi), None)
-            if hit is None:
-                self.misses = min(self.misses + 1, 0xFFFF)
-            else:
-                e = self.table[hit]
-                cnt = self.count[hit] + 1
-                if cnt >= e.tiles:
-                    self.count[hit] = 0
-                    if e.tiles == 1:
-                        src, cwg, cwf = addr, wg, wf
-                    else:
-                        src = e.base
-                        cwg, cwf = e.key_lo >> self.wf_width, e.key_lo & ((1 << self.wf_width) - 1)
-                    if e.op == OP_NONE:
-                        self.done = min(self.done + 1, 0xFFFF)
-                    else:
-                        self.out = {"src": src, "dst_dev": e.dst_dev,
-                                    "dst": (e.dst_addr + src - e.base) & self.amask,
-                                    "tiles": e.tiles, "op": e.op, "wg": cwg, "wf": cwf}
-                        self.issued = min(self.issued + 1, 0xFFFF)
-                else:
-                    self.count[hit] = cnt
-        if cfg is not None:        # configuration write wins over a same-cycle count update
-            idx, entry = cfg
-            self.program(idx, entry)
+        if self.s2 is not None and adv2:
+            self._retire(*self.s2)
+        if s2_free:
+            self.s2 = self.s1
+        if s1_free:
+            self.s1 = None
+            if trig_valid and ready:
+                wg, wf, _addr = trig
+                key = (wg << self.wf_width) | wf
+                hit = next((i for i, e in enumerate(self.table)
+                            if e is not None and e.key_lo <= key <= e.key_hi), None)
+                self.s1 = (tuple(trig), hit)
+        if cfg is not None and cfg_ready:
+            self.program(*cfg)
         return out
 
 
@@ -226,8 +270,10 @@ POLICY_RR, POLICY_COMPUTE_FIRST, POLICY_MCA = 0, 1, 2
 
 class ArbiterModel:
     """Compute vs communication arbitration into one DRAM command queue (see
-    ``tessera.hdl.t3.mca``).  ``step`` returns ``c_ready``, ``m_ready``, ``out_valid``, ``out_src``
-    (0 compute / 1 communication), ``threshold`` (effective), ``starving``."""
+    ``tessera.hdl.t3.mca``).  ``step`` returns ``c_ready``, ``m_ready`` (the grants of the cycle,
+    only with ``out_ready``), ``out_valid``, ``out_src`` (0 compute / 1 communication; the output
+    register a grant fills, so a request granted in cycle t is on ``out`` in cycle t+1),
+    ``threshold`` (effective), ``starving``."""
 
     def __init__(self, occ_width=6, wait_width=10, learn_log2=4):
         self.occ_width, self.wait_width, self.learn_log2 = occ_width, wait_width, learn_log2
@@ -240,6 +286,7 @@ class ArbiterModel:
         self.learn_sum = 0
         self.dyn_thr = 0
         self.dyn_valid = False
+        self.buf = None            # source in the output register (None: empty)
 
     def step(self, c_valid, m_valid, out_ready, occupancy, *, policy, threshold=0,
              starve_limit=0, dynamic=False, table=(5, 10, 30, 63), bins=(24, 12, 4),
@@ -264,11 +311,16 @@ class ArbiterModel:
             else:
                 sel_comm = comm_ok and not c_valid
             valid = c_valid or sel_comm
-        out = {"out_valid": valid, "out_src": int(sel_comm) if valid else 0,
-               "c_ready": out_ready and valid and not sel_comm,
-               "m_ready": out_ready and valid and sel_comm,
+        grant = out_ready and valid
+        out = {"out_valid": self.buf is not None,
+               "out_src": self.buf if self.buf is not None else 0,
+               "c_ready": grant and not sel_comm, "m_ready": grant and sel_comm,
                "threshold": thr, "starving": starving}
         # state
+        if grant:
+            self.buf = int(sel_comm)
+        elif out_ready:
+            self.buf = None
         if out["c_ready"] and c_valid:
             self.last_comm = False
         if out["m_ready"]:

@@ -18,19 +18,31 @@ def _ready_tracker(**kw):
 
 def test_tracker_hand_sequence():
     t = _ready_tracker(sets=4, ways=1, overflow=1, trig_depth=1, threshold=6)
-    seq = [(1, 0, 0x30, 4, 0), (1, 0, 0x20, 2, 1), None, None]
+    seq = [(1, 0, 0x30, 4, 0), (1, 0, 0x20, 2, 1), None, None, None]
     outs = [t.step(u is not None, u, True) for u in seq]
-    # cycle 0 accept, cycle 1 S1 counts 4, cycle 2 S1 reaches 6 -> FIFO, cycle 3 trigger visible
-    assert [o["upd_ready"] for o in outs] == [True, True, True, True]
-    assert [o["trig"] for o in outs] == [None, None, None, (1, 0, 0x20)]
+    # cycle 0 accept, 1 S1, 2 S2 counts 4; the second update reaches 6 in S2 at cycle 3 -> FIFO,
+    # trigger visible in cycle 4 (3 cycles after its acceptance)
+    assert [o["upd_ready"] for o in outs] == [True] * 5
+    assert [o["trig"] for o in outs] == [None, None, None, None, (1, 0, 0x20)]
     assert t.occupancy == 0
-    # set 1 holds one way; a second tag goes to the overflow entry, a third stalls
-    for u in [(1, 1, 0, 1, 0), (5, 1, 0, 1, 0), (9, 1, 0, 1, 0)]:
-        t.step(True, u, True)
-    o = [t.step(False, None, True) for _ in range(3)]
-    assert t.conflicts == 1 and t.occupancy == 2
-    # S1 allocates the way (cycle +1), the overflow entry (+2), then holds the third tag (+3 ...)
-    assert [x["upd_ready"] for x in o] == [False, False, False] and o[-1]["stall"]
+    # set 1 holds one way; a second tag goes to the overflow entry, a third evicts the way's tile,
+    # whose record re-enters (and, still conflicting, evicts again): the input is never held
+    for u in [(1, 1, 0x10, 1, 0), (5, 1, 0x50, 1, 0), (9, 1, 0x90, 1, 0)]:
+        assert t.step(True, u, True)["upd_ready"]
+    for _ in range(3):
+        t.step(False, None, True)
+    assert t.conflicts == 1 and t.evictions >= 1 and t.occupancy == 2
+    # completing the three tiles (5 more elements each) drains everything, each tile once
+    trigs, pending = [], [(1, 1, 0x18, 5, 0), (5, 1, 0x58, 5, 0), (9, 1, 0x98, 5, 0)]
+    for _ in range(40):
+        u = pending[0] if pending else None
+        o = t.step(u is not None, u, True)
+        if u is not None and o["upd_ready"]:
+            pending.pop(0)
+        if o["trig_valid"]:
+            trigs.append(o["trig"])
+    assert sorted(trigs) == [(1, 1, 0x10), (5, 1, 0x50), (9, 1, 0x90)]
+    assert t.idle() and t.occupancy == 0 and t.err == 0
 
 
 def test_tracker_overcount_keeps_state():
@@ -38,7 +50,46 @@ def test_tracker_overcount_keeps_state():
     for u in [(0, 0, 8, 3, 0), (0, 0, 4, 3, 0), (0, 0, 6, 1, 0), None]:
         o = t.step(u is not None, u, True)
     assert t.err == 1 and o["trig"] is None    # 3 + 3 > 4 discarded
+    assert t.step()["trig"] is None
     assert t.step()["trig"] == (0, 0, 6)        # 3 + 1 = 4: start address min(8, 6)
+
+
+def _storm(n_tiles, victims, seed=3):
+    """One in-order stream, ``n_tiles`` live tiles in set 0 (2 ways, 1 overflow entry), 3 rounds
+    of 4-element updates, every tile started before any completes; random trigger back-pressure.
+    Returns (finished, triggers, model)."""
+    import random
+    rng = random.Random(seed)
+    t = _ready_tracker(sets=2, ways=2, overflow=1, trig_depth=1, threshold=12, victims=victims)
+    tiles = [(2 * k, k % 3) for k in range(n_tiles)]
+    stream = [(wg, wf, 0x100 * k + 4 * (2 - r), 4, 0) for r in range(3)
+              for k, (wg, wf) in enumerate(tiles)]
+    trigs, pos = [], 0
+    for _ in range(3000):
+        u = stream[pos] if pos < len(stream) else None
+        ready = rng.random() < 0.7
+        o = t.step(u is not None, u, ready)
+        if o["trig_valid"] and ready:
+            trigs.append(o["trig"])
+        if u is not None and o["upd_ready"]:
+            pos += 1
+        if pos == len(stream) and t.idle():
+            return True, trigs, tiles, t
+    return False, trigs, tiles, t
+
+
+def test_tracker_conflict_storm_never_blocks():
+    """More live tiles in one set than its ways and the overflow entry (the old design held this
+    stream until reset from the 4th tile on): evictions and victim re-entry finish it, every tile
+    once with its start address.  With more live tiles than entries + victim records the input
+    is held (``stall``), as any finite Tracker must."""
+    for n, victims in ((4, 1), (5, 1), (6, 4)):
+        ok, trigs, tiles, t = _storm(n, victims)
+        assert ok, (n, victims)
+        assert sorted(trigs) == sorted((wg, wf, 0x100 * k) for k, (wg, wf) in enumerate(tiles))
+        assert t.evictions > 0 and t.occupancy == 0 and t.err == 0
+    ok, trigs, _, t = _storm(9, 1)
+    assert not ok and trigs == [] and t.step(True, (99, 0, 0, 1, 0), True)["stall"]
 
 
 def test_dma_table_blocks():
@@ -48,31 +99,44 @@ def test_dma_table_blocks():
     m.program(2, DmaEntry(40, 47, 0, 0, 0, OP_NONE, 1))
     outs = [m.step(True, trig, True) for trig in [(1, 1, 0x180), (2, 3, 0x4a0), (1, 0, 0x100),
                                                   (5, 0, 0x0), (7, 0, 0)]]
-    outs.append(m.step())
+    outs += [m.step(cmd_ready=True) for _ in range(3)]      # command 3 cycles after its trigger
     cmds = [o["cmd"] for o in outs if o["cmd_valid"]]
     assert cmds == [{"src": 0x4a0, "dst_dev": 1, "dst": 0x14a0, "tiles": 1, "op": 1, "wg": 2, "wf": 3},
                     {"src": 0x100, "dst_dev": 2, "dst": 0x900, "tiles": 2, "op": 1, "wg": 1, "wf": 0}]
     assert (m.done, m.misses) == (1, 1)
 
 
+def _grant(o):
+    """Source granted in a cycle (0 compute, 1 communication, None)."""
+    return 1 if o["m_ready"] else 0 if o["c_ready"] else None
+
+
 def test_arbiter_policies_hand():
     cfg = dict(threshold=3, starve_limit=2)
     rr = ArbiterModel()
-    src = [rr.step(True, True, True, 0, policy=POLICY_RR, **cfg)["out_src"] for _ in range(4)]
-    assert src == [0, 1, 0, 1]
+    o = [rr.step(True, True, True, 0, policy=POLICY_RR, **cfg) for _ in range(4)]
+    assert [_grant(x) for x in o] == [0, 1, 0, 1]
+    # the grant register: a request granted in cycle t is on ``out`` in cycle t+1
+    assert [x["out_valid"] for x in o] == [False, True, True, True]
+    assert [x["out_src"] for x in o[1:]] == [0, 1, 0]
     cf = ArbiterModel()
-    assert [cf.step(True, True, True, 0, policy=POLICY_COMPUTE_FIRST, **cfg)["out_src"]
+    assert [_grant(cf.step(True, True, True, 0, policy=POLICY_COMPUTE_FIRST, **cfg))
             for _ in range(3)] == [0, 0, 0]
     mca = ArbiterModel()
     # compute always valid: comm waits 0, 1, then starves at wait 2 and goes first
     o = [mca.step(True, True, True, 0, policy=POLICY_MCA, **cfg) for _ in range(4)]
-    assert [x["out_src"] for x in o] == [0, 0, 1, 0]
+    assert [_grant(x) for x in o] == [0, 0, 1, 0]
     # no compute, occupancy at the threshold: comm blocked until it starves
     mca = ArbiterModel()
     o = [mca.step(False, True, True, 3, policy=POLICY_MCA, **cfg) for _ in range(3)]
-    assert [x["out_valid"] for x in o] == [False, False, True]
+    assert [_grant(x) for x in o] == [None, None, 1]
     # drain: comm first even with compute and full threshold
-    assert mca.step(True, True, True, 9, policy=POLICY_MCA, drain=True, **cfg)["out_src"] == 1
+    assert _grant(mca.step(True, True, True, 9, policy=POLICY_MCA, drain=True, **cfg)) == 1
+    # no grant while the queue cannot take a command; the register holds the last grant
+    b = ArbiterModel()
+    o = [b.step(True, False, r, 0, policy=POLICY_RR, **cfg) for r in (True, False, True)]
+    assert [x["c_ready"] for x in o] == [True, False, True]
+    assert [x["out_valid"] for x in o] == [False, True, True]
 
 
 def test_arbiter_dynamic_threshold_table():

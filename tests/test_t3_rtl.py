@@ -5,7 +5,7 @@ import pytest
 from tessera.tb.runner import run
 
 TRACKER_SMALL = {"sets": 8, "ways": 2, "wg_width": 8, "addr_width": 24, "count_width": 10,
-                 "overflow": 2, "trig_depth": 2}
+                 "overflow": 2, "trig_depth": 2, "victims": 2}
 
 
 @pytest.mark.parametrize("testcase", ["tracker_random", "tracker_trigger_backpressure",
@@ -39,7 +39,7 @@ def test_ring_reduce_scatter(rtl_dev, gran):
 
 @pytest.mark.slow
 def test_tracker_paper_size_throughput():
-    """Default (paper-size, 256 x 8) Tracker: 1 update/cycle, trigger 2 cycles after the update."""
+    """Default (paper-size, 256 x 8) Tracker: 1 update/cycle, trigger 3 cycles after the update."""
     run("tracker", {}, "tessera.tb.t3.test_tracker", testcase="tracker_throughput", seed=1)
 
 

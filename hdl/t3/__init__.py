@@ -20,7 +20,10 @@ _TRACKER_PARAMS = [
     Param("count_width", 16, "element-update counter bits", min=2, max=24),
     Param("n_width", 8, "element-count field of an update", min=1, max=16),
     Param("overflow", 4, "fully-associative overflow entries for set conflicts", min=0, max=64),
-    Param("trig_depth", 4, "trigger output FIFO depth", min=1, max=64),
+    Param("trig_depth", 4, "trigger output FIFO depth (+2 entries that absorb the pipeline)", min=1,
+          max=64),
+    Param("victims", 4, "victim FIFO depth for evicted partial tiles (+2 for the pipeline)", min=1,
+          max=64),
 ]
 
 
@@ -58,10 +61,11 @@ def _build_tracker(**p):
 
 BLOCKS = [
     BlockSpec(name="tracker", build=_build_tracker, params=_TRACKER_PARAMS,
-              doc="T3 wavefront Tracker: set-associative update counting, trigger on threshold (§4.2.1)",
+              doc="T3 wavefront Tracker: set-associative update counting, trigger on threshold, "
+                  "eviction on set conflicts (§4.2.1)",
               demo_module="tessera.tb.t3.test_tracker", demo_testcase="tracker_random",
               demo_params={"sets": 8, "ways": 2, "wg_width": 8, "addr_width": 24, "count_width": 10,
-                           "overflow": 2, "trig_depth": 2}),
+                           "overflow": 2, "trig_depth": 2, "victims": 2}),
     BlockSpec(name="dma_table", build=lambda **p: DmaTable(**p), params=_DMA_PARAMS,
               doc="T3 DMA trigger table: tile-range lookup, multi-tile blocks, store/update/none (§4.2.2)",
               demo_module="tessera.tb.t3.test_dma_table", demo_testcase="dma_table_random",

@@ -22,15 +22,28 @@ form an address range (Fig 9(a)), while their tile ids are consecutive; the pape
 * No matching entry: the trigger is counted in ``misses`` and flagged (``error``); op none: counted
   in ``done``; issued commands in ``issued``.  Lowest-index matching entry wins.
 
-Timing: a trigger accepted in cycle t presents its command in cycle t+1 (one output register;
-``trig.ready = !cmd.valid | cmd.ready``, one trigger per cycle).  Configuration writes (``cfg``,
-always ready) take effect at the end of their cycle and clear the entry's counter (a configuration
-write wins over a same-cycle count).  Left out: the DMA engine itself (address generation,
-transfers) -- modelled in Python by the ring testbench.
+Pipeline (one trigger per cycle; a trigger accepted in cycle t presents its command in cycle t+3):
+
+* accept (t): the trigger's key is compared with every entry's range (two comparators per entry,
+  in parallel) -> hit vector register;
+* S1 (t+1): lowest-index hit (priority encoder) selects the entry's fields -> register;
+* S2 (t+2): the entry's block counter decides whether the block is complete (each entry keeps a
+  "next trigger completes" flag beside its counter, updated with it, so S2 only ANDs it with the
+  one-hot entry; counters are read and written only here, so back-to-back triggers of one entry
+  need no forwarding),
+  ``dst = src + (dst_addr - base)`` (the difference is stored when the entry is written) -> the
+  command register, which drives ``cmd`` in t+3.
+
+Back-pressure runs from ``cmd.ready`` through the stages (``trig.ready`` high when S1 can move).
+Configuration writes (``cfg``) are serialised with triggers: ``cfg.ready`` is high only while no
+trigger is in S1 or S2, and a trigger is not accepted in a cycle with ``cfg.valid`` high, so a
+trigger always sees one table.  A write takes effect at the end of its cycle and clears the
+entry's counter.  Left out: the DMA engine itself (address generation, transfers) -- modelled in
+Python by the ring testbench.
 """
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -76,48 +89,79 @@ class DmaTable(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        E = self.n
+        E, aw = self.n, self.addr_width
         ent = [Signal(self.elayout, name=f"entry{i}") for i in range(E)]
+        delta = [Signal(aw, name=f"delta{i}") for i in range(E)]     # dst_addr - base
         cnt = [Signal.like(ent[0].tiles, name=f"count{i}") for i in range(E)]
+        tlay = trigger_layout(self.wg_width, self.wf_width, aw)
+        sel_layout = data.StructLayout({"key_lo": self.key_width, "base": aw, "delta": aw,
+                                        "dst_dev": len(ent[0].dst_dev), "op": 2,
+                                        "tiles": len(ent[0].tiles)})
+
+        # ---- handshake -------------------------------------------------------------------
+        s1_valid, s2_valid, out_valid = Signal(), Signal(), Signal()
+        s1_t, s2_t = Signal(tlay), Signal(tlay)
+        s1_hit = Signal(E)
+        s2_hit, s2_1h = Signal(), Signal(E)
+        s2_e = Signal(sel_layout)
+        out = Signal(self.clayout)
+        adv2 = ~out_valid | self.cmd.ready          # S2 can retire (command register free)
+        s2_free = ~s2_valid | adv2
+        s1_free = ~s1_valid | s2_free
+        accept = Signal()
+        m.d.comb += [self.trig.ready.eq(s1_free & ~self.cfg.valid),
+                     accept.eq(self.trig.valid & self.trig.ready),
+                     self.cfg.ready.eq(~s1_valid & ~s2_valid),
+                     self.cmd.valid.eq(out_valid), self.cmd.payload.eq(out)]
+
+        # ---- accept: range compare -----------------------------------------------------------
         t = self.trig.payload
         key = Signal(self.key_width)
         m.d.comb += key.eq((t.wg << self.wf_width) | t.wf)
         hit_v = Signal(E)
         for i in range(E):
             m.d.comb += hit_v[i].eq(ent[i].valid & (ent[i].key_lo <= key) & (key <= ent[i].key_hi))
-        hit = hit_v.any()
-        h = Signal(range(E))
-        h_1hot = Signal(E)        # lowest matching entry, one-hot
-        for i in reversed(range(E)):
-            with m.If(hit_v[i]):
-                m.d.comb += [h.eq(i), h_1hot.eq(1 << i)]
-        e = Signal(self.elayout)
-        c_old = Signal.like(cnt[0])
-        with m.Switch(h):
-            for i in range(E):
-                with m.Case(i):
-                    m.d.comb += [e.eq(ent[i]), c_old.eq(cnt[i])]
-        c_new = Signal(len(c_old) + 1)
-        m.d.comb += c_new.eq(c_old + 1)
-        complete = c_new >= e.tiles
+        with m.If(s1_free):
+            m.d.sync += [s1_valid.eq(accept), s1_t.eq(t), s1_hit.eq(hit_v)]
 
-        out_valid = Signal()
-        out = Signal(self.clayout)
-        m.d.comb += [self.cmd.valid.eq(out_valid), self.cmd.payload.eq(out),
-                     self.trig.ready.eq(~out_valid | self.cmd.ready)]
+        # ---- S1: priority select --------------------------------------------------------------
+        h_1hot = Signal(E)        # lowest matching entry, one-hot
+        m.d.comb += h_1hot.eq(s1_hit & -s1_hit)
+        e = Signal(sel_layout)
+        fields = []
+        for i in range(E):
+            f = Signal(sel_layout, name=f"sel{i}")
+            m.d.comb += [f.key_lo.eq(ent[i].key_lo), f.base.eq(ent[i].base), f.delta.eq(delta[i]),
+                         f.dst_dev.eq(ent[i].dst_dev), f.op.eq(ent[i].op), f.tiles.eq(ent[i].tiles)]
+            fields.append(Mux(h_1hot[i], f.as_value(), 0))
+        acc = fields[0]
+        for f in fields[1:]:
+            acc = acc | f
+        m.d.comb += e.eq(acc)
+        s2_single = Signal()
+        with m.If(s2_free):
+            m.d.sync += [s2_valid.eq(s1_valid), s2_t.eq(s1_t), s2_hit.eq(s1_hit.any()),
+                         s2_1h.eq(h_1hot), s2_e.eq(e), s2_single.eq(e.tiles == 1)]
+
+        # ---- S2: block counter, command ------------------------------------------------------
+        # last[i]: the next trigger of entry i completes its block (cnt[i] + 1 >= tiles), kept
+        # up to date with the counter so S2 needs no counter multiplexer and comparator
+        last = [Signal(name=f"last{i}") for i in range(E)]
+        complete = Signal()
+        m.d.comb += complete.eq((s2_1h & Cat(*last)).any())
+        single = s2_single
+        src = Signal(aw)
+        m.d.comb += src.eq(Mux(single, s2_t.addr, s2_e.base))
+        retire = s2_valid & adv2
         with m.If(self.cmd.ready):
             m.d.sync += out_valid.eq(0)
-        accept = self.trig.valid & self.trig.ready
-        single = e.tiles == 1
-        src = Signal(self.addr_width)
-        m.d.comb += src.eq(Mux(single, t.addr, e.base))
         misses, done, issued = Signal(16), Signal(16), Signal(16)
-        with m.If(accept):
-            with m.If(~hit):
+        with m.If(retire):
+            with m.If(~s2_hit):
                 with m.If(misses != 0xFFFF):
                     m.d.sync += misses.eq(misses + 1)
             with m.Elif(complete):
-                with m.If(e.op == OP_NONE):
+                with m.If(s2_e.op == OP_NONE):
                     with m.If(done != 0xFFFF):
                         m.d.sync += done.eq(done + 1)
                 with m.Else():
@@ -125,21 +169,27 @@ class DmaTable(wiring.Component):
                         m.d.sync += issued.eq(issued + 1)
                     m.d.sync += [
                         out_valid.eq(1), out.src.eq(src),
-                        out.dst.eq((e.dst_addr + src - e.base)[:self.addr_width]),
-                        out.dst_dev.eq(e.dst_dev), out.tiles.eq(e.tiles), out.op.eq(e.op),
-                        out.wg.eq(Mux(single, t.wg, e.key_lo[self.wf_width:])),
-                        out.wf.eq(Mux(single, t.wf, e.key_lo[:self.wf_width])),
+                        out.dst.eq((src + s2_e.delta)[:aw]),
+                        out.dst_dev.eq(s2_e.dst_dev), out.tiles.eq(s2_e.tiles), out.op.eq(s2_e.op),
+                        out.wg.eq(Mux(single, s2_t.wg, s2_e.key_lo[self.wf_width:])),
+                        out.wf.eq(Mux(single, s2_t.wf, s2_e.key_lo[:self.wf_width])),
                     ]
         cfg_sel = Signal(E)
+        cfg_do = self.cfg.valid & self.cfg.ready
         with m.Switch(self.cfg.payload.index):
             for i in range(E):
                 with m.Case(i):
-                    m.d.comb += cfg_sel[i].eq(self.cfg.valid)
+                    m.d.comb += cfg_sel[i].eq(cfg_do)
+        ce = self.cfg.payload.entry
         for i in range(E):
             with m.If(cfg_sel[i]):
-                m.d.sync += [ent[i].eq(self.cfg.payload.entry), cnt[i].eq(0)]
-            with m.Elif(accept & h_1hot[i]):
-                m.d.sync += cnt[i].eq(Mux(complete, 0, c_new))
-        m.d.comb += [self.cfg.ready.eq(1), self.misses.eq(misses), self.error.eq(misses != 0),
+                m.d.sync += [ent[i].eq(ce), cnt[i].eq(0), last[i].eq(ce.tiles <= 1),
+                             delta[i].eq((ce.dst_addr - ce.base)[:aw])]
+            with m.Elif(retire & s2_1h[i]):
+                with m.If(last[i]):
+                    m.d.sync += [cnt[i].eq(0), last[i].eq(ent[i].tiles <= 1)]
+                with m.Else():
+                    m.d.sync += [cnt[i].eq(cnt[i] + 1), last[i].eq(cnt[i] + 2 >= ent[i].tiles)]
+        m.d.comb += [self.misses.eq(misses), self.error.eq(misses != 0),
                      self.done.eq(done), self.issued.eq(issued)]
         return m

@@ -2,7 +2,11 @@
 
 Two request streams (``comp``: the producer kernel's accesses, ``comm``: the collective's / DMA
 accesses) share one DRAM command queue (``out``; ``out.ready`` = the queue can take a command;
-``occupancy`` = its current fill, an input).  One grant per cycle.  ``policy`` selects:
+``occupancy`` = its current fill, an input).  One grant per cycle, in a cycle with ``out.ready``
+high (as before); the granted request goes into an output register that drives ``out`` in the
+next cycle, so no combinational path runs from the request inputs to ``out`` (only ``out.ready``
+gates the grant).  A grant pops the register in the same cycle (``out.ready`` is high), so it
+never overflows and the arbiter still grants one request per cycle.  ``policy`` selects:
 
 * 0 round-robin with fall-back (the paper's baseline): alternate between the streams, granting
   the other one when the preferred one is empty;
@@ -21,8 +25,10 @@ above the queue depth.
 
 The starvation counter counts cycles during which a communication request is offered and not
 granted (the paper counts cycles since the last communication issue; both agree while
-communication is backlogged) and saturates.  Combinational arbitration: ``out.valid`` never depends
-on ``out.ready``.  Left out: DRAM bank/row scheduling (FR-FCFS) inside the queue; read/write split.
+communication is backlogged) and saturates.  Decisions (threshold, starvation, drain) use the inputs
+of the grant cycle; a communication request is granted at most ``starve_limit`` cycles after it
+starts waiting, not counting cycles with ``out.ready`` low.  Left out: DRAM bank/row scheduling
+(FR-FCFS) inside the queue; read/write split.
 """
 from __future__ import annotations
 
@@ -63,6 +69,7 @@ class MCA(wiring.Component):
             "starving": Out(1),
             "dyn_valid": Out(1),
         })
+        self.f_wait = Signal(wait_width)     # starvation counter, for the formal harness
 
     def elaborate(self, platform):
         m = Module()
@@ -80,6 +87,9 @@ class MCA(wiring.Component):
         m.d.comb += starving.eq(k.valid & (wait >= self.starve_limit))
         sel_comm = Signal()
         valid = Signal()
+        # output (grant) register
+        buf = Signal(out_layout(self.req_width))
+        buf_valid = Signal()
         with m.Switch(self.policy):
             with m.Case(POLICY_RR):
                 m.d.comb += [sel_comm.eq(Mux(last_comm, k.valid & ~c.valid, k.valid)),
@@ -95,16 +105,24 @@ class MCA(wiring.Component):
                 with m.Else():
                     m.d.comb += sel_comm.eq(comm_ok & ~c.valid)
                 m.d.comb += valid.eq(c.valid | sel_comm)
+        grant = Signal()
+        word = Signal(out_layout(self.req_width))
         m.d.comb += [
-            o.valid.eq(valid),
-            o.payload.src.eq(valid & sel_comm),
-            o.payload.req.eq(Mux(sel_comm, k.payload, c.payload)),
-            c.ready.eq(o.ready & valid & ~sel_comm),
-            k.ready.eq(o.ready & valid & sel_comm),
+            grant.eq(o.ready & valid),
+            word.src.eq(sel_comm),
+            word.req.eq(Mux(sel_comm, k.payload, c.payload)),
+            c.ready.eq(grant & ~sel_comm),
+            k.ready.eq(grant & sel_comm),
+            o.valid.eq(buf_valid),
+            o.payload.eq(buf),
             self.eff_threshold.eq(thr),
             self.starving.eq(starving),
             self.dyn_valid.eq(dyn_valid),
         ]
+        with m.If(grant):
+            m.d.sync += [buf.eq(word), buf_valid.eq(1)]
+        with m.Elif(o.ready):
+            m.d.sync += buf_valid.eq(0)
         with m.If(c.ready & c.valid):
             m.d.sync += last_comm.eq(0)
         with m.If(k.ready):
@@ -112,6 +130,7 @@ class MCA(wiring.Component):
         with m.Elif(k.valid & (wait != (1 << self.wait_width) - 1)):
             m.d.sync += wait.eq(wait + 1)
 
+        m.d.comb += self.f_wait.eq(wait)
         full = 1 << self.learn_log2
         with m.If(self.learn):
             with m.If(learn_cnt < full):

@@ -35,7 +35,7 @@ class GoldenNode:
         self.tracker.clear_left = 0          # programmed and cleared before the kernel starts
 
     def step(self, upd_valid, upd, cmd_ready):
-        trig_ready = self.dma.out is None or cmd_ready
+        trig_ready = self.dma.trig_ready(cmd_ready)
         to = self.tracker.step(upd_valid, upd, trig_ready)
         do = self.dma.step(to["trig_valid"], to["trig"], cmd_ready)
         assert do["trig_ready"] == trig_ready
@@ -183,7 +183,8 @@ class RingRS:
 def run_golden(**kw):
     """All devices golden (reference run used by tests of the harness itself)."""
     sim = RingRS(**kw)
-    tp = {"sets": kw.get("tracker_sets", 16), "ways": 4, "overflow": 4, "trig_depth": 4}
+    tp = {"sets": kw.get("tracker_sets", 16), "ways": 4, "overflow": 4, "trig_depth": 4,
+          "victims": 4}
     nodes = [GoldenNode(tp, 8, 3, 24, p) for p in sim.programs]
     while not sim.finished():
         for d in range(sim.nd):

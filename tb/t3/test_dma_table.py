@@ -1,7 +1,8 @@
 """cocotb testbench of the T3 DMA trigger table (§4.2.2) against ``tessera.golden.t3.DmaTableModel``,
 cycle by cycle: entries programmed through ``cfg`` (per-tile ranges and multi-tile blocks, store /
 update / completion-only), random triggers in random order with random idle cycles and random
-command back-pressure, triggers outside every entry (misses), reprogramming while running.  Also
+command back-pressure, triggers outside every entry (misses), reprogramming between rounds, and a
+higher-index entry that shadows a lower one (priority: the lower index wins).  Also
 checked independently of the golden model: every multi-tile block is issued exactly once, after
 all of its tiles triggered, and every single-tile trigger yields its own command.
 """
@@ -55,6 +56,7 @@ class DmaTB(TBBase):
         await ReadOnly()
         exp = self.model.step(trig is not None, trig, cmd_ready, cfg)
         got = {"trig_ready": bool(d.trig__ready.value), "cmd_valid": bool(d.cmd__valid.value),
+               "cfg_ready": bool(d.cfg__ready.value),
                "misses": d.misses.value.to_unsigned(), "done": d.done.value.to_unsigned(),
                "issued": d.issued.value.to_unsigned(), "error": bool(d.error.value)}
         for k, v in got.items():
@@ -96,8 +98,14 @@ async def dma_table_random(dut):
     total_cmds = 0
     for rnd in range(6):
         entries, tiles = program(rng, E, wfw)
-        for i, e in enumerate(entries + [None]):
-            await tb.cycle(None, True, (i, e))
+        # the last entry shadows an earlier one (same key range, other destination): priority
+        # must pick the lower index, so it never matches
+        s = rng.choice(entries)
+        shadow = DmaEntry(s.key_lo, s.key_hi, s.base ^ 0x40, (s.dst_dev + 1) % 4, s.dst_addr ^ 0x80,
+                          OP_STORE if s.op != OP_STORE else OP_UPDATE, s.tiles)
+        for i, e in enumerate(entries + [shadow if rnd % 2 else None]):
+            while not (await tb.cycle(None, True, (i, e)))["cfg_ready"]:
+                pass
         trigs = [(wg, wf, a) for wg, wf, a, _ in tiles]
         miss_keys = [k for k in range(4, entries[-1].key_hi + 6)
                      if not any(e.key_lo <= k <= e.key_hi for e in entries)]
@@ -106,7 +114,7 @@ async def dma_table_random(dut):
         rng.shuffle(trigs)
         cmds, cur = [], None
         misses0, done0 = tb.model.misses, tb.model.done
-        while trigs or cur is not None or tb.model.out is not None:
+        while trigs or cur is not None or not tb.model.idle():
             if cur is None and trigs and rng.random() < 0.8:
                 cur = trigs.pop()
             o = await tb.cycle(cur, rng.random() < 0.6)

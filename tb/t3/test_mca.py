@@ -3,16 +3,18 @@
 
 Stimulus: a compute stream with random gaps, a bursty communication stream (bursts of DMA reads /
 NMC updates, §3.2.2) and a DRAM command queue modelled in Python (fill = occupancy input, random
-service, ``out.ready`` while not full).  Checked every cycle: grant, source, both readies, the
-passed-through request, effective threshold and starvation flag.  Checked over the run (MCA):
-communication never waits longer than the starvation limit (plus cycles the queue was full);
-communication issued without starving never finds the queue at or above the threshold; the
+service, ``out.ready`` while not full).  Checked every cycle: both readies (the grants), output
+valid and source, the request leaving ``out`` (granted requests in grant order), effective
+threshold and starvation flag.  Checked over the run (MCA): communication never waits longer than
+the starvation limit (plus cycles the queue was full); communication granted without
+starving never finds the queue at or above the threshold in its grant cycle; the
 dynamic threshold equals the table entry for the mean occupancy of the learning window.
 """
 from __future__ import annotations
 
 import os
 import random
+from collections import deque
 
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
@@ -48,7 +50,7 @@ class MCATB(TBBase):
 
 
 async def run_policy(tb, policy, *, cycles, seed, threshold=8, starve_limit=12, dynamic=False,
-                     learn_cycles=0, drain_at=None, comp_rate=0.7, service=0.75):
+                     learn_cycles=0, learn_start=0, drain_at=None, comp_rate=0.7, service=0.75):
     d = tb.dut
     rng = random.Random(seed)
     cfg = dict(policy=policy, threshold=threshold, starve_limit=starve_limit, dynamic=dynamic,
@@ -57,6 +59,9 @@ async def run_policy(tb, policy, *, cycles, seed, threshold=8, starve_limit=12, 
     d.threshold.value = threshold
     d.starve_limit.value = starve_limit
     d.dynamic.value = int(dynamic)
+    d.comp__valid.value = 0           # nothing offered in the cycle after reset (model: idle)
+    d.comm__valid.value = 0
+    d.out__ready.value = 0
     await tb.start()
     occ = 0
     comp_cur = comm_cur = None
@@ -65,10 +70,11 @@ async def run_policy(tb, policy, *, cycles, seed, threshold=8, starve_limit=12, 
     comm_wait = 0                 # cycles the current comm head has waited
     full_cycles = 0
     learn_occ = []
+    granted = deque()            # (src, request) granted, not yet out
     stats = {"grants": 0, "comm": 0, "comp": 0, "max_wait_excess": 0, "thr_violations": 0,
              "starved_grants": 0}
     for cyc in range(cycles):
-        learn = cyc < learn_cycles
+        learn = learn_start <= cyc < learn_start + learn_cycles
         drain = drain_at is not None and cyc >= drain_at
         if comp_cur is None and not drain and rng.random() < comp_rate:
             seq += 1
@@ -81,16 +87,17 @@ async def run_policy(tb, policy, *, cycles, seed, threshold=8, starve_limit=12, 
                 seq += 1
                 comm_cur = seq | (1 << 15)
         out_ready = occ < tb.depth
+        occ_in = occ                 # occupancy input of this cycle
         d.comp__valid.value = int(comp_cur is not None)
         d.comp__payload.value = comp_cur or 0
         d.comm__valid.value = int(comm_cur is not None)
         d.comm__payload.value = comm_cur or 0
         d.out__ready.value = int(out_ready)
-        d.occupancy.value = occ
+        d.occupancy.value = occ_in
         d.drain.value = int(drain)
         d.learn.value = int(learn)
         await ReadOnly()
-        exp = tb.model.step(comp_cur is not None, comm_cur is not None, out_ready, occ,
+        exp = tb.model.step(comp_cur is not None, comm_cur is not None, out_ready, occ_in,
                             drain=drain, learn=learn, **cfg)
         got = {"out_valid": bool(d.out__valid.value), "c_ready": bool(d.comp__ready.value),
                "m_ready": bool(d.comm__ready.value), "threshold": d.eff_threshold.value.to_unsigned(),
@@ -101,25 +108,28 @@ async def run_policy(tb, policy, *, cycles, seed, threshold=8, starve_limit=12, 
             word = d.out__payload.value.to_unsigned()
             src, req = word & 1, word >> 1
             tb.check_equal(src, exp["out_src"], f"policy {policy} cycle {cyc} src")
-            tb.check_equal(req, comm_cur if src else comp_cur, f"cycle {cyc} request")
+            tb.check_equal((src, req), granted[0], f"cycle {cyc} request (grant order)")
+            if out_ready:
+                granted.popleft()
+                occ += 1
         if learn:
-            learn_occ.append(occ)
-        granted = got["out_valid"] and out_ready
-        if granted:
+            learn_occ.append(occ_in)
+        if got["c_ready"] or got["m_ready"]:
             stats["grants"] += 1
-            occ += 1
             if got["m_ready"]:
+                granted.append((1, comm_cur))
                 stats["comm"] += 1
                 if policy == POLICY_MCA and not drain:
                     stats["max_wait_excess"] = max(stats["max_wait_excess"],
                                                    comm_wait - full_cycles - starve_limit)
                     if comm_wait >= starve_limit:
                         stats["starved_grants"] += 1
-                    elif occ - 1 >= got["threshold"]:
+                    elif occ_in >= got["threshold"]:
                         stats["thr_violations"] += 1
                 comm_cur = None
                 comm_wait = full_cycles = 0
             else:
+                granted.append((0, comp_cur))
                 stats["comp"] += 1
                 comp_cur = None
         if comm_cur is not None and not got["m_ready"]:
@@ -154,7 +164,8 @@ async def mca_policies(dut):
     learned = []
     for service, label in ((0.55, "memory-intensive"), (0.97, "compute-bound")):
         st = await run_policy(tb, POLICY_MCA, cycles=900, seed=seed + 11, dynamic=True,
-                              learn_cycles=L + 5, drain_at=700, comp_rate=0.9, service=service)
+                              learn_cycles=L + 5, learn_start=30, drain_at=700, comp_rate=0.9,
+                              service=service)
         mean = sum(st["learn_occ"][:L]) // L
         want = next((TABLE[i] for i, b in enumerate(BINS) if mean >= b), TABLE[3])
         tb.check_equal(dut.eff_threshold.value.to_unsigned(), want, f"{label} learned threshold")

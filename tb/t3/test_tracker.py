@@ -1,10 +1,11 @@
 """cocotb testbench of the T3 Tracker (§4.2.1) against ``tessera.golden.t3.TrackerModel``.
 
 Every cycle the same inputs go to the RTL and the golden model and every output is compared
-(update ready, trigger valid/payload, error/conflict counters, occupancy, stall, busy).  On top:
-each WF tile of a column-major GEMM output triggers exactly once, after its last update, with the
-tile's smallest address; set conflicts use the overflow entries or back-pressure; over-counts are
-flagged and leave the state consistent.
+(update ready, trigger valid/payload, error/conflict/eviction counters, occupancy, stall, busy).
+On top: each WF tile of a column-major GEMM output triggers exactly once, after its last update,
+with the tile's smallest address; set conflicts use the overflow entries, then evict (a conflict
+storm of more live tiles than one set and the overflow entries hold finishes, every tile once);
+over-counts are flagged and leave the state consistent.
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ class TrackerTB(TBBase):
         self.ufields = streams["upd"]["payload_fields"]
         self.tfields = streams["trig"]["payload_fields"]
         self.model = TrackerModel(sets=p["sets"], ways=p["ways"], overflow=p["overflow"],
-                                  trig_depth=p["trig_depth"], threshold=threshold)
+                                  trig_depth=p["trig_depth"], threshold=threshold,
+                                  victims=p["victims"])
         dut.threshold.value = threshold
         dut.upd__valid.value = 0
         dut.trig__ready.value = 0
@@ -53,6 +55,7 @@ class TrackerTB(TBBase):
         got = {"upd_ready": bool(d.upd__ready.value), "trig_valid": bool(d.trig__valid.value),
                "err_count": d.err_count.value.to_unsigned(), "error": bool(d.error.value),
                "conflicts": d.conflicts.value.to_unsigned(),
+               "evictions": d.evictions.value.to_unsigned(),
                "occupancy": d.occupancy.value.to_unsigned(), "busy": bool(d.busy.value),
                "stall": bool(d.stall.value)}
         for k, v in got.items():
@@ -74,7 +77,7 @@ async def run_stream(tb, stream, seed, idle_prob, ready_prob, max_cycles):
         v, u, tr = drv.inputs()
         o = await tb.cycle(v, u, tr)
         drv.observe(v, o["upd_ready"], tr, o["trig_valid"], o["trig"])
-        if drv.done() and not tb.model.tfifo and tb.model.s1 is None:
+        if drv.done() and tb.model.idle():
             return drv
     raise AssertionError(f"stream not finished after {max_cycles} cycles")
 
@@ -89,7 +92,7 @@ def check_triggers(tb, drv, expected):
         tb.check((wg, wf) not in seen, f"tile {(wg, wf)} triggered twice")
         seen[(wg, wf)] = addr
         tb.check_equal(addr, expected[(wg, wf)][0], f"start address of {(wg, wf)}")
-        tb.check(cyc >= last_upd[(wg, wf)] + 2, f"tile {(wg, wf)} triggered before its last update")
+        tb.check(cyc >= last_upd[(wg, wf)] + 3, f"tile {(wg, wf)} triggered before its last update")
     tb.check_equal(sorted(seen), sorted(expected), "tiles triggered")
 
 
@@ -136,64 +139,64 @@ async def tracker_trigger_backpressure(dut):
 
 @cocotb.test()
 async def tracker_overcount_and_conflict(dut):
-    """Directed: over-count detection keeps state consistent; a set conflict with no overflow entry
-    left back-pressures (update held, not dropped)."""
+    """Directed: over-count detection keeps state consistent; a conflict storm -- more live tiles in
+    one set than its ways and every overflow entry hold, each started before any completes, in one
+    in-order stream -- finishes (evictions, victim re-entry), every tile once (the previous design
+    held the stream until reset here)."""
     thr = 16
     tb = TrackerTB(dut, thr)
     await tb.start()
     sets, ways, ovf = tb.params["sets"], tb.params["ways"], tb.params["overflow"]
+    trigs = []
 
-    async def send(u, max_wait=20):
+    async def send(u, max_wait=40):
         for _ in range(max_wait):
             o = await tb.cycle(True, u, True)
+            if o["trig_valid"]:
+                trigs.append(o["trig"])
             if o["upd_ready"]:
                 return True
         return False
 
     async def idle(n):
-        trigs = []
         for _ in range(n):
             o = await tb.cycle(False, None, True)
             if o["trig_valid"]:
                 trigs.append(o["trig"])
-        return trigs
 
     # tile A: 10 + 10 > 16 -> the second update is an over-count, discarded
     await send((3, 1, 0x500, 10, SRC_LOCAL))
     await send((3, 1, 0x400, 10, SRC_DMA))
-    t = await idle(4)
-    tb.check_equal(t, [], "no trigger on over-count")
+    await idle(5)
+    tb.check_equal(trigs, [], "no trigger on over-count")
     tb.check_equal(tb.model.err, 1, "error count")
     # state unchanged: 6 more elements complete it, start address still 0x500
     await send((3, 1, 0x520, 6, SRC_DMA))
-    t = await idle(4)
-    tb.check_equal(t, [(3, 1, 0x500)], "trigger after over-count")
+    await idle(5)
+    tb.check_equal(trigs, [(3, 1, 0x500)], "trigger after over-count")
+    trigs.clear()
     # an update after the tile completed starts a new entry (visible as occupancy)
     await send((3, 1, 0x500, 1, SRC_LOCAL))
-    await idle(3)
+    await idle(4)
     tb.check_equal(tb.model.occupancy, 1, "stale update occupies an entry")
     await send((3, 1, 0x500, 15, SRC_LOCAL))
-    await idle(3)
-    # fill set 0: ways + overflow tiles, then one more tile must stall
-    for k in range(ways + ovf):
-        tb.check(await send((k * sets, 0, 0x100 * k, 1, SRC_LOCAL)), "fill accepted")
-    await idle(3)
-    tb.check_equal(tb.model.occupancy, ways + ovf, "set + overflow full")
-    tb.check(await send(((ways + ovf) * sets, 0, 0x900, 1, SRC_LOCAL)), "conflicting update accepted")
-    stalled = 0
-    for _ in range(30):
-        o = await tb.cycle(True, (5, 0, 0x40, 1, SRC_LOCAL), True)   # a later update waits
-        stalled += (not o["upd_ready"])
-    tb.check_equal(stalled, 30, "stream back-pressured by the set conflict")
-    tb.check(bool(tb.dut.stall.value) or tb.model.s1 is not None, "stall flag")
-    tb.check_equal(tb.model.err, 1, "no error from a conflict")
-    # reset clears the Tracker (sweep), then it works again
-    await tb.start()
-    tb.check_equal(tb.model.occupancy, 0, "cleared")
-    await send((1, 2, 0x10, 16, SRC_LOCAL), max_wait=sets + 10)
-    t = await idle(4)
-    tb.check_equal(t, [(1, 2, 0x10)], "single-update tile after reset")
-    tb.report("tracker_overcount_and_conflict")
+    await idle(5)
+    trigs.clear()
+    # conflict storm in set 0: ways + overflow + 2 tiles live at once (the old design held the
+    # stream from ways + overflow + 1 on), 4 updates of 4 elements each
+    n_tiles = ways + ovf + 2
+    tiles = [(k * sets, k % 2) for k in range(n_tiles)]
+    for rnd in range(4):
+        for k, (wg, wf) in enumerate(tiles):
+            tb.check(await send((wg, wf, 0x1000 * k + 0x40 * (3 - rnd), 4, SRC_LOCAL)),
+                     f"storm update {rnd}/{k} not accepted within 40 cycles")
+    await idle(60)
+    tb.check_equal(sorted(trigs), sorted((wg, wf, 0x1000 * k) for k, (wg, wf) in enumerate(tiles)),
+                   "every storm tile triggers once with its start address")
+    tb.check(tb.model.evictions > 0, "storm did not evict")
+    tb.check_equal((tb.model.occupancy, tb.model.err), (0, 1), "entries left / errors")
+    tb.check(tb.model.idle(), "victim records left")
+    tb.report("tracker_overcount_and_conflict", evictions=tb.model.evictions)
 
 
 @cocotb.test()
@@ -216,6 +219,6 @@ async def tracker_throughput(dut):
         last_upd[(u[0], u[1])] = cyc
     lat = sorted({c - last_upd[(t[0], t[1])] for c, t in drv.triggers})
     tb.check_equal(per_cycle, 1.0, "updates per cycle")
-    tb.check_equal(lat, [2], "update-to-trigger cycles")
+    tb.check_equal(lat, [3], "update-to-trigger cycles")
     tb.report("tracker_throughput", updates=len(drv.accepted), updates_per_cycle=per_cycle,
               update_to_trigger_cycles=lat[0])

@@ -7,7 +7,7 @@ equal ``golden.t3.TrackerModel``'s on the same stream exactly, and pass ``xcheck
 once, model order, timing).  Cycle 0 is the first cycle after the reset clear sweep.
 
 Idle gaps between model events (tens of thousands of cycles) are skipped with the update input
-idle and ``trig.ready`` low: the Tracker is empty then (3 cycles after the last accepted update),
+idle and ``trig.ready`` low: the Tracker is empty then (4 cycles after the last accepted update),
 and a spurious trigger would stay in the FIFO and show up, late, at the end of the gap.
 """
 from __future__ import annotations
@@ -37,9 +37,9 @@ async def tracker_xcheck(dut):
         await RisingEdge(tb.clk)
     drv = X.StreamDriver(timed)
     trigs, cycle, last_acc, skipped = [], 0, -10, 0
-    while not (drv.done() and cycle >= last_acc + 3):
+    while not (drv.done() and cycle >= last_acc + 4):
         assert cycle < gold["cycles"] + 1000, "RTL did not finish the stream"
-        if drv.cur is None and cycle >= last_acc + 3 and drv.next_cycle() is not None \
+        if drv.cur is None and cycle >= last_acc + 4 and drv.next_cycle() is not None \
                 and drv.next_cycle() > cycle:
             gap = drv.next_cycle() - cycle
             dut.upd__valid.value = 0

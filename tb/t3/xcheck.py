@@ -11,7 +11,7 @@ order, one per cycle when events are back-to-back; the trigger output is always 
 :func:`run_golden` feeds it to ``golden.t3.TrackerModel`` cycle by cycle; ``tb/t3/test_xcheck.py``
 feeds it to the RTL on Verilator with the same :class:`StreamDriver`.  :func:`check` verifies that
 every tracked tile triggers exactly once, with its start address, in the order the model completes
-the tiles, and at the model's ready cycle (the tile's completing event) plus the Tracker latency (2
+the tiles, and at the model's ready cycle (the tile's completing event) plus the Tracker latency (3
 cycles, ``hdl.t3.tracker``) plus the serialisation delay of the one-update-per-cycle Tracker --
 exactly.  That delay is reported as ``max_lateness``: the model stamps events with the end of its
 time step (``model_step_cycles``), so up to a few tile updates share one cycle; lateness at or
@@ -31,11 +31,12 @@ import numpy as np
 
 from tessera.golden.t3 import SRC_DMA, SRC_LOCAL, TrackerModel
 
-LATENCY = 2          # accepted update -> trig.valid (hdl.t3.tracker docstring)
+LATENCY = 3          # accepted update -> trig.valid (hdl.t3.tracker docstring)
 # RTL parameters of the cross-check: paper organisation (256 sets x 8 ways, §4.2.1) with widths cut
 # to the instance (VAs < 2 MB, wg_id < 64) and n_width = 12 so one update carries a 32x64 WF tile.
 XCHECK_PARAMS = {"sets": 256, "ways": 8, "wg_width": 8, "wf_width": 3, "addr_width": 24,
-                 "count_width": 16, "n_width": 12, "overflow": 4, "trig_depth": 4}
+                 "count_width": 16, "n_width": 12, "overflow": 4, "trig_depth": 4,
+                 "victims": 4}
 
 
 @dataclass
@@ -113,13 +114,13 @@ class StreamDriver:
 def run_golden(timed, thr, params=XCHECK_PARAMS, max_cycles=10_000_000) -> dict:
     """Cycle 0 = first cycle after the reset clear sweep; every cycle is stepped."""
     m = TrackerModel(sets=params["sets"], ways=params["ways"], overflow=params["overflow"],
-                     trig_depth=params["trig_depth"], threshold=thr)
+                     trig_depth=params["trig_depth"], threshold=thr, victims=params["victims"])
     while m.step(False, None, True)["busy"]:
         pass
     drv = StreamDriver(timed)
     trigs = []
     cycle = 0
-    while not (drv.done() and m.s1 is None and not m.tfifo):
+    while not (drv.done() and m.idle()):
         if cycle >= max_cycles:
             raise AssertionError(f"stream not finished after {max_cycles} cycles")
         v, u = drv.inputs(cycle)
