@@ -53,7 +53,7 @@ still busy (the SEND waits for all of them, and commands behind it wait too).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -70,6 +70,15 @@ def _sel(arr, idx):
     out = arr[-1]
     for i in range(len(arr) - 2, -1, -1):
         out = Mux(idx == i, arr[i], out)
+    return out
+
+
+def onehot_mux(sel, values):
+    """OR of ``values[i]`` where one-hot ``sel[i]``: an AND-OR, no priority chain."""
+    out = 0
+    for g, v in zip(sel, values):
+        v = v.as_value() if hasattr(v, "as_value") else v
+        out = out | (v & g.replicate(len(v)))
     return out
 
 
@@ -90,7 +99,7 @@ class SendEngine(wiring.Component):
             # multicast manager
             "table": In(mask_layout(cfg)).array(cfg.groups),
             "lane_ready": In(cfg.lanes),
-            "cons_en": Out(1), "cons_lane": Out(range(cfg.lanes)),
+            "cons_en": Out(1), "cons_sel": Out(cfg.lanes),
             "uaddr_q": Out(node_address_layout(cfg)).array(cfg.ucast_lanes),
             # buffer and network
             "rd": Out(read_req_signature(addr_bits, cfg.word_bits)),
@@ -119,6 +128,9 @@ class SendEngine(wiring.Component):
         def lane_sigs(fmt, width):
             return [Signal(width, name=fmt.format(i)) for i in range(L)]
         act = lane_sigs("l{}_active", 1)
+        act_d = lane_sigs("l{}_active_d", 1)     # active since the previous cycle (see PICK)
+        rowleft = lane_sigs("l{}_rowleft", FIELD)  # words left in the lane's row at its next tile
+        nw_next = lane_sigs("l{}_nw", TILE_BITS)   # size of the lane's next tile
         l_cnt = [lane_sigs("l{}_cnt%d" % k, FIELD) for k in range(3)]
         l_str = [lane_sigs("l{}_stride%d" % k, FIELD) for k in range(3)]
         l_tile = lane_sigs("l{}_tile", TILE_BITS)
@@ -133,6 +145,9 @@ class SendEngine(wiring.Component):
         for u in range(U):
             m.d.comb += self.uaddr_q[u].eq(uaddr[u])
         m.d.comb += self.lane_busy.eq(Cat(*act))
+        for i in range(L):
+            m.d.sync += [act_d[i].eq(act[i]),
+                         nw_next[i].eq(Mux(rowleft[i] < l_tile[i], rowleft[i], l_tile[i]))]
 
         # send slots: busy from start to the last flit's departure; region bounding box
         s_busy = [Signal(name=f"s{k}_busy") for k in range(S)]
@@ -164,7 +179,7 @@ class SendEngine(wiring.Component):
             m.d.sync += [act[i].eq(1), l_tile[i].eq(self.tile), l_tag[i].eq(self.tag),
                          l_slot[i].eq(self.start_slot), i0[i].eq(0), i1[i].eq(0), i2[i].eq(0),
                          addr[i].eq(self.base), base1[i].eq(self.base),
-                         base2[i].eq(self.base), seq[i].eq(0)]
+                         base2[i].eq(self.base), seq[i].eq(0), rowleft[i].eq(self.cnt[0])]
             m.d.sync += [l_cnt[k][i].eq(self.cnt[k]) for k in range(3)]
             m.d.sync += [l_str[k][i].eq(self.stride[k]) for k in range(3)]
 
@@ -210,33 +225,41 @@ class SendEngine(wiring.Component):
         state = Signal(1)
         m.d.comb += self.rd.addr.eq(_sel(addr, cur)[:self.addr_bits])
 
+        lane_dest = [Signal(flit_l["dest"].shape, name=f"l{i}_dest") for i in range(L)]
+        for g in range(G):
+            m.d.comb += lane_dest[g].mcast.eq(self.table[g])
+        for u in range(U):
+            m.d.comb += lane_dest[G + u].ucast.eq(uaddr[u])
+
         with m.If(state == PICK):
-            eligible = [act[i] & self.lane_ready[i] & space for i in range(L)]
+            # a lane is eligible from the second cycle it is active: the multicast
+            # manager's registered ``lane_ready`` then covers its members, and its
+            # ``nw_next`` its first tile; picks are >= 2 cycles apart (head + words), so
+            # ``lane_ready`` and ``nw_next`` always include the previous pick
+            eligible = [act[i] & act_d[i] & self.lane_ready[i] & space for i in range(L)]
             grants, any_g = round_robin(m, eligible, "lane")
             with m.If(any_g):
                 lane = Signal(range(L))
+                nw = Signal(TILE_BITS)
+                tag = Signal(TAG_BITS)
+                sq = Signal(SEQ_BITS)
+                m.d.comb += [lane.eq(onehot_mux(grants, [Const(i, len(lane)) for i in range(L)])),
+                             nw.eq(onehot_mux(grants, nw_next)), tag.eq(onehot_mux(grants, l_tag)),
+                             sq.eq(onehot_mux(grants, seq))]
                 for i in range(L):
                     with m.If(grants[i]):
-                        m.d.comb += lane.eq(i)
-                rem = Signal(FIELD + 1)          # words left in the lane's current row
-                m.d.comb += rem.eq(_sel(l_cnt[0], lane) - _sel(i0, lane))
-                tile = _sel(l_tile, lane)
-                nw = Signal(TILE_BITS)
-                m.d.comb += nw.eq(Mux(rem < tile, rem, tile))
-                m.d.comb += [self.cons_en.eq(1), self.cons_lane.eq(lane)]
+                        m.d.sync += rowleft[i].eq(Mux(rowleft[i] == nw_next[i], l_cnt[0][i],
+                                                      rowleft[i] - nw_next[i]))
+                m.d.comb += [self.cons_en.eq(1), self.cons_sel.eq(Cat(*grants))]
                 dest = Signal(flit_l["dest"].shape)
                 mc = Signal()
-                for g in range(G):
-                    with m.If(grants[g]):
-                        m.d.comb += [dest.mcast.eq(self.table[g]), mc.eq(1)]
-                for u in range(U):
-                    with m.If(grants[G + u]):
-                        m.d.comb += [dest.ucast.eq(uaddr[u]), mc.eq(0)]
+                m.d.comb += [dest.as_value().eq(onehot_mux(grants, lane_dest)),
+                             mc.eq(Cat(*grants[:G]).any())]
                 m.d.sync += [cur.eq(lane), left.eq(nw), cur_mcast.eq(mc), cur_dest.eq(dest),
                              s1_valid.eq(1), s1_head.eq(1), s1_tail.eq(0), s1_mark.eq(0),
                              s1_mcast.eq(mc), s1_dest.eq(dest),
-                             s1_hdr.kind.eq(KIND_DATA), s1_hdr.tag.eq(_sel(l_tag, lane)),
-                             s1_hdr.seq.eq(_sel(seq, lane)), s1_hdr.nwords.eq(nw)]
+                             s1_hdr.kind.eq(KIND_DATA), s1_hdr.tag.eq(tag),
+                             s1_hdr.seq.eq(sq), s1_hdr.nwords.eq(nw)]
                 m.d.sync += state.eq(DATA)
         with m.Else():   # DATA
             m.d.comb += self.rd.valid.eq(space)
