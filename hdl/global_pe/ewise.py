@@ -90,6 +90,7 @@ class EwiseUnit(wiring.Component):
             "rda": Out(read_req_signature(addr_bits, w)),
             "rdb": Out(read_req_signature(addr_bits, w)),
             "wr": Out(write_req_signature(addr_bits, w)),
+            "wq_level": Out(range(WQ_DEPTH + 1)),     # observability (tests)
         })
 
     def elaborate(self, platform):
@@ -118,7 +119,7 @@ class EwiseUnit(wiring.Component):
         o_addr, r_addr = Signal(AB), Signal(AB)
         raw_q = [Signal(signed(17), name=f"ew_rawq{j}") for j in range(cfg.lanes_int8)]
         room = Signal()
-        m.d.comb += room.eq(wq.level + o_v + r_v < WQ_DEPTH)
+        m.d.comb += [room.eq(wq.level + o_v + r_v < WQ_DEPTH), self.wq_level.eq(wq.level)]
 
         # operand slots: one word each, either in flight (``wait``: the SRAM returns it
         # this cycle) or parked (``full``); consumed straight from the SRAM output
