@@ -13,7 +13,7 @@ an EWISE reads word i before it writes word i (in place: the write of word i
 follows its reads by >= 3 cycles); a SEND and an EWISE never run on
 overlapping regions (:mod:`.decoder`); and the controller keeps SENDs and
 EWISEs off open RECV windows.  ``collision`` flags a same-word read and write
-granted in one cycle (sticky ``status.rw_collision`` of the top), so a
+granted in one cycle (the cycle after; sticky ``status.rw_collision`` of the top), so a
 controller that breaks that rule is seen, not silently served stale data.
 
 Arbitration (never loses a request): every requester presents ``valid`` and
@@ -124,7 +124,10 @@ class Buffer(wiring.Component):
                     m.d.comb += [bank.w_addr.eq(row_of(self.wr[i].addr)),
                                  bank.w_data.eq(self.wr[i].data)]
             m.d.comb += [bank.r_en.eq(anyr), bank.w_en.eq(anyw)]
-            coll.append(anyr & anyw & (bank.r_addr == bank.w_addr))
+            both = Signal(name=f"rw_b{k}")
+            ra, wa = Signal.like(bank.r_addr), Signal.like(bank.w_addr)
+            m.d.sync += [both.eq(anyr & anyw), ra.eq(bank.r_addr), wa.eq(bank.w_addr)]
+            coll.append(both & (ra == wa))
         m.d.comb += self.collision.eq(Cat(*coll).any())
 
         for i, p in enumerate(self.rd):

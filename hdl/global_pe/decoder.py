@@ -42,20 +42,20 @@ command completes with it and changes nothing):
 Pipeline (for >= 100 MHz on ECP5): the checks take :data:`CHECK_CYCLES`
 cycles in the command register -- the three region products
 ``(cnt_k - 1) * stride_k`` are registered (one 16x16 multiply each, only for
-this bounds check; address generation uses adders), then the status, the
-region's last address ``span`` and the EWISE destination's last address
-``c_last`` are registered -- and a dispatch decision is registered too:
+this bounds check; address generation uses adders), then two pair sums, then
+the status, the region's last address ``span`` and the EWISE destination's
+last address ``c_last`` -- and a dispatch decision is registered too:
 ``start_*``, ``table_we`` and ``own_cpl`` pulse the cycle after it (the units
 latch ``q``, which holds still until the edge that ends that cycle).  A
-command therefore leaves the register 3 cycles after it entered it and
-reaches its unit 4 cycles after; back-to-back commands are taken one per 4
-cycles (was 2).
+command therefore leaves the register 4 cycles after it entered it and
+reaches its unit 5 cycles after (was 1 and 1); back-to-back commands are
+taken one per 5 cycles (was 2).
 
 Left out: command queueing beyond one register, dispatch out of order.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -63,7 +63,7 @@ from .packets import (FIELD, OP_EWISE, OP_GROUP, OP_RECV, OP_SEND, ST_BAD_ARG, S
                       ST_BAD_REGION, ST_EMPTY_SET, ST_OK, GpeConfig, command_layout, mask_layout)
 
 
-CHECK_CYCLES = 2      # products registered, then status / span registered
+CHECK_CYCLES = 3      # products, pair sums, then status / span: each registered
 
 
 class Decoder(wiring.Component):
@@ -105,10 +105,18 @@ class Decoder(wiring.Component):
         # --- checks ---------------------------------------------------------
         c = [q.cnt0, q.cnt1, q.cnt2]
         s = [q.stride0, q.stride1, q.stride2]
-        prod = [Signal(W, name=f"prod{k}") for k in range(3)]     # stage 1: registered
-        m.d.sync += [prod[k].eq((c[k] - 1) * s[k]) for k in range(3)]
-        span = Signal(W + 2)
-        m.d.comb += span.eq(q.a + prod[0] + prod[1] + prod[2])
+        # stage 1: products, clipped to FIELD + 1 bits (anything >= 2**FIELD is out of
+        # range anyway); stage 2: two pair sums; stage 3 (below): their sum -> status
+        P = FIELD + 1
+        prod = [Signal(P, name=f"prod{k}") for k in range(3)]
+        for k in range(3):
+            full_p = Signal(W, name=f"prod{k}_full")
+            m.d.comb += full_p.eq((c[k] - 1) * s[k])
+            m.d.sync += prod[k].eq(Mux(full_p[FIELD:].any(), (1 << FIELD), full_p[:FIELD]))
+        pair = [Signal(P + 1, name=f"pair{k}") for k in range(2)]
+        m.d.sync += [pair[0].eq(prod[0] + prod[1]), pair[1].eq(prod[2] + q.a)]
+        span = Signal(P + 2)
+        m.d.comb += span.eq(pair[0] + pair[1])
         u = q.uaddr
         send_arg = (~q.tile.any() | (q.tile > cfg.max_tile) | ~q.cnt0.any() | ~q.cnt1.any()
                     | ~q.cnt2.any()

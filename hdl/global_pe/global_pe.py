@@ -170,13 +170,17 @@ class GlobalPE(wiring.Component):
             m.d.sync += utag["ewise"].eq(q.tag)
 
         # EWISE destination vs. regions that SENDs in flight have yet to read
+        # (registered: a SEND's reads can only stop between two cycles, and none can start
+        # while this command is held, so the stale value is conservative)
         m.d.comb += [snd.chk_lo.eq(q.c), snd.chk_hi.eq(dec.c_last)]
+        chk_hit = Signal(name="ewise_dest_hit")
+        m.d.sync += chk_hit.eq(snd.chk_hit)
         gidx_busy = Signal()
         for g in range(cfg.groups):
             with m.If(q.gidx == g):
                 m.d.comb += gidx_busy.eq(snd.lane_busy[g])
         m.d.comb += [dec.send_ok.eq(snd.can_start & Cat(*sfree).any() & ~ew.busy),
-                     dec.ewise_ok.eq(~ew.busy & ~pend["ewise"] & ~snd.chk_hit),
+                     dec.ewise_ok.eq(~ew.busy & ~pend["ewise"] & ~chk_hit),
                      dec.group_ok.eq(~gidx_busy),
                      dec.recv_free.eq(Cat(*free).any()),
                      dec.own_free.eq(~pend["dec"])]

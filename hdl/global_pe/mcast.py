@@ -28,7 +28,7 @@ Left out: reconfiguring windows at run time, per-group windows.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -86,6 +86,7 @@ class MulticastManager(wiring.Component):
 
         credit = [Signal(self.cbits, init=cfg.credit_window, name=f"credit{i}")
                   for i in range(cfg.consumers)]
+        ovf_seen = [Signal(name=f"overflow{i}") for i in range(cfg.consumers)]   # sticky
         has = Signal(cfg.consumers)
         m.d.comb += has.eq(Cat(*[c.any() for c in credit]))
         for lane in range(cfg.lanes):
@@ -98,6 +99,9 @@ class MulticastManager(wiring.Component):
         for t in terms[1:]:
             or_all = or_all | t
         m.d.comb += sel.eq(or_all)
+        # per consumer: both candidate next values (with and without this cycle's take)
+        # are computed from registers only; the take (from the lane pick) just selects
+        W = cfg.credit_window
         for i in range(cfg.consumers):
             m.d.comb += self.credits[i].eq(credit[i])
             dec = Signal(name=f"dec{i}")
@@ -106,10 +110,14 @@ class MulticastManager(wiring.Component):
             m.d.comb += inc.eq(Const(0, 8))
             with m.If(self.cr_en & (self.cr_consumer == i)):
                 m.d.comb += inc.eq(self.cr_count)
-            nxt = Signal(self.cbits + 9, name=f"next{i}")
-            m.d.comb += nxt.eq(credit[i] + inc - dec)
-            with m.If(nxt > cfg.credit_window):
-                m.d.sync += [credit[i].eq(cfg.credit_window), self.overflow.eq(1)]
-            with m.Else():
-                m.d.sync += credit[i].eq(nxt)
+            up = Signal(self.cbits + 9, name=f"up{i}")       # credit + returned
+            m.d.comb += up.eq(credit[i] + inc)
+            ovf0, ovf1 = Signal(name=f"ovf_keep{i}"), Signal(name=f"ovf_take{i}")
+            n0, n1 = Signal(self.cbits, name=f"next_keep{i}"), Signal(self.cbits, name=f"next_take{i}")
+            m.d.comb += [ovf0.eq(up > W), ovf1.eq(up > W + 1),
+                         n0.eq(Mux(ovf0, W, up)), n1.eq(Mux(ovf1, W, up - 1))]
+            m.d.sync += credit[i].eq(Mux(dec, n1, n0))
+            with m.If(Mux(dec, ovf1, ovf0)):
+                m.d.sync += ovf_seen[i].eq(1)
+        m.d.comb += self.overflow.eq(Cat(*ovf_seen).any())
         return m

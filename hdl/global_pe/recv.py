@@ -21,7 +21,11 @@ Incoming packets (:mod:`packets`):
   meshes) is dropped and sets ``bad_flit``.
 
 The network input is back-pressured only while a write waits for its bank
-(hold-until-granted, see :mod:`buffer`).  ``recv_slots`` RECVs can be open
+(hold-until-granted, see :mod:`buffer`): a kept word is matched against the
+windows as it is accepted and then waits in a one-word write stage, so the
+write request starts from registers; a word is counted (and its RECV may
+complete) when its write is granted, one cycle after it was accepted at
+the earliest.  ``recv_slots`` RECVs can be open
 at once (e.g. the next layer's window while the current one fills); the
 controller must issue a RECV before it triggers the producers (a word that
 arrives earlier is a stray) and keep open windows of the same producers
@@ -107,8 +111,17 @@ class RecvUnit(wiring.Component):
         drop_all = Signal()             # body of a bad / credit packet
         in_body = Signal()
 
-        m.d.comb += self.wr.addr.eq(waddr[:self.addr_bits])
-        m.d.comb += self.wr.data.eq(f.payload)
+        # write stage: a kept word waits here for its bank (the match is done on the
+        # way in, so the write request starts from registers)
+        p_v = Signal()
+        p_addr = Signal(self.addr_bits)
+        p_data = Signal(cfg.word_bits)
+        p_owner = Signal(S)
+        p_free = Signal()
+        m.d.comb += [self.wr.valid.eq(p_v), self.wr.addr.eq(p_addr), self.wr.data.eq(p_data),
+                     p_free.eq(~p_v | self.wr.grant)]
+        with m.If(self.wr.grant):
+            m.d.sync += p_v.eq(0)
         # the word belongs to the first (lowest) slot that is open, lists the
         # producer and whose window holds the address
         match = Signal(S)
@@ -146,7 +159,10 @@ class RecvUnit(wiring.Component):
         with m.Else():
             with m.If(self.net_in.valid):
                 with m.If(keep):
-                    m.d.comb += [self.wr.valid.eq(1), self.net_in.ready.eq(self.wr.grant)]
+                    m.d.comb += self.net_in.ready.eq(p_free)
+                    with m.If(p_free):
+                        m.d.sync += [p_v.eq(1), p_addr.eq(waddr[:self.addr_bits]),
+                                     p_data.eq(f.payload), p_owner.eq(owner)]
                 with m.Else():
                     m.d.comb += self.net_in.ready.eq(1)
                     with m.If(~drop_all):
@@ -158,7 +174,7 @@ class RecvUnit(wiring.Component):
 
         for k in range(S):
             counted = Signal(name=f"s{k}_counted")
-            m.d.comb += counted.eq(self.wr.valid & self.wr.grant & owner[k])
+            m.d.comb += counted.eq(self.wr.grant & p_owner[k])
             with m.If(counted):
                 m.d.sync += left[k].eq(left[k] - 1)
             with m.If(active[k] & counted & (left[k] == 1)):

@@ -14,7 +14,8 @@ packet never spans two rows.
 **Lanes.**  The engine holds ``groups + ucast_lanes`` lanes: lane ``g`` serves
 multicast group ``g``, lanes ``groups..`` serve unicast destinations.  A
 lane is a complete copy of one SEND's stream state: its command (tag,
-counts, strides, tile size), its address generator (i0, i1, i2, address,
+counts, strides, tile size), its address generator (down-counters k0, k1, k2
+of the elements left in each level, so a level wraps on a zero test; address,
 row/plane bases), its tile sequence number and the *send slot* of its
 command.  A SEND starts (``start``) as soon as every lane it needs is idle
 -- the lane of each selected group, and for a unicast any idle unicast lane
@@ -136,7 +137,7 @@ class SendEngine(wiring.Component):
         l_tile = lane_sigs("l{}_tile", TILE_BITS)
         l_tag = lane_sigs("l{}_tag", TAG_BITS)
         l_slot = lane_sigs("l{}_slot", SB)
-        i0, i1, i2 = (lane_sigs("l{}_i%d" % k, FIELD) for k in range(3))
+        k0, k1, k2 = (lane_sigs("l{}_k%d" % k, FIELD) for k in range(3))   # left - 1
         addr = lane_sigs("l{}_addr", FIELD)
         base1 = lane_sigs("l{}_base1", FIELD)
         base2 = lane_sigs("l{}_base2", FIELD)
@@ -177,7 +178,8 @@ class SendEngine(wiring.Component):
 
         def init_lane(i):
             m.d.sync += [act[i].eq(1), l_tile[i].eq(self.tile), l_tag[i].eq(self.tag),
-                         l_slot[i].eq(self.start_slot), i0[i].eq(0), i1[i].eq(0), i2[i].eq(0),
+                         l_slot[i].eq(self.start_slot), k0[i].eq(self.cnt[0] - 1), k1[i].eq(self.cnt[1] - 1),
+                         k2[i].eq(self.cnt[2] - 1),
                          addr[i].eq(self.base), base1[i].eq(self.base),
                          base2[i].eq(self.base), seq[i].eq(0), rowleft[i].eq(self.cnt[0])]
             m.d.sync += [l_cnt[k][i].eq(self.cnt[k]) for k in range(3)]
@@ -273,21 +275,22 @@ class SendEngine(wiring.Component):
                     with m.If(cur == i):
                         cnt = [l_cnt[k][i] for k in range(3)]
                         stride = [l_str[k][i] for k in range(3)]
-                        w0 = i0[i] + 1 == cnt[0]
-                        w1 = i1[i] + 1 == cnt[1]
+                        w0 = k0[i] == 0
+                        w1 = k1[i] == 0
                         with m.If(~w0):
-                            m.d.sync += [i0[i].eq(i0[i] + 1), addr[i].eq(addr[i] + stride[0])]
+                            m.d.sync += [k0[i].eq(k0[i] - 1), addr[i].eq(addr[i] + stride[0])]
                         with m.Elif(~w1):
                             nxt = (base1[i] + stride[1])[:FIELD]
-                            m.d.sync += [i0[i].eq(0), i1[i].eq(i1[i] + 1),
+                            m.d.sync += [k0[i].eq(cnt[0] - 1), k1[i].eq(k1[i] - 1),
                                          addr[i].eq(nxt), base1[i].eq(nxt)]
                         with m.Else():
                             nxt = (base2[i] + stride[2])[:FIELD]
-                            m.d.sync += [i0[i].eq(0), i1[i].eq(0), i2[i].eq(i2[i] + 1),
+                            m.d.sync += [k0[i].eq(cnt[0] - 1), k1[i].eq(cnt[1] - 1),
+                                         k2[i].eq(k2[i] - 1),
                                          addr[i].eq(nxt), base1[i].eq(nxt), base2[i].eq(nxt)]
                         with m.If(last):
                             m.d.sync += seq[i].eq(seq[i] + 1)
-                            with m.If(w0 & w1 & (i2[i] + 1 == cnt[2])):   # region done
+                            with m.If(w0 & w1 & (k2[i] == 0)):   # region done
                                 others = Cat(*[act[j] & (l_slot[j] == l_slot[i])
                                                for j in range(L) if j != i]).any()
                                 m.d.sync += [act[i].eq(0), s1_mark.eq(~others),
