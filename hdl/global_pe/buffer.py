@@ -5,10 +5,16 @@ Simba §3.1 "Simba global PE" (second-level activation store; 64 KB, 2048 x
 
 Organisation: ``banks`` banks of ``words / banks`` words, low-order
 interleaved (bank = address mod banks, row = address div banks).  Each bank
-is one ``amaranth.lib.memory.Memory`` with one synchronous read port and one
-write port (1R1W SRAM macro), so a read and a write to the same bank proceed
-in the same cycle (read-before-write: a same-address read returns the old
-word).
+is one :class:`tessera.hdl.sram.SRAM` (1W1R, read latency 1), so a read and a
+write to the same bank proceed in the same cycle.  A read and a write of the
+*same word* in one cycle return an undefined value (``collision="undefined"``:
+no bypass logic, block RAM as is).  The Global PE never relies on that word:
+an EWISE reads word i before it writes word i (in place: the write of word i
+follows its reads by >= 3 cycles); a SEND and an EWISE never run on
+overlapping regions (:mod:`.decoder`); and the controller keeps SENDs and
+EWISEs off open RECV windows.  ``collision`` flags a same-word read and write
+granted in one cycle (the cycle after; sticky ``status.rw_collision`` of the top), so a
+controller that breaks that rule is seen, not silently served stale data.
 
 Arbitration (never loses a request): every requester presents ``valid`` and
 keeps its request (address, data) stable until it sees ``grant`` -- a
@@ -25,8 +31,10 @@ Left out: ECC, power gating, byte write enables (writes are whole words).
 from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Signal
-from amaranth.lib import memory, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
+from tessera.hdl.sram import SRAM
 
 
 def read_req_signature(addr_bits, width):
@@ -37,25 +45,6 @@ def read_req_signature(addr_bits, width):
 def write_req_signature(addr_bits, width):
     return wiring.Signature({"valid": Out(1), "addr": Out(addr_bits), "data": Out(width),
                              "grant": In(1)})
-
-
-class SramBank(wiring.Component):
-    """One 1R1W bank (the SRAM macro; exported as a black box for synthesis)."""
-
-    def __init__(self, depth, width):
-        self.depth, self.width = depth, width
-        abits = max(1, (depth - 1).bit_length())
-        super().__init__({"raddr": In(abits), "ren": In(1), "rdata": Out(width),
-                          "waddr": In(abits), "wen": In(1), "wdata": In(width)})
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.mem = mem = memory.Memory(shape=self.width, depth=self.depth, init=[])
-        rp = mem.read_port()
-        wp = mem.write_port()
-        m.d.comb += [rp.addr.eq(self.raddr), rp.en.eq(self.ren), self.rdata.eq(rp.data),
-                     wp.addr.eq(self.waddr), wp.en.eq(self.wen), wp.data.eq(self.wdata)]
-        return m
 
 
 def round_robin(m: Module, reqs, name: str):
@@ -99,6 +88,7 @@ class Buffer(wiring.Component):
         super().__init__({
             "rd": In(read_req_signature(self.addr_bits, width)).array(n_read),
             "wr": In(write_req_signature(self.addr_bits, width)).array(n_write),
+            "collision": Out(1),
         })
 
     def elaborate(self, platform):
@@ -115,10 +105,11 @@ class Buffer(wiring.Component):
         rgrant = [[None] * self.banks for _ in range(self.n_read)]
         wgrant = [[None] * self.banks for _ in range(self.n_write)]
         bank_rdata = []
+        coll = []
         for k in range(self.banks):
-            bank = SramBank(depth, self.width)
+            bank = SRAM(depth, self.width, collision="undefined")
             m.submodules[f"bank{k}"] = bank
-            bank_rdata.append(bank.rdata)
+            bank_rdata.append(bank.r_data)
             rreq = [p.valid & (bank_of(p.addr) == k) for p in self.rd]
             gr, anyr = round_robin(m, rreq, f"rd_b{k}")
             wreq = [p.valid & (bank_of(p.addr) == k) for p in self.wr]
@@ -126,13 +117,18 @@ class Buffer(wiring.Component):
             for i in range(self.n_read):
                 rgrant[i][k] = gr[i]
                 with m.If(gr[i]):
-                    m.d.comb += bank.raddr.eq(row_of(self.rd[i].addr))
+                    m.d.comb += bank.r_addr.eq(row_of(self.rd[i].addr))
             for i in range(self.n_write):
                 wgrant[i][k] = gw[i]
                 with m.If(gw[i]):
-                    m.d.comb += [bank.waddr.eq(row_of(self.wr[i].addr)),
-                                 bank.wdata.eq(self.wr[i].data)]
-            m.d.comb += [bank.ren.eq(anyr), bank.wen.eq(anyw)]
+                    m.d.comb += [bank.w_addr.eq(row_of(self.wr[i].addr)),
+                                 bank.w_data.eq(self.wr[i].data)]
+            m.d.comb += [bank.r_en.eq(anyr), bank.w_en.eq(anyw)]
+            both = Signal(name=f"rw_b{k}")
+            ra, wa = Signal.like(bank.r_addr), Signal.like(bank.w_addr)
+            m.d.sync += [both.eq(anyr & anyw), ra.eq(bank.r_addr), wa.eq(bank.w_addr)]
+            coll.append(both & (ra == wa))
+        m.d.comb += self.collision.eq(Cat(*coll).any())
 
         for i, p in enumerate(self.rd):
             g = Signal(name=f"rd{i}_granted")

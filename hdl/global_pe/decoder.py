@@ -39,16 +39,31 @@ command completes with it and changes nothing):
 4. EMPTY_SET: SEND with no lane, or a selected group whose chiplet or node
    mask is empty; RECV / GROUP mask with no chiplet or no node.
 
+Pipeline (for >= 100 MHz on ECP5): the checks take :data:`CHECK_CYCLES`
+cycles in the command register -- the three region products
+``(cnt_k - 1) * stride_k`` are registered (one 16x16 multiply each, only for
+this bounds check; address generation uses adders), then two pair sums, then
+the status, the region's last address ``span`` and the EWISE destination's
+last address ``c_last`` -- and a dispatch decision is registered too:
+``start_*``, ``table_we`` and ``own_cpl`` pulse the cycle after it (the units
+latch ``q``, which holds still until the edge that ends that cycle).  A
+command therefore leaves the register 4 cycles after it entered it and
+reaches its unit 5 cycles after (was 1 and 1); back-to-back commands are
+taken one per 5 cycles (was 2).
+
 Left out: command queueing beyond one register, dispatch out of order.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .packets import (FIELD, OP_EWISE, OP_GROUP, OP_RECV, OP_SEND, ST_BAD_ARG, ST_BAD_OP,
                       ST_BAD_REGION, ST_EMPTY_SET, ST_OK, GpeConfig, command_layout, mask_layout)
+
+
+CHECK_CYCLES = 3      # products, pair sums, then status / span: each registered
 
 
 class Decoder(wiring.Component):
@@ -61,6 +76,7 @@ class Decoder(wiring.Component):
             "send_ok": In(1), "ewise_ok": In(1), "group_ok": In(1), "recv_free": In(1),
             "own_free": In(1),
             "span": Out(FIELD),                       # last address of a SEND region
+            "c_last": Out(FIELD + 1),                 # last address of an EWISE destination
             "start_send": Out(1), "start_ewise": Out(1), "start_recv": Out(1),
             "table_we": Out(1),
             "own_cpl": Out(1), "own_status": Out(3),  # completion issued by the decoder itself
@@ -72,9 +88,14 @@ class Decoder(wiring.Component):
         full = Signal()
         q = Signal(command_layout(cfg))
         m.d.comb += self.q.eq(q)
+        age = Signal(range(CHECK_CYCLES + 1))        # cycles the command has been held
         m.d.comb += self.cmd.ready.eq(~full)
         with m.If(self.cmd.valid & ~full):
-            m.d.sync += [q.eq(self.cmd.payload), full.eq(1)]
+            m.d.sync += [q.eq(self.cmd.payload), full.eq(1), age.eq(0)]
+        with m.Elif(full & (age != CHECK_CYCLES)):
+            m.d.sync += age.eq(age + 1)
+        checked = Signal()
+        m.d.comb += checked.eq(full & (age == CHECK_CYCLES))
 
         W = 2 * FIELD + 2
 
@@ -84,15 +105,25 @@ class Decoder(wiring.Component):
         # --- checks ---------------------------------------------------------
         c = [q.cnt0, q.cnt1, q.cnt2]
         s = [q.stride0, q.stride1, q.stride2]
-        span = Signal(W + 2)
-        m.d.comb += span.eq(q.a + (c[0] - 1) * s[0] + (c[1] - 1) * s[1] + (c[2] - 1) * s[2])
+        # stage 1: products, clipped to FIELD + 1 bits (anything >= 2**FIELD is out of
+        # range anyway); stage 2: two pair sums; stage 3 (below): their sum -> status
+        P = FIELD + 1
+        prod = [Signal(P, name=f"prod{k}") for k in range(3)]
+        for k in range(3):
+            full_p = Signal(W, name=f"prod{k}_full")
+            m.d.comb += full_p.eq((c[k] - 1) * s[k])
+            m.d.sync += prod[k].eq(Mux(full_p[FIELD:].any(), (1 << FIELD), full_p[:FIELD]))
+        pair = [Signal(P + 1, name=f"pair{k}") for k in range(2)]
+        m.d.sync += [pair[0].eq(prod[0] + prod[1]), pair[1].eq(prod[2] + q.a)]
+        span = Signal(P + 2)
+        m.d.comb += span.eq(pair[0] + pair[1])
         u = q.uaddr
         send_arg = (~q.tile.any() | (q.tile > cfg.max_tile) | ~q.cnt0.any() | ~q.cnt1.any()
                     | ~q.cnt2.any()
                     | (q.ucast & ((u.node.x >= cfg.node_mesh_x) | (u.node.y >= cfg.node_mesh_y)
                                   | (u.chiplet.x >= cfg.chiplet_mesh_x)
                                   | (u.chiplet.y >= cfg.chiplet_mesh_y))))
-        m.d.comb += self.span.eq(span[:FIELD])
+        m.d.sync += [self.span.eq(span[:FIELD]), self.c_last.eq(q.c + q.cnt0 - 1)]
         send_region = span >= cfg.words
         grp_empty = Cat(*[q.groups[g] & empty(self.table[g]) for g in range(cfg.groups)]).any()
         send_empty = (~q.groups.any() & ~q.ucast) | grp_empty
@@ -113,55 +144,54 @@ class Decoder(wiring.Component):
                      | partial_overlap(q.a, q.c, q.cnt0) | partial_overlap(q.b, q.c, q.cnt0))
         grp_arg = q.gidx >= cfg.groups
 
-        status = Signal(3)
+        status = Signal(3)          # stage 2: registered (from q and the products)
+        status_c = Signal(3)
+        m.d.sync += status.eq(status_c)
         with m.If(q.op == OP_SEND):
             with m.If(send_arg):
-                m.d.comb += status.eq(ST_BAD_ARG)
+                m.d.comb += status_c.eq(ST_BAD_ARG)
             with m.Elif(send_region):
-                m.d.comb += status.eq(ST_BAD_REGION)
+                m.d.comb += status_c.eq(ST_BAD_REGION)
             with m.Elif(send_empty):
-                m.d.comb += status.eq(ST_EMPTY_SET)
+                m.d.comb += status_c.eq(ST_EMPTY_SET)
         with m.Elif(q.op == OP_RECV):
             with m.If(recv_arg):
-                m.d.comb += status.eq(ST_BAD_ARG)
+                m.d.comb += status_c.eq(ST_BAD_ARG)
             with m.Elif(recv_region):
-                m.d.comb += status.eq(ST_BAD_REGION)
+                m.d.comb += status_c.eq(ST_BAD_REGION)
             with m.Elif(recv_empty):
-                m.d.comb += status.eq(ST_EMPTY_SET)
+                m.d.comb += status_c.eq(ST_EMPTY_SET)
         with m.Elif(q.op == OP_EWISE):
             with m.If(ew_arg):
-                m.d.comb += status.eq(ST_BAD_ARG)
+                m.d.comb += status_c.eq(ST_BAD_ARG)
             with m.Elif(ew_region):
-                m.d.comb += status.eq(ST_BAD_REGION)
+                m.d.comb += status_c.eq(ST_BAD_REGION)
         with m.Elif(q.op == OP_GROUP):
             with m.If(grp_arg):
-                m.d.comb += status.eq(ST_BAD_ARG)
+                m.d.comb += status_c.eq(ST_BAD_ARG)
             with m.Elif(empty(q.mask)):
-                m.d.comb += status.eq(ST_EMPTY_SET)
+                m.d.comb += status_c.eq(ST_EMPTY_SET)
         with m.Else():
-            m.d.comb += status.eq(ST_BAD_OP)
+            m.d.comb += status_c.eq(ST_BAD_OP)
         m.d.comb += self.own_status.eq(status)
 
-        # --- dispatch -------------------------------------------------------
-        with m.If(full):
+        # --- dispatch (decision registered: the pulses come the next cycle) -----
+        m.d.sync += [self.own_cpl.eq(0), self.start_send.eq(0), self.start_ewise.eq(0),
+                     self.start_recv.eq(0), self.table_we.eq(0)]
+        with m.If(checked):
             with m.If(status != ST_OK):
                 with m.If(self.own_free):
-                    m.d.comb += self.own_cpl.eq(1)
-                    m.d.sync += full.eq(0)
+                    m.d.sync += [self.own_cpl.eq(1), full.eq(0)]
             with m.Elif(q.op == OP_SEND):
                 with m.If(self.send_ok):
-                    m.d.comb += self.start_send.eq(1)
-                    m.d.sync += full.eq(0)
+                    m.d.sync += [self.start_send.eq(1), full.eq(0)]
             with m.Elif(q.op == OP_EWISE):
                 with m.If(self.ewise_ok):
-                    m.d.comb += self.start_ewise.eq(1)
-                    m.d.sync += full.eq(0)
+                    m.d.sync += [self.start_ewise.eq(1), full.eq(0)]
             with m.Elif(q.op == OP_RECV):
                 with m.If(self.recv_free):
-                    m.d.comb += self.start_recv.eq(1)
-                    m.d.sync += full.eq(0)
+                    m.d.sync += [self.start_recv.eq(1), full.eq(0)]
             with m.Else():       # GROUP
                 with m.If(self.group_ok & self.own_free):
-                    m.d.comb += [self.table_we.eq(1), self.own_cpl.eq(1)]
-                    m.d.sync += full.eq(0)
+                    m.d.sync += [self.table_we.eq(1), self.own_cpl.eq(1), full.eq(0)]
         return m

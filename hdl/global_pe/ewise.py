@@ -14,11 +14,17 @@ j = bits [8j+7 : 8j], two's complement), for word i of the regions:
   ``shift`` in 0..15;
 * saturate: ``c = min(127, max(-128, y))``.
 
-Pipeline: two read requesters (A and B; each operand slot holds one word,
-used straight from the SRAM output or parked if the other operand or the
-write is late) -> one result register -> write requester; one word per cycle
-when the A and B reads are in different banks and the write is not held
-back; half that when A and B share a bank (one read port per bank).
+Pipeline (for >= 100 MHz on ECP5): two read requesters (A and B; each
+operand slot holds one word, taken straight from the SRAM output or parked
+if the other operand is late) -> operand registers -> raw per-lane result
+(add / mul / max, registered) -> shift and saturate -> write queue
+(:data:`WQ_DEPTH` words, LUT RAM) -> write requester.  The operand and raw
+stages never stall: a pair is taken only while the words in those stages
+plus the queue's fill level are below the queue depth, so the queue cannot
+overflow and nothing waits on this cycle's write grant.  One word per cycle
+when the A and B reads are in different banks and the writes are granted;
+half that when A and B share a bank (one read port per bank); an EWISE
+takes 3 cycles longer than the single-stage unit did (pipeline fill).
 
 Max pooling is composed from this unit: EWISE max of row pairs, EWISE max of
 neighbouring words, then a SEND whose stride-2 address level picks the
@@ -32,14 +38,18 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from .buffer import read_req_signature, write_req_signature
 from .packets import EW_ADD, EW_MUL, FIELD, SHIFT_BITS, TAG_BITS, GpeConfig
 
 
-def ewise_word(m: Module, a, b, sub, shift, lanes: int):
-    """Combinational result word of f(a, b) >> shift, saturated, for ``lanes`` int8 lanes."""
+WQ_DEPTH = 4          # write queue: operand + raw stage + queue turnaround + 1
+
+
+def ewise_raw(m: Module, a, b, sub, lanes: int):
+    """Per-lane f(a, b) (17-bit signed, exact) for ``lanes`` int8 lanes."""
     out = []
     for j in range(lanes):
         x = a[8 * j:8 * j + 8].as_signed()
@@ -51,6 +61,14 @@ def ewise_word(m: Module, a, b, sub, shift, lanes: int):
             m.d.comb += r.eq(x * y)
         with m.Else():               # EW_MAX (3 is rejected by the decoder)
             m.d.comb += r.eq(Mux(x > y, x, y))
+        out.append(r)
+    return out
+
+
+def ewise_finish(m: Module, raw, shift):
+    """``raw >> shift`` (floor), saturated to int8, packed into a word."""
+    out = []
+    for j, r in enumerate(raw):
         s = Signal(signed(17), name=f"ew_shr{j}")
         m.d.comb += s.eq(r >> shift)
         q = Signal(8, name=f"ew_sat{j}")
@@ -72,28 +90,36 @@ class EwiseUnit(wiring.Component):
             "rda": Out(read_req_signature(addr_bits, w)),
             "rdb": Out(read_req_signature(addr_bits, w)),
             "wr": Out(write_req_signature(addr_bits, w)),
+            "wq_level": Out(range(WQ_DEPTH + 1)),     # observability (tests)
         })
 
     def elaborate(self, platform):
         cfg = self.cfg
         m = Module()
         w = cfg.word_bits
+        AB = self.addr_bits
         sub = Signal(2)
         shift = Signal(SHIFT_BITS)
-        a0, b0, c0, n = (Signal(FIELD, name=x) for x in ("a0", "b0", "c0", "n"))
-        ia, ib, ic, iw = (Signal(FIELD + 1, name=x) for x in ("ia", "ib", "ic", "iw"))
+        ra, rb, wc = (Signal(AB, name=x) for x in ("ra", "rb", "wc"))     # next addresses
+        a_left, b_left, w_left = (Signal(FIELD, name=x) for x in ("a_left", "b_left", "w_left"))
         running = Signal()
         a_wait, a_full, b_wait, b_full = Signal(), Signal(), Signal(), Signal()
         a_data, b_data = Signal(w), Signal(w)
-        w_full = Signal()
-        w_data = Signal(w)
-        w_addr = Signal(FIELD)
 
         m.d.comb += self.busy.eq(running)
         with m.If(self.start & ~running):
-            m.d.sync += [sub.eq(self.sub), shift.eq(self.shift), a0.eq(self.a), b0.eq(self.b),
-                         c0.eq(self.c), n.eq(self.n), ia.eq(0), ib.eq(0), ic.eq(0), iw.eq(0),
-                         running.eq(1)]
+            m.d.sync += [sub.eq(self.sub), shift.eq(self.shift), ra.eq(self.a), rb.eq(self.b),
+                         wc.eq(self.c), a_left.eq(self.n), b_left.eq(self.n),
+                         w_left.eq(self.n), running.eq(1)]
+
+        # write queue and the two non-stalling stages in front of it
+        m.submodules.wq = wq = SyncFIFO(width=w + AB, depth=WQ_DEPTH)
+        o_v, r_v = Signal(), Signal()
+        o_a, o_b = Signal(w), Signal(w)
+        o_addr, r_addr = Signal(AB), Signal(AB)
+        raw_q = [Signal(signed(17), name=f"ew_rawq{j}") for j in range(cfg.lanes_int8)]
+        room = Signal()
+        m.d.comb += [room.eq(wq.level + o_v + r_v < WQ_DEPTH), self.wq_level.eq(wq.level)]
 
         # operand slots: one word each, either in flight (``wait``: the SRAM returns it
         # this cycle) or parked (``full``); consumed straight from the SRAM output
@@ -103,13 +129,12 @@ class EwiseUnit(wiring.Component):
                      a_val.eq(Mux(a_full, a_data, self.rda.data)),
                      b_val.eq(Mux(b_full, b_data, self.rdb.data))]
         consume = Signal()
-        m.d.comb += consume.eq(running & a_avail & b_avail & (~w_full | self.wr.grant))
-        result = ewise_word(m, a_val, b_val, sub, shift, cfg.lanes_int8)
+        m.d.comb += consume.eq(running & a_avail & b_avail & room)
 
-        m.d.comb += [self.rda.addr.eq((a0 + ia)[:self.addr_bits]),
-                     self.rda.valid.eq(running & (ia < n) & (~a_avail | consume))]
-        m.d.comb += [self.rdb.addr.eq((b0 + ib)[:self.addr_bits]),
-                     self.rdb.valid.eq(running & (ib < n) & (~b_avail | consume))]
+        m.d.comb += [self.rda.addr.eq(ra),
+                     self.rda.valid.eq(running & a_left.any() & (~a_avail | consume))]
+        m.d.comb += [self.rdb.addr.eq(rb),
+                     self.rdb.valid.eq(running & b_left.any() & (~b_avail | consume))]
         for wait, full, data, port in ((a_wait, a_full, a_data, self.rda),
                                        (b_wait, b_full, b_data, self.rdb)):
             with m.If(consume):
@@ -119,19 +144,24 @@ class EwiseUnit(wiring.Component):
             with m.If(port.grant):
                 m.d.sync += wait.eq(1)
         with m.If(self.rda.grant):
-            m.d.sync += ia.eq(ia + 1)
+            m.d.sync += [ra.eq(ra + 1), a_left.eq(a_left - 1)]
         with m.If(self.rdb.grant):
-            m.d.sync += ib.eq(ib + 1)
+            m.d.sync += [rb.eq(rb + 1), b_left.eq(b_left - 1)]
 
-        # result register -> write
-        m.d.comb += [self.wr.valid.eq(w_full), self.wr.addr.eq(w_addr[:self.addr_bits]),
-                     self.wr.data.eq(w_data)]
-        with m.If(self.wr.grant):
-            m.d.sync += [w_full.eq(0), iw.eq(iw + 1)]
+        # stage 1: operands; stage 2: raw results; then shift / saturate into the queue
+        m.d.sync += [o_v.eq(consume), r_v.eq(o_v)]
         with m.If(consume):
-            m.d.sync += [w_full.eq(1), w_data.eq(result), w_addr.eq((c0 + ic)[:FIELD]),
-                         ic.eq(ic + 1)]
-        with m.If(running & (iw == n) & ~w_full):
+            m.d.sync += [o_a.eq(a_val), o_b.eq(b_val), o_addr.eq(wc), wc.eq(wc + 1)]
+        raw = ewise_raw(m, o_a, o_b, sub, cfg.lanes_int8)
+        m.d.sync += [raw_q[j].eq(raw[j]) for j in range(cfg.lanes_int8)]
+        m.d.sync += r_addr.eq(o_addr)
+        m.d.comb += [wq.w_en.eq(r_v), wq.w_data.eq(Cat(ewise_finish(m, raw_q, shift), r_addr))]
+
+        m.d.comb += [self.wr.valid.eq(wq.r_rdy), self.wr.data.eq(wq.r_data[:w]),
+                     self.wr.addr.eq(wq.r_data[w:]), wq.r_en.eq(self.wr.grant)]
+        with m.If(self.wr.grant):
+            m.d.sync += w_left.eq(w_left - 1)
+        with m.If(running & ~w_left.any()):
             m.d.comb += self.done.eq(1)
             m.d.sync += running.eq(0)
         return m

@@ -116,7 +116,7 @@ class GlobalPE(wiring.Component):
         m.d.comb += [mc.tw_en.eq(dec.table_we), mc.tw_idx.eq(q.gidx), mc.tw_mask.eq(q.mask),
                      mc.cr_en.eq(rcv.cr_en), mc.cr_consumer.eq(rcv.cr_consumer),
                      mc.cr_count.eq(rcv.cr_count),
-                     mc.cons_en.eq(snd.cons_en), mc.cons_lane.eq(snd.cons_lane),
+                     mc.cons_en.eq(snd.cons_en), mc.cons_sel.eq(snd.cons_sel),
                      snd.lane_ready.eq(mc.lane_ready)]
         for g in range(cfg.groups):
             m.d.comb += [snd.table[g].eq(mc.table[g]), dec.table[g].eq(mc.table[g])]
@@ -170,13 +170,17 @@ class GlobalPE(wiring.Component):
             m.d.sync += utag["ewise"].eq(q.tag)
 
         # EWISE destination vs. regions that SENDs in flight have yet to read
-        m.d.comb += [snd.chk_lo.eq(q.c), snd.chk_hi.eq(q.c + q.cnt0 - 1)]
+        # (registered: a SEND's reads can only stop between two cycles, and none can start
+        # while this command is held, so the stale value is conservative)
+        m.d.comb += [snd.chk_lo.eq(q.c), snd.chk_hi.eq(dec.c_last)]
+        chk_hit = Signal(name="ewise_dest_hit")
+        m.d.sync += chk_hit.eq(snd.chk_hit)
         gidx_busy = Signal()
         for g in range(cfg.groups):
             with m.If(q.gidx == g):
                 m.d.comb += gidx_busy.eq(snd.lane_busy[g])
         m.d.comb += [dec.send_ok.eq(snd.can_start & Cat(*sfree).any() & ~ew.busy),
-                     dec.ewise_ok.eq(~ew.busy & ~pend["ewise"] & ~snd.chk_hit),
+                     dec.ewise_ok.eq(~ew.busy & ~pend["ewise"] & ~chk_hit),
                      dec.group_ok.eq(~gidx_busy),
                      dec.recv_free.eq(Cat(*free).any()),
                      dec.own_free.eq(~pend["dec"])]
@@ -206,4 +210,8 @@ class GlobalPE(wiring.Component):
         m.d.comb += [self.status.credit_overflow.eq(mc.overflow),
                      self.status.stray_word.eq(rcv.stray_word),
                      self.status.bad_flit.eq(rcv.bad_flit)]
+        rw_coll = Signal(name="rw_collision")
+        with m.If(buf.collision):
+            m.d.sync += rw_coll.eq(1)
+        m.d.comb += self.status.rw_collision.eq(rw_coll)
         return m

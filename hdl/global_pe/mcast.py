@@ -15,11 +15,20 @@ buffer is).
 Credit returns beyond the window are clamped to the window and raise the
 sticky ``overflow`` flag (a protocol error of the consumer).
 
+Timing (for >= 100 MHz on ECP5): ``lane_ready`` is a register (each lane's
+"all members have credit" of the previous cycle), so the SEND engine's lane
+picker starts from flip-flops; the take (``cons_en``, one-hot ``cons_sel``)
+still updates the counters in the cycle of the pick.  That is exact because
+a lane is picked at most every second cycle (a head flit, then at least one
+word) and a newly started lane waits one cycle (see :mod:`.send`); a credit
+return shows one cycle later (conservative).  A unicast lane's member is
+decoded by comparing the node's coordinates (no index arithmetic).
+
 Left out: reconfiguring windows at run time, per-group windows.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -40,7 +49,7 @@ class MulticastManager(wiring.Component):
             # credit return (from the network-in unit)
             "cr_en": In(1), "cr_consumer": In(range(cfg.consumers)), "cr_count": In(8),
             # the SEND engine takes one tile for a lane
-            "cons_en": In(1), "cons_lane": In(range(cfg.lanes)),
+            "cons_en": In(1), "cons_sel": In(cfg.lanes),     # one-hot lane
             "lane_ready": Out(cfg.lanes),
             "overflow": Out(1),
             "credits": Out(self.cbits).array(cfg.consumers),   # observability
@@ -66,23 +75,33 @@ class MulticastManager(wiring.Component):
         for k in range(cfg.ucast_lanes):
             ubits = Signal(cfg.consumers, name=f"members_ucast{k}")
             u = self.uaddr[k]
-            uidx = ((u.chiplet.y * cfg.chiplet_mesh_x + u.chiplet.x) * cfg.nodes
-                    + u.node.y * cfg.node_mesh_x + u.node.x)
-            for i in range(cfg.consumers):
-                m.d.comb += ubits[i].eq(uidx == i)
+            for cy in range(cfg.chiplet_mesh_y):
+                for cx in range(cfg.chiplet_mesh_x):
+                    for ny in range(cfg.node_mesh_y):
+                        for nx in range(cfg.node_mesh_x):
+                            i = (cy * cfg.chiplet_mesh_x + cx) * cfg.nodes + ny * cfg.node_mesh_x + nx
+                            m.d.comb += ubits[i].eq((u.chiplet.x == cx) & (u.chiplet.y == cy)
+                                                    & (u.node.x == nx) & (u.node.y == ny))
             members.append(ubits)
 
         credit = [Signal(self.cbits, init=cfg.credit_window, name=f"credit{i}")
                   for i in range(cfg.consumers)]
+        ovf_seen = [Signal(name=f"overflow{i}") for i in range(cfg.consumers)]   # sticky
         has = Signal(cfg.consumers)
         m.d.comb += has.eq(Cat(*[c.any() for c in credit]))
         for lane in range(cfg.lanes):
-            m.d.comb += self.lane_ready[lane].eq(~(members[lane] & ~has).any())
+            m.d.sync += self.lane_ready[lane].eq(~(members[lane] & ~has).any())
 
         sel = Signal(cfg.consumers)
-        for lane in range(cfg.lanes):
-            with m.If(self.cons_lane == lane):
-                m.d.comb += sel.eq(members[lane])
+        terms = [members[lane] & self.cons_sel[lane].replicate(cfg.consumers)
+                 for lane in range(cfg.lanes)]
+        or_all = terms[0]
+        for t in terms[1:]:
+            or_all = or_all | t
+        m.d.comb += sel.eq(or_all)
+        # per consumer: both candidate next values (with and without this cycle's take)
+        # are computed from registers only; the take (from the lane pick) just selects
+        W = cfg.credit_window
         for i in range(cfg.consumers):
             m.d.comb += self.credits[i].eq(credit[i])
             dec = Signal(name=f"dec{i}")
@@ -91,10 +110,14 @@ class MulticastManager(wiring.Component):
             m.d.comb += inc.eq(Const(0, 8))
             with m.If(self.cr_en & (self.cr_consumer == i)):
                 m.d.comb += inc.eq(self.cr_count)
-            nxt = Signal(self.cbits + 9, name=f"next{i}")
-            m.d.comb += nxt.eq(credit[i] + inc - dec)
-            with m.If(nxt > cfg.credit_window):
-                m.d.sync += [credit[i].eq(cfg.credit_window), self.overflow.eq(1)]
-            with m.Else():
-                m.d.sync += credit[i].eq(nxt)
+            up = Signal(self.cbits + 9, name=f"up{i}")       # credit + returned
+            m.d.comb += up.eq(credit[i] + inc)
+            ovf0, ovf1 = Signal(name=f"ovf_keep{i}"), Signal(name=f"ovf_take{i}")
+            n0, n1 = Signal(self.cbits, name=f"next_keep{i}"), Signal(self.cbits, name=f"next_take{i}")
+            m.d.comb += [ovf0.eq(up > W), ovf1.eq(up > W + 1),
+                         n0.eq(Mux(ovf0, W, up)), n1.eq(Mux(ovf1, W, up - 1))]
+            m.d.sync += credit[i].eq(Mux(dec, n1, n0))
+            with m.If(Mux(dec, ovf1, ovf0)):
+                m.d.sync += ovf_seen[i].eq(1)
+        m.d.comb += self.overflow.eq(Cat(*ovf_seen).any())
         return m

@@ -163,6 +163,7 @@ def status_layout() -> data.StructLayout:
         "credit_overflow": 1,    # a consumer returned more credits than its window
         "stray_word": 1,         # an OUT word with no matching RECV (dropped)
         "bad_flit": 1,           # unknown packet kind / body flit without head (dropped)
+        "rw_collision": 1,       # a read and a write of one word in one cycle (read undefined)
     })
 
 

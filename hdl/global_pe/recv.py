@@ -21,11 +21,20 @@ Incoming packets (:mod:`packets`):
   meshes) is dropped and sets ``bad_flit``.
 
 The network input is back-pressured only while a write waits for its bank
-(hold-until-granted, see :mod:`buffer`).  ``recv_slots`` RECVs can be open
+(hold-until-granted, see :mod:`buffer`): a kept word is matched against the
+windows as it is accepted and then waits in a one-word write stage, so the
+write request starts from registers; a word is counted (and its RECV may
+complete) when its write is granted, one cycle after it was accepted at
+the earliest.  ``recv_slots`` RECVs can be open
 at once (e.g. the next layer's window while the current one fills); the
 controller must issue a RECV before it triggers the producers (a word that
 arrives earlier is a stray) and keep open windows of the same producers
 disjoint.
+
+Timing: a credit return reaches the multicast manager one cycle after its
+flit is accepted (``cr_*`` are registers); each window keeps its end address
+``a + count`` in a register, so the address match is two comparisons; source
+indices are shift-add sums of constants (no multiplier).
 
 Left out: duplicate detection.
 """
@@ -38,6 +47,15 @@ from amaranth.lib.wiring import In, Out
 from .buffer import write_req_signature
 from .packets import (FIELD, KIND_CREDIT, KIND_OUT, GpeConfig, credit_layout,
                       mask_layout, net_flit_layout, out_header_layout)
+
+
+def const_mul(x, k: int):
+    """x * k for a constant k as a sum of shifted copies of x (no multiplier cell)."""
+    terms = [x << b for b in range(k.bit_length()) if k >> b & 1]
+    out = 0
+    for t in terms:
+        out = out + t
+    return out
 
 
 class RecvUnit(wiring.Component):
@@ -63,9 +81,9 @@ class RecvUnit(wiring.Component):
         f = self.net_in.payload
         active = [Signal(name=f"s{k}_active") for k in range(S)]
         win_a = [Signal(FIELD, name=f"s{k}_a") for k in range(S)]
-        win_n = [Signal(FIELD, name=f"s{k}_n") for k in range(S)]
+        win_e = [Signal(FIELD + 1, name=f"s{k}_end") for k in range(S)]   # a + count
         pmask = [Signal(mask_layout(cfg), name=f"s{k}_mask") for k in range(S)]
-        got = [Signal(FIELD, name=f"s{k}_got") for k in range(S)]
+        left = [Signal(FIELD, name=f"s{k}_left") for k in range(S)]   # words still expected
         m.d.comb += self.active.eq(Cat(*active))
 
         # source decoding
@@ -76,15 +94,16 @@ class RecvUnit(wiring.Component):
                               & (src.node.x < cfg.node_mesh_x) & (src.node.y < cfg.node_mesh_y))
         cidx = Signal(range(cfg.chiplets))
         nidx = Signal(range(cfg.nodes))
-        m.d.comb += [cidx.eq(src.chiplet.y * cfg.chiplet_mesh_x + src.chiplet.x),
-                     nidx.eq(src.node.y * cfg.node_mesh_x + src.node.x)]
+        m.d.comb += [cidx.eq(const_mul(src.chiplet.y, cfg.chiplet_mesh_x) + src.chiplet.x),
+                     nidx.eq(const_mul(src.node.y, cfg.node_mesh_x) + src.node.x)]
         hdr_out = out_header_layout()(f.payload[:out_header_layout().size])
         hdr_cr = credit_layout()(f.payload[:credit_layout().size])
 
         for k in range(S):
             with m.If(self.start & (self.start_slot == k)):
-                m.d.sync += [active[k].eq(1), win_a[k].eq(self.a), win_n[k].eq(self.count),
-                             pmask[k].eq(self.mask), got[k].eq(0)]
+                m.d.sync += [active[k].eq(1), win_a[k].eq(self.a),
+                             win_e[k].eq(self.a + self.count),
+                             pmask[k].eq(self.mask), left[k].eq(self.count)]
 
         # packet state
         waddr = Signal(FIELD + 1)
@@ -92,20 +111,30 @@ class RecvUnit(wiring.Component):
         drop_all = Signal()             # body of a bad / credit packet
         in_body = Signal()
 
-        m.d.comb += self.wr.addr.eq(waddr[:self.addr_bits])
-        m.d.comb += self.wr.data.eq(f.payload)
+        # write stage: a kept word waits here for its bank (the match is done on the
+        # way in, so the write request starts from registers)
+        p_v = Signal()
+        p_addr = Signal(self.addr_bits)
+        p_data = Signal(cfg.word_bits)
+        p_owner = Signal(S)
+        p_free = Signal()
+        m.d.comb += [self.wr.valid.eq(p_v), self.wr.addr.eq(p_addr), self.wr.data.eq(p_data),
+                     p_free.eq(~p_v | self.wr.grant)]
+        with m.If(self.wr.grant):
+            m.d.sync += p_v.eq(0)
         # the word belongs to the first (lowest) slot that is open, lists the
         # producer and whose window holds the address
         match = Signal(S)
         for k in range(S):
             m.d.comb += match[k].eq(active[k] & src_in[k] & ~drop_all & (waddr >= win_a[k])
-                                    & (waddr < win_a[k] + win_n[k]))
+                                    & (waddr < win_e[k]))
         owner = Signal(S)               # one-hot of match
         for k in range(S):
             m.d.comb += owner[k].eq(match[k] & ~match[:k].any() if k else match[0])
         keep = Signal()
         m.d.comb += keep.eq(match.any())
 
+        m.d.sync += self.cr_en.eq(0)
         with m.If(~in_body):
             m.d.comb += self.net_in.ready.eq(1)
             with m.If(self.net_in.valid):
@@ -115,7 +144,8 @@ class RecvUnit(wiring.Component):
                 with m.Elif(~src_ok):
                     m.d.sync += [self.bad_flit.eq(1), in_body.eq(~f.tail), drop_all.eq(1)]
                 with m.Elif(hdr_cr.kind == KIND_CREDIT):
-                    m.d.comb += [self.cr_en.eq(1), self.cr_consumer.eq(cidx * cfg.nodes + nidx),
+                    m.d.sync += [self.cr_en.eq(1),
+                                 self.cr_consumer.eq(const_mul(cidx, cfg.nodes) + nidx),
                                  self.cr_count.eq(hdr_cr.count)]
                     with m.If(~f.tail):
                         m.d.sync += [self.bad_flit.eq(1), in_body.eq(1), drop_all.eq(1)]
@@ -129,7 +159,10 @@ class RecvUnit(wiring.Component):
         with m.Else():
             with m.If(self.net_in.valid):
                 with m.If(keep):
-                    m.d.comb += [self.wr.valid.eq(1), self.net_in.ready.eq(self.wr.grant)]
+                    m.d.comb += self.net_in.ready.eq(p_free)
+                    with m.If(p_free):
+                        m.d.sync += [p_v.eq(1), p_addr.eq(waddr[:self.addr_bits]),
+                                     p_data.eq(f.payload), p_owner.eq(owner)]
                 with m.Else():
                     m.d.comb += self.net_in.ready.eq(1)
                     with m.If(~drop_all):
@@ -141,10 +174,10 @@ class RecvUnit(wiring.Component):
 
         for k in range(S):
             counted = Signal(name=f"s{k}_counted")
-            m.d.comb += counted.eq(self.wr.valid & self.wr.grant & owner[k])
+            m.d.comb += counted.eq(self.wr.grant & p_owner[k])
             with m.If(counted):
-                m.d.sync += got[k].eq(got[k] + 1)
-            with m.If(active[k] & (got[k] + counted == win_n[k])):
+                m.d.sync += left[k].eq(left[k] - 1)
+            with m.If(active[k] & counted & (left[k] == 1)):
                 m.d.comb += self.done[k].eq(1)
                 m.d.sync += active[k].eq(0)
         return m

@@ -14,7 +14,8 @@ packet never spans two rows.
 **Lanes.**  The engine holds ``groups + ucast_lanes`` lanes: lane ``g`` serves
 multicast group ``g``, lanes ``groups..`` serve unicast destinations.  A
 lane is a complete copy of one SEND's stream state: its command (tag,
-counts, strides, tile size), its address generator (i0, i1, i2, address,
+counts, strides, tile size), its address generator (down-counters k0, k1, k2
+of the elements left in each level, so a level wraps on a zero test; address,
 row/plane bases), its tile sequence number and the *send slot* of its
 command.  A SEND starts (``start``) as soon as every lane it needs is idle
 -- the lane of each selected group, and for a unicast any idle unicast lane
@@ -53,7 +54,7 @@ still busy (the SEND waits for all of them, and commands behind it wait too).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -70,6 +71,15 @@ def _sel(arr, idx):
     out = arr[-1]
     for i in range(len(arr) - 2, -1, -1):
         out = Mux(idx == i, arr[i], out)
+    return out
+
+
+def onehot_mux(sel, values):
+    """OR of ``values[i]`` where one-hot ``sel[i]``: an AND-OR, no priority chain."""
+    out = 0
+    for g, v in zip(sel, values):
+        v = v.as_value() if hasattr(v, "as_value") else v
+        out = out | (v & g.replicate(len(v)))
     return out
 
 
@@ -90,7 +100,7 @@ class SendEngine(wiring.Component):
             # multicast manager
             "table": In(mask_layout(cfg)).array(cfg.groups),
             "lane_ready": In(cfg.lanes),
-            "cons_en": Out(1), "cons_lane": Out(range(cfg.lanes)),
+            "cons_en": Out(1), "cons_sel": Out(cfg.lanes),
             "uaddr_q": Out(node_address_layout(cfg)).array(cfg.ucast_lanes),
             # buffer and network
             "rd": Out(read_req_signature(addr_bits, cfg.word_bits)),
@@ -119,12 +129,15 @@ class SendEngine(wiring.Component):
         def lane_sigs(fmt, width):
             return [Signal(width, name=fmt.format(i)) for i in range(L)]
         act = lane_sigs("l{}_active", 1)
+        act_d = lane_sigs("l{}_active_d", 1)     # active since the previous cycle (see PICK)
+        rowleft = lane_sigs("l{}_rowleft", FIELD)  # words left in the lane's row at its next tile
+        nw_next = lane_sigs("l{}_nw", TILE_BITS)   # size of the lane's next tile
         l_cnt = [lane_sigs("l{}_cnt%d" % k, FIELD) for k in range(3)]
         l_str = [lane_sigs("l{}_stride%d" % k, FIELD) for k in range(3)]
         l_tile = lane_sigs("l{}_tile", TILE_BITS)
         l_tag = lane_sigs("l{}_tag", TAG_BITS)
         l_slot = lane_sigs("l{}_slot", SB)
-        i0, i1, i2 = (lane_sigs("l{}_i%d" % k, FIELD) for k in range(3))
+        k0, k1, k2 = (lane_sigs("l{}_k%d" % k, FIELD) for k in range(3))   # left - 1
         addr = lane_sigs("l{}_addr", FIELD)
         base1 = lane_sigs("l{}_base1", FIELD)
         base2 = lane_sigs("l{}_base2", FIELD)
@@ -133,6 +146,9 @@ class SendEngine(wiring.Component):
         for u in range(U):
             m.d.comb += self.uaddr_q[u].eq(uaddr[u])
         m.d.comb += self.lane_busy.eq(Cat(*act))
+        for i in range(L):
+            m.d.sync += [act_d[i].eq(act[i]),
+                         nw_next[i].eq(Mux(rowleft[i] < l_tile[i], rowleft[i], l_tile[i]))]
 
         # send slots: busy from start to the last flit's departure; region bounding box
         s_busy = [Signal(name=f"s{k}_busy") for k in range(S)]
@@ -162,9 +178,10 @@ class SendEngine(wiring.Component):
 
         def init_lane(i):
             m.d.sync += [act[i].eq(1), l_tile[i].eq(self.tile), l_tag[i].eq(self.tag),
-                         l_slot[i].eq(self.start_slot), i0[i].eq(0), i1[i].eq(0), i2[i].eq(0),
+                         l_slot[i].eq(self.start_slot), k0[i].eq(self.cnt[0] - 1), k1[i].eq(self.cnt[1] - 1),
+                         k2[i].eq(self.cnt[2] - 1),
                          addr[i].eq(self.base), base1[i].eq(self.base),
-                         base2[i].eq(self.base), seq[i].eq(0)]
+                         base2[i].eq(self.base), seq[i].eq(0), rowleft[i].eq(self.cnt[0])]
             m.d.sync += [l_cnt[k][i].eq(self.cnt[k]) for k in range(3)]
             m.d.sync += [l_str[k][i].eq(self.stride[k]) for k in range(3)]
 
@@ -210,33 +227,41 @@ class SendEngine(wiring.Component):
         state = Signal(1)
         m.d.comb += self.rd.addr.eq(_sel(addr, cur)[:self.addr_bits])
 
+        lane_dest = [Signal(flit_l["dest"].shape, name=f"l{i}_dest") for i in range(L)]
+        for g in range(G):
+            m.d.comb += lane_dest[g].mcast.eq(self.table[g])
+        for u in range(U):
+            m.d.comb += lane_dest[G + u].ucast.eq(uaddr[u])
+
         with m.If(state == PICK):
-            eligible = [act[i] & self.lane_ready[i] & space for i in range(L)]
+            # a lane is eligible from the second cycle it is active: the multicast
+            # manager's registered ``lane_ready`` then covers its members, and its
+            # ``nw_next`` its first tile; picks are >= 2 cycles apart (head + words), so
+            # ``lane_ready`` and ``nw_next`` always include the previous pick
+            eligible = [act[i] & act_d[i] & self.lane_ready[i] & space for i in range(L)]
             grants, any_g = round_robin(m, eligible, "lane")
             with m.If(any_g):
                 lane = Signal(range(L))
+                nw = Signal(TILE_BITS)
+                tag = Signal(TAG_BITS)
+                sq = Signal(SEQ_BITS)
+                m.d.comb += [lane.eq(onehot_mux(grants, [Const(i, len(lane)) for i in range(L)])),
+                             nw.eq(onehot_mux(grants, nw_next)), tag.eq(onehot_mux(grants, l_tag)),
+                             sq.eq(onehot_mux(grants, seq))]
                 for i in range(L):
                     with m.If(grants[i]):
-                        m.d.comb += lane.eq(i)
-                rem = Signal(FIELD + 1)          # words left in the lane's current row
-                m.d.comb += rem.eq(_sel(l_cnt[0], lane) - _sel(i0, lane))
-                tile = _sel(l_tile, lane)
-                nw = Signal(TILE_BITS)
-                m.d.comb += nw.eq(Mux(rem < tile, rem, tile))
-                m.d.comb += [self.cons_en.eq(1), self.cons_lane.eq(lane)]
+                        m.d.sync += rowleft[i].eq(Mux(rowleft[i] == nw_next[i], l_cnt[0][i],
+                                                      rowleft[i] - nw_next[i]))
+                m.d.comb += [self.cons_en.eq(1), self.cons_sel.eq(Cat(*grants))]
                 dest = Signal(flit_l["dest"].shape)
                 mc = Signal()
-                for g in range(G):
-                    with m.If(grants[g]):
-                        m.d.comb += [dest.mcast.eq(self.table[g]), mc.eq(1)]
-                for u in range(U):
-                    with m.If(grants[G + u]):
-                        m.d.comb += [dest.ucast.eq(uaddr[u]), mc.eq(0)]
+                m.d.comb += [dest.as_value().eq(onehot_mux(grants, lane_dest)),
+                             mc.eq(Cat(*grants[:G]).any())]
                 m.d.sync += [cur.eq(lane), left.eq(nw), cur_mcast.eq(mc), cur_dest.eq(dest),
                              s1_valid.eq(1), s1_head.eq(1), s1_tail.eq(0), s1_mark.eq(0),
                              s1_mcast.eq(mc), s1_dest.eq(dest),
-                             s1_hdr.kind.eq(KIND_DATA), s1_hdr.tag.eq(_sel(l_tag, lane)),
-                             s1_hdr.seq.eq(_sel(seq, lane)), s1_hdr.nwords.eq(nw)]
+                             s1_hdr.kind.eq(KIND_DATA), s1_hdr.tag.eq(tag),
+                             s1_hdr.seq.eq(sq), s1_hdr.nwords.eq(nw)]
                 m.d.sync += state.eq(DATA)
         with m.Else():   # DATA
             m.d.comb += self.rd.valid.eq(space)
@@ -250,21 +275,22 @@ class SendEngine(wiring.Component):
                     with m.If(cur == i):
                         cnt = [l_cnt[k][i] for k in range(3)]
                         stride = [l_str[k][i] for k in range(3)]
-                        w0 = i0[i] + 1 == cnt[0]
-                        w1 = i1[i] + 1 == cnt[1]
+                        w0 = k0[i] == 0
+                        w1 = k1[i] == 0
                         with m.If(~w0):
-                            m.d.sync += [i0[i].eq(i0[i] + 1), addr[i].eq(addr[i] + stride[0])]
+                            m.d.sync += [k0[i].eq(k0[i] - 1), addr[i].eq(addr[i] + stride[0])]
                         with m.Elif(~w1):
                             nxt = (base1[i] + stride[1])[:FIELD]
-                            m.d.sync += [i0[i].eq(0), i1[i].eq(i1[i] + 1),
+                            m.d.sync += [k0[i].eq(cnt[0] - 1), k1[i].eq(k1[i] - 1),
                                          addr[i].eq(nxt), base1[i].eq(nxt)]
                         with m.Else():
                             nxt = (base2[i] + stride[2])[:FIELD]
-                            m.d.sync += [i0[i].eq(0), i1[i].eq(0), i2[i].eq(i2[i] + 1),
+                            m.d.sync += [k0[i].eq(cnt[0] - 1), k1[i].eq(cnt[1] - 1),
+                                         k2[i].eq(k2[i] - 1),
                                          addr[i].eq(nxt), base1[i].eq(nxt), base2[i].eq(nxt)]
                         with m.If(last):
                             m.d.sync += seq[i].eq(seq[i] + 1)
-                            with m.If(w0 & w1 & (i2[i] + 1 == cnt[2])):   # region done
+                            with m.If(w0 & w1 & (k2[i] == 0)):   # region done
                                 others = Cat(*[act[j] & (l_slot[j] == l_slot[i])
                                                for j in range(L) if j != i]).any()
                                 m.d.sync += [act[i].eq(0), s1_mark.eq(~others),

@@ -115,6 +115,9 @@ class Runner:
                  if c.op == OP_SEND and st == ST_OK and tags.count(c.tag) == 1}
         env.check_send_completions(model.dest_packets, sends)
         env.check_packets(model.dest_packets)
+        # the banks' read/write collision mode is "undefined": the Global PE must never
+        # read and write one word in the same cycle when the controller keeps the rules
+        env.check_equal(int(env.dut.status.value.to_unsigned()) >> 3 & 1, 0, "rw_collision")
 
     def overtakes(self):
         """Completions of non-RECV commands that came before an earlier command's."""
