@@ -3,6 +3,8 @@ PE level; the project's RTL in ``hdl/pe`` is the reference, measured by ``bench/
 
     cycles = visited MAC operations                         (one per cycle, Listing 1 PE loops)
            + weight_switch_cycles x R S K1 C1               (weight-register loads per block)
+           + max(0, FIRST_SWEEP_MIN - P1 Q1)                (a short first sweep waits for the
+                                                             per-tile address constants)
            + overhead_cycles[path]                          (fill: start -> first MAC result;
                                                              drain: last result through the
                                                              'ppu' (LAST/ONLY roles) or the
@@ -29,6 +31,14 @@ import numpy as np
 
 DATA = Path(__file__).parent / "data" / "pe_tile_cycles.json"
 PPU_ROLES = (2, 3)          # LAST, ONLY (hdl/pe/config.py Role)
+# The RTL sequencer computes three per-tile address constants (shift-and-add products) in the
+# 2 cycles after start; a first sweep (P1 x Q1 operations) shorter than 3 cycles waits for them
+# (hdl/pe/sequencer.py docstring; fc1000, P1 = Q1 = 1, measures it: 2 extra cycles).
+FIRST_SWEEP_MIN = 3
+
+
+def setup_wait(cfg: dict) -> int:
+    return max(0, FIRST_SWEEP_MIN - cfg["P1"] * cfg["Q1"])
 
 
 class PECycleError(ValueError):
@@ -85,7 +95,8 @@ def visited_ops(cfg: dict) -> int:
 
 def tile_cycles(cfg: dict, pc: PECycles) -> float:
     blocks = cfg["R"] * cfg["S"] * cfg["K1"] * cfg["C1"]
-    return visited_ops(cfg) + pc.weight_switch_cycles * blocks + pc.overhead(int(cfg.get("role", 3)))
+    return (visited_ops(cfg) + setup_wait(cfg) + pc.weight_switch_cycles * blocks
+            + pc.overhead(int(cfg.get("role", 3))))
 
 
 def fit(tiles: list[dict], source: str = "") -> PECycles:
@@ -98,7 +109,7 @@ def fit(tiles: list[dict], source: str = "") -> PECycles:
         c = t["config"]
         ppu = int(c.get("role", 3)) in PPU_ROLES
         A.append([c["R"] * c["S"] * c["K1"] * c["C1"], 1.0 if ppu else 0.0, 0.0 if ppu else 1.0])
-        y.append(t["cycles"] - visited_ops(c))
+        y.append(t["cycles"] - visited_ops(c) - setup_wait(c))
     A, y = np.array(A, float), np.array(y, float)
     # simplest model first: constant fill/drain per output path; a per-weight-block switch
     # cost is added only if the constants alone leave more than half a cycle unexplained
