@@ -10,7 +10,7 @@ JOBS    ?= 2
 WAVES   ?= 0
 export WAVES
 
-.PHONY: setup verilog test demo report lint bench soak synth formal clean
+.PHONY: setup verilog test demo report lint bench mutation soak synth formal clean
 
 setup: $(STAMP)
 
@@ -45,8 +45,13 @@ report: $(STAMP)
 	$(VPY) -m tessera.cli report $(if $(filter-out 0,$(QUIET)),--quiet)
 
 # Every bench/*.py script; each prints its figures and writes build/bench/*.json.
+# (the mutation score is its own target: it rebuilds a Verilator model per mutation)
 bench: $(STAMP)
-	@set -e; for b in bench/*.py; do echo "== $$b"; $(VPY) $$b; done
+	@set -e; for b in bench/*.py; do [ $$b = bench/mutation.py ] && continue; echo "== $$b"; $(VPY) $$b; done
+
+# Mutation score of the RTL tests: build/bench/mutation.json (list: bench/data/mutations.json).
+mutation: $(STAMP)
+	$(VPY) bench/mutation.py
 
 # Yosys synth_ecp5 + nextpnr-ecp5 (ECP5-85k CABGA381, speed 6 and 8, 100 MHz,
 # out of context) on every block; table + build/bench/synth.json.  BLOCKS=... for a subset.
