@@ -19,9 +19,7 @@ assertions stand in for liveness.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
-import pkgutil
 import re
 import shutil
 import subprocess
@@ -53,17 +51,9 @@ class Proof:
 def proofs() -> dict[str, Proof]:
     """Every ``PROOFS`` entry of ``tessera.hdl.<pkg>.formal``."""
     import tessera.hdl as hdl_pkg
+    from .registry import submodules
     found: dict[str, Proof] = {}
-    for info in sorted(pkgutil.iter_modules(hdl_pkg.__path__), key=lambda i: i.name):
-        if not info.ispkg:
-            continue
-        name = f"tessera.hdl.{info.name}.formal"
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name == name:
-                continue
-            raise
+    for _pkg, mod in submodules(hdl_pkg, "formal"):
         for p in getattr(mod, "PROOFS", ()):
             if p.name in found:
                 raise RuntimeError(f"duplicate proof name {p.name!r}")

@@ -84,14 +84,13 @@ def get(name: str) -> BlockSpec:
     return table[name]
 
 
-def model_clis():
-    """(package name, module) of every ``tessera.sim_models.<pkg>.cli`` module:
-    the system models' CLI (``add_parser``) and demo (``demo``) hooks."""
-    import tessera.sim_models as pkg
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+def submodules(package, leaf: str):
+    """(sub-package name, module) of every ``<package>.<sub>.<leaf>`` module that exists,
+    in name order (a sub-package without one is skipped; other import errors propagate)."""
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
         if not info.ispkg:
             continue
-        name = f"tessera.sim_models.{info.name}.cli"
+        name = f"{package.__name__}.{info.name}.{leaf}"
         try:
             mod = importlib.import_module(name)
         except ModuleNotFoundError as err:
@@ -99,3 +98,10 @@ def model_clis():
                 continue
             raise
         yield info.name, mod
+
+
+def model_clis():
+    """(package name, module) of every ``tessera.sim_models.<pkg>.cli`` module:
+    the system models' CLI (``add_parser``) and demo (``demo``) hooks."""
+    import tessera.sim_models as pkg
+    yield from submodules(pkg, "cli")
