@@ -76,7 +76,9 @@ class SRAM(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         attrs = {"no_rw_check": 1} if self.collision == "undefined" else {}
-        m.submodules.mem = mem = memory.Memory(shape=self.width, depth=self.depth, init=[],
+        # "cells", not "mem": blocks often name the SRAM itself "mem", and Verilator -Wall
+        # (VARHIDDEN) rejects a memory named like the instance that holds it.
+        m.submodules.cells = mem = memory.Memory(shape=self.width, depth=self.depth, init=[],
                                                attrs=attrs)
         g = None if self.granularity == self.width else self.granularity
         wp = mem.write_port(granularity=g)
