@@ -5,15 +5,16 @@ packets (CFG, DONE) :mod:`.packets`.  Not yet built: ``pe_node``, ``chiplet``.
 """
 from __future__ import annotations
 
+from tessera.hdl.global_pe import PARAMS as GPE_PARAMS
 from tessera.params import Param
 from tessera.registry import BlockSpec
 
+# The mesh geometry is the Global PE's (one definition: same names, defaults and bounds).
+_GPE = {p.name: p for p in GPE_PARAMS}
+
 PARAMS = [
     Param("prog_depth", 256, "instruction memory depth (64-bit words)", min=2, max=4096),
-    Param("node_mesh_x", 4, "NoC mesh width (nodes per chiplet row)", min=1, max=8),
-    Param("node_mesh_y", 5, "NoC mesh height", min=1, max=8),
-    Param("chiplet_mesh_x", 2, "package mesh width (chiplets)", min=1, max=8),
-    Param("chiplet_mesh_y", 2, "package mesh height", min=1, max=8),
+    *(_GPE[n] for n in ("node_mesh_x", "node_mesh_y", "chiplet_mesh_x", "chiplet_mesh_y")),
     Param("word_bits", 256, "NoC flit payload width", min=64, max=1024),
     Param("classes", 2, "NoC message classes", min=1, max=8),
     Param("groups", 4, "Global PE multicast groups (command layout)", min=1, max=8),
