@@ -66,6 +66,8 @@ class System:
     mca_starve_limit: int     # DRAM cycles
     mca_learn_log2: int
     elem_bytes: int
+    wg_fast_dim: str = "tokens"       # "tokens" | "fewer_tiles": output tile dimension dispatched fastest
+    l2_retention: str = "graded"      # "graded" | "lru" (all-or-nothing): cross-stage operand reuse
 
     @property
     def peak_flops(self) -> float:
@@ -97,6 +99,10 @@ class System:
             raise ValueError(f"write_drain watermarks must satisfy 0 < low < high <= queue, got {self.write_drain}")
         if len(self.row_hit) != 4 or not all(0 <= x <= 1 for x in self.row_hit):
             raise ValueError(f"row_hit must be 4 probabilities, got {self.row_hit}")
+        if self.wg_fast_dim not in ("tokens", "fewer_tiles"):
+            raise ValueError(f"wg_fast_dim must be 'tokens' or 'fewer_tiles', got {self.wg_fast_dim!r}")
+        if self.l2_retention not in ("graded", "lru"):
+            raise ValueError(f"l2_retention must be 'graded' or 'lru', got {self.l2_retention!r}")
         if len(self.mca_thresholds) != 4 or len(self.mca_bins) != 3:
             raise ValueError("mca_thresholds needs 4 entries and mca_bins 3")
 
@@ -126,6 +132,7 @@ def system(n_gpus: int = 8, **overrides) -> System:
         write_buffer_cached=_v(d, "write_buffer_cached_bytes"),
         remote_store_buffer_bytes=_v(d, "remote_store_buffer_bytes"),
         mca_thresholds=tuple(_v(d, "mca_thresholds_entries")), mca_bins=tuple(_v(d, "mca_occupancy_bins")),
+        wg_fast_dim=_v(d, "wg_dispatch_fast_dim"), l2_retention=_v(d, "l2_retention"),
         mca_starve_limit=_v(d, "mca_starve_limit_cycles"), mca_learn_log2=_v(d, "mca_learn_log2"),
         elem_bytes=_v(d, "elem_bytes"))
     return s.scaled(**overrides) if overrides else s

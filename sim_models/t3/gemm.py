@@ -3,20 +3,23 @@ stages, and per-stage compute time, DRAM reads (with an L2 reuse estimate) and o
 
 * Sub-layer dimensions (Megatron TP, §6.1): every AR-producing GEMM has output ``M x N = tokens x H``
   and dot-product ``K = k_per_H * H / TP`` (OP 1, FC-2 4, FC-1 4, IP 3).
-* Output tiles (``wg_tile``) are WGs, dispatched with the output dimension that has fewer tiles
-  iterating fastest (grouped WG mapping as in Tensile/CUTLASS; for a tall output this is row-major,
-  for a wide one the model tiles the transpose ``C^T = B^T A^T``); a stage is the WGs the CUs hold at once
-  (``cus x wgs_per_cu``).  Stage compute time = (most WGs on one CU) x padded WG FLOPs / (CU peak x
-  MMA efficiency) + a fixed per-stage overhead (wave quantisation included).
-* L2 reuse estimate: within a stage every A row-block and B column-block is read from DRAM once
-  (the stage's WGs walk K in step and share through L2).  Across stages the B operand (weights) is
-  re-used only if B plus one stage's A footprint fits in the L2 capacity left over by the output:
-  cached (baseline) GEMMs keep the stage's dirty output in L2, uncached (T3/NMC, §4.3) GEMMs bypass
-  it.  An A row-block shared by consecutive stages is read once.  LRU over a cyclic footprint larger
-  than the cache hits nothing, so the estimate is all-or-nothing per operand.
+* Output tiles (``wg_tile``) are WGs, dispatched with the token (M) dimension iterating fastest
+  (``wg_fast_dim='tokens'``; the first pass's ``'fewer_tiles'`` order is kept as an option); a stage is
+  the WGs the CUs hold at once (``cus x wgs_per_cu``), i.e. 1-2 weight column blocks x all token tiles.
+  Stage compute time = (most WGs on one CU) x padded WG FLOPs / (CU peak x MMA efficiency) + a fixed
+  per-stage overhead (wave quantisation included).
+* L2 reuse estimate: within a stage every row-block and column-block is read from DRAM once (the
+  stage's WGs walk K in step and share through L2).  Across stages the column operand of the tiled
+  grid (with tokens fastest: the activation, ``tokens x K``) is re-walked by every stage; the part of it
+  that survives is (L2 left over by the stage's other operand and - cached baseline GEMMs only - its
+  dirty output) / footprint (``l2_retention='graded'``; ``'lru'`` = all-or-nothing).  Uncached T3/NMC
+  GEMMs (§4.3) bypass L2 with their output, so they keep more of the operand: §6.2 / Fig 18 (GEMM reads
+  -1.2x at TP8, -2x at TP16; 'larger TP leads to more LLC-amenable GEMMs') and §6.1.2 (OP inputs fit in
+  the LLC, FC inputs do not) are what fix the dispatch order and the graded retention
+  (data/system.json ``wg_dispatch_fast_dim``, ``l2_retention``).
 
-Left out: split-K (§7.7), transposed-operand layout effects, L2 bank conflicts, the GEMM's own
-DRAM row-buffer behaviour (folded into ``dram_efficiency``).
+Left out: split-K (§7.7), transposed-operand layout effects, L2 bank conflicts and hit latency,
+partial re-use of the row operand beyond consecutive stages.
 """
 from __future__ import annotations
 
@@ -78,7 +81,11 @@ def plan(sysm: System, dims: GemmDims, cached_output: bool = True, n_devices: in
     eb = sysm.elem_bytes
     # rows/cols of the tiled output; transpose so the fast (column) dimension has fewer tiles
     Mr, Nc = dims.M, dims.N
-    if -(-Mr // tm) < -(-Nc // tn):
+    if sysm.wg_fast_dim == "tokens":
+        # token (M) tiles iterate fastest: the column operand of the tiled grid is the activation,
+        # re-walked by every stage (§6.2 / Fig 18 per-TP read reductions; data/system.json)
+        Mr, Nc, tm, tn = Nc, Mr, tn, tm
+    elif -(-Mr // tm) < -(-Nc // tn):
         Mr, Nc, tm, tn = Nc, Mr, tn, tm
     gr, gc = -(-Mr // tm), -(-Nc // tn)
     n_wg = gr * gc
@@ -117,11 +124,16 @@ def plan(sysm: System, dims: GemmDims, cached_output: bool = True, n_devices: in
         out_stage = float(wg_out[w].sum())
         l2_left = sysm.l2_bytes - (out_stage if cached_output else 0.0)
         a_fp = rblk.size * tm * dims.K * eb
-        if b_bytes + a_fp <= l2_left:
-            b_cost = b_stage if not b_read_once else 0.0
-            b_read_once = True
-        else:
+        if not b_read_once:
             b_cost = b_stage
+            b_read_once = b_bytes + a_fp <= l2_left or sysm.l2_retention == "graded"
+        elif sysm.l2_retention == "graded":
+            # the part of the re-walked column operand that survives the stage's other traffic
+            # (graded retention, §6.2 / Fig 18: bypass -1.2x reads at TP8, -2x at TP16)
+            keep = min(1.0, max(0.0, (l2_left - a_fp) / b_bytes))
+            b_cost = b_stage * (1.0 - keep)
+        else:
+            b_cost = 0.0 if b_bytes + a_fp <= l2_left else b_stage
         rd[j] = a_bytes + b_cost
         ob[j] = out_stage
         np.add.at(sb[j], slot_of[w], wg_out[w])
