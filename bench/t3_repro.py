@@ -3,7 +3,8 @@
 Prints every figure's model value next to the paper's and the difference, writes
 build/bench/t3_repro.json and PNG plots under build/bench/t3/ (Figs 15, 16, 18, 19, 20, a fused
 GEMM-RS timeline with DRAM traffic over time) and take-apart experiments (arbitration policy, MCA
-threshold, remote-store buffering, link rate).  The Fig 16 set runs in under 60 s (printed).
+threshold, MC write-drain watermarks, L2 estimate vs Fig 18, one-term-at-a-time on T-NLG FC-1 TP16,
+remote-store buffering, link rate).  The Fig 16 set runs in under 60 s (printed).
 """
 from __future__ import annotations
 
