@@ -282,6 +282,23 @@ def test_mca_threshold_beats_compute_first_on_a_memory_intensive_gemm(memory_int
     assert r["mca30"].gemm_end < 1.15 * r["alone"].time
 
 
+def test_round_robin_cost_is_row_buffer_interference():
+    """§6.1.2 / Fig 17: in T3 the RS traffic slows the GEMM.  In the channel model round-robin
+    interleaves the GEMM's and RS's streams in every bank, each closing the other's rows: without that
+    interference (take-apart switch) T3's GEMM runs much closer to its isolated time; MCA, which batches
+    communication, barely depends on it."""
+    d = gemm.sublayer_dims(config.model("t-nlg"), 16, "FC-1")
+    res = {}
+    for inter in (True, False):
+        s = config.system(16).scaled(row_interference=inter)
+        pu = gemm.plan(s, d, cached_output=False)
+        res[inter] = {p: overlap.simulate(s, pu, comm=True, policy=p) for p in ("rr", "mca")}
+        res[inter]["alone"] = overlap.simulate(s, pu, comm=False).time
+    assert res[True]["rr"].gemm_end > 1.35 * res[True]["alone"]
+    assert res[False]["rr"].gemm_end < 0.9 * res[True]["rr"].gemm_end
+    assert abs(res[False]["mca"].time / res[True]["mca"].time - 1) < 0.03
+
+
 def test_mca_learns_threshold_from_the_isolated_first_stage():
     s = config.system(16)
     pu = gemm.plan(s, gemm.sublayer_dims(config.model("mega-gpt-2"), 16, "OP"), cached_output=False)

@@ -68,6 +68,7 @@ class System:
     elem_bytes: int
     wg_fast_dim: str = "tokens"       # "tokens" | "fewer_tiles": output tile dimension dispatched fastest
     l2_retention: str = "graded"      # "graded" | "lru" (all-or-nothing): cross-stage operand reuse
+    row_interference: bool = True     # another stream's open row is a miss (False: take-apart only)
 
     @property
     def peak_flops(self) -> float:

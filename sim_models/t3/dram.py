@@ -24,7 +24,8 @@ Per cycle:
   ``tCCDL`` in one bank group, ``tCCDWL`` after an NMC update (read-modify-write in the bank, one
   data burst on the bus, §5.1.1); row miss = tRP + tRCD on that bank.  Row locality: a request hits
   with its stream's probability if its bank's open row was opened by the same stream, else misses
-  (streams interleaving in a bank destroy each other's locality).
+  (streams interleaving in a bank destroy each other's locality; ``row_interference=False`` turns this
+  off for take-apart experiments).
 
 Left out: refresh, per-channel imbalance, the return path's own contention, address-exact rows.
 """
@@ -41,7 +42,7 @@ SRC_GREAD, SRC_GWRITE, SRC_DMA, SRC_UPD = 0, 1, 2, 3
 # integer parameter vector layout (see ``simulate`` in overlap.py)
 (I_Q, I_NBG, I_BPG, I_CCDS, I_CCDL, I_CCDWL, I_MISS, I_RTW, I_WTR, I_WHI, I_WLO, I_LAT, I_OUT,
  I_DMABUF, I_COMMCAP, I_LINKLAT, I_POLICY, I_THR, I_STARVE, I_DYN, I_LEARN, I_NMC, I_COMM,
- I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_NI) = range(32)
+ I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_NI) = range(33)
 (F_LINK, F_PH_GR, F_PH_GW, F_PH_DMA, F_PH_UPD, F_NF) = range(6)
 
 
@@ -110,6 +111,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     dynamic, learn_n, nmc, comm = IP[I_DYN], IP[I_LEARN], IP[I_NMC], IP[I_COMM]
     wbuf, remcap, rec_every = IP[I_WBUF], IP[I_REMCAP], IP[I_REC]
     w0, wlen, maxcyc = IP[I_W0], IP[I_WLEN], IP[I_MAXCYC]
+    xhit = IP[I_XHIT]                 # 1: another stream's open row does not destroy locality
     link_rate = FP[F_LINK]
     ph = np.array([FP[F_PH_GR], FP[F_PH_GW], FP[F_PH_DMA], FP[F_PH_UPD]])
     S = C.shape[0]
@@ -396,7 +398,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                     if isw != mode:
                         continue
                     b = q_bank[k]
-                    if bank_owner[b] == q_id[k] or (bank_src[b] == sk and q_u[k] < ph[sk]):
+                    if bank_owner[b] == q_id[k] or ((bank_src[b] == sk or xhit == 1) and q_u[k] < ph[sk]):
                         hitpend[b] = 1
                         if pick < 0 and bank_ready[b] <= t and bg_next[b // bpg] <= t:
                             pick = k

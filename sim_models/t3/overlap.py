@@ -111,6 +111,7 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
     IP[D.I_W0], IP[D.I_WLEN] = window
     IP[D.I_SEED] = seed
     IP[D.I_MAXCYC] = maxcyc
+    IP[D.I_XHIT] = int(not sysm.row_interference)
     FP = np.zeros(D.F_NF)
     FP[D.F_LINK] = sysm.link_bw / U / fc
     FP[D.F_PH_GR:D.F_PH_UPD + 1] = sysm.row_hit
