@@ -293,7 +293,7 @@ def main() -> int:
                      ("write drain 40/16", dict(write_drain=(40, 16))),
                      ("all row hits", dict(row_hit=(1.0, 1.0, 1.0, 1.0))),
                      ("no row-buffer interference between streams", dict(row_interference=False)),
-                     ("no interference, no turnaround", dict(row_interference=False, tRTW=0, tWTR=0)))):
+                     ("no interference, no turnaround", dict(row_interference=False, tRTW=0, tWTR=0))):
         r = study.evaluate(sysm.scaled(**kw) if kw else sysm, config.model("t-nlg"), 16, "FC-1",
                            configs=("sequential", "t3", "t3-mca", "ideal"))
         ta[name] = {c: pct(r.speedup(c)) for c in ("t3", "t3-mca", "ideal")}
