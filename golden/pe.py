@@ -19,7 +19,7 @@ addresses, the region's capacity in the IBUF_OVERFLOW check, and which
 (:func:`iload_accepted_while_busy`).
 
 What it leaves out (deliberately): all timing (cycles, ready/valid
-back-pressure, start/busy/done handshakes, "start while busy is ignored",
+back-pressure, start/start_ready/busy/done handshakes, back-to-back tiles,
 when held-back loads land, synchronous reset aborting a tile); buffer state
 across tiles (callers pass W/X/bias/scale explicitly); bit packing of ports
 beyond the small :func:`pack_lanes`/:func:`unpack_lanes` helpers; the NoC,

@@ -226,7 +226,7 @@ def test_ppu_latency():
                     seen.append(t)
                 await ctx.tick()
         _run(dut, tb)
-        assert seen == [ppu_latency(ms)] == [4 + ms]
+        assert seen == [ppu_latency(ms)] == [5 + ms]
 
 
 # ------------------------------------------------------------------ whole PE
@@ -301,6 +301,10 @@ def pe_tile(params: dict, cfg: PEConfig, seed: int, ready_prob: float):
     ({"role": Role.LAST, "pool": True, "P1": 2, "Q1": 4, "K1": 2}, 0.7),
     ({"role": Role.ONLY, "R": 3, "S": 3, "pad_top": 2, "pad_left": 1, "stride": 2,
       "P1": 3, "Q1": 3, "C1": 2, "pool": False}, 1.0),
+    # two accumulator entries (P1*Q1 = 2): an entry is re-read two cycles after its
+    # write (the second forwarding path)
+    ({"role": Role.FIRST, "P1": 1, "Q1": 2, "R": 1, "S": 3, "C1": 2, "K1": 1,
+      "pool": False}, 1.0),
     # every operation final, heavy back-pressure: the result FIFO fills (credits)
     ({"role": Role.FIRST, "R": 1, "S": 1, "C1": 1, "K1": 2, "P1": 4, "Q1": 4,
       "pool": False}, 0.15)])

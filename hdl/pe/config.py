@@ -39,11 +39,12 @@ PE-level contract (what the golden model implements from this text)
     scale int16}; loaded through ``p_load`` beats ``{addr=k1, row=k0, bias, scale}``
     for output channel k1*K0 + k0.  Needed by the last PE only.
   ``w_load`` and ``p_load`` are accepted only while the PE is not busy
-  (ready low while busy).  ``i_load`` is accepted while not busy, and while
-  busy with a LOWER/UPPER tile when ``addr`` lies in the other half (double
+  (ready low while busy).  ``i_load`` is accepted when no tile in flight
+  reads ``addr``'s region: always while not busy, and while busy with
+  LOWER/UPPER tiles when ``addr`` lies in a half none of them reads (double
   buffering: the next tile's input is loaded while the current one
-  computes); a beat into the region the running tile reads is held back
-  (ready low) until busy falls, never dropped.  Buffer contents survive
+  computes); a beat into a region a tile in flight reads is held back
+  (ready low) until that tile is done, never dropped.  Buffer contents survive
   tiles and reset (weights stay preloaded).
 * Pixel order: ``pool=0``: p outer, q inner (row-major).  ``pool=1``
   (requires even P1, Q1): 2x2 blocks in row-major block order, inside a block
@@ -66,15 +67,23 @@ PE-level contract (what the golden model implements from this text)
   then, if pool, max over each 2x2 block (4 consecutive beats in pixel order)
   -> one beat per block; ``out`` carries K1 * P1*Q1/(4 if pool else 1) beats
   of K0 int8 (lane k0 at bits 8*k0).
-* Control: ``cfg`` is sampled on the cycle ``start`` is high while not busy
-  (start while busy is ignored).  Then either ``busy`` rises and, after the
-  last result beat has been accepted downstream, ``done`` pulses for one
-  cycle and busy falls; or the configuration is illegal: ``error`` rises with
-  ``error_cause`` (below), nothing is computed or emitted, busy stays low.
-  ``error``/``error_cause`` hold until the next start.  When several checks
-  fail, the cause is the smallest :class:`ErrorCause` code that applies.  Synchronous reset
-  (``rst``) aborts a tile: all control state, pipelines and output valids
-  clear; buffer contents are kept.
+* Control: ``cfg`` is sampled on the cycle ``start`` is high while
+  ``start_ready`` is high (a start while ``start_ready`` is low is ignored).
+  ``start_ready`` is high while the PE is not busy, and also -- back-to-back
+  tiles -- while exactly one tile is in flight whose operations have all been
+  generated, when ``cfg`` is legal and equal to that tile's configuration in
+  every field but ``ibuf_half`` (the new tile computes while the previous
+  one drains; a different configuration waits until the PE is idle).  Then
+  either ``busy`` rises (or stays high) and, after the tile's last result
+  beat has been accepted downstream, ``done`` pulses for one cycle (once per
+  tile, in start order; busy falls when no tile is left in flight); or the
+  configuration is illegal (only possible while not busy): ``error`` rises
+  with ``error_cause`` (below), nothing is computed or emitted, busy stays
+  low.  ``error``/``error_cause`` hold until the next accepted start.  When
+  several checks fail, the cause is the smallest :class:`ErrorCause` code
+  that applies.  Synchronous reset (``rst``) aborts every tile in flight: all
+  control state, pipelines and output valids clear; buffer contents are
+  kept.
 """
 from __future__ import annotations
 
@@ -129,7 +138,7 @@ class PEParams:
     ppu_depth: int = 16
     # implementation parameters (timing/area only; the contract above is unchanged)
     mac_dsps: int = 64          # MAC multipliers on DSP blocks (the rest in LUTs)
-    mac_stages: int = 2         # MAC pipeline registers (products, adder tree)
+    mac_stages: int = 3         # MAC pipeline registers (products, adder tree)
     ppu_mul_stages: int = 2     # PPU scale-multiply pipeline registers
 
     @property

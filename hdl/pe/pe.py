@@ -4,27 +4,30 @@ vector-MAC levels), weight-stationary.
 Datapath (one MAC operation per cycle, no stalls inside the MAC pipeline;
 every buffer is a :class:`~tessera.hdl.sram.SRAM`, read latency 1):
 
-    S0 issue     sequencer op (incremental address counters, no multiplies)
-                 -> read input buffer (+ the half's base, cfg ``ibuf_half``:
-                 the other half is loaded meanwhile, double buffering);
-                 read weight buffer on the first pixel
-                 of a weight block
+    S0 issue     sequencer op register (pipelined descriptor generator +
+                 pixel walker, no multiplies; the input-buffer half's base
+                 is in the address) -> read input buffer; read weight buffer
+                 on the first pixel of a weight block
     S1 operands  input word (0 for padding) and, on a new block, the weight
                  block -> operand registers (the next block is read while the
                  current one is still in use, so switching costs no bubble)
     MAC          K0 x C0 int8 dot products, ``mac_stages`` cycles (products on
                  DSPs for the first ``mac_dsps`` multipliers, the rest in LUTs)
     accumulate   sum = (first ? 0 : acc) + dot (wrapping, acc_width bits); the
-                 accumulator read is issued one cycle ahead and a same-cycle
-                 write to that entry is forwarded (back-to-back accumulation
-                 into one entry, P1*Q1 = 1, is exact); written back, or
-                 (final) pushed to the result FIFO
-    drain        + psum_in (MIDDLE/LAST, wrapping) -> psum_out (FIRST/MIDDLE)
-                 or the PPU (4 + ``ppu_mul_stages`` cycles) -> out (LAST/ONLY)
+                 accumulator read is issued two cycles ahead and registered;
+                 writes to that entry in the two cycles since are forwarded
+                 (back-to-back accumulation into one entry, P1*Q1 = 1, is
+                 exact); written back, or (final) pushed to the result FIFO
+                 (:class:`~tessera.hdl.pe.fifo.SramFIFO`, an SRAM)
+    drain        FIFO head -> result register; + psum_in (MIDDLE/LAST,
+                 wrapping) -> psum_out (FIRST/MIDDLE) or the PPU
+                 (5 + ``ppu_mul_stages`` cycles) -> out (LAST/ONLY)
 
 Final results stream out while later ones are still being computed, so the
-drain overlaps the compute.  Operations that produce a final result are only
-issued with a result-FIFO credit (final results in flight + queued <= FIFO
+drain overlaps the compute; the next tile (same configuration, the other
+input-buffer half) may start while the previous one drains (``start_ready``),
+so back-to-back tiles issue one MAC operation per cycle with no gap.
+Operations that produce a final result are only issued with a result-FIFO credit (final results in flight + queued <= FIFO
 depth, sized for the pipeline so that the credits never throttle an
 unstalled drain), which is how back-pressure on ``psum_out``/``out`` and a
 late ``psum_in`` stall the PE without losing anything.  Cycle counts:
@@ -91,8 +94,7 @@ def validate_params(p: PEParams) -> None:
     need(1 <= p.ppu_depth <= 256 and p.ppu_depth & (p.ppu_depth - 1) == 0,
          "ppu_depth", f"must be a power of two in 1..256, got {p.ppu_depth}")
     need(0 <= p.mac_dsps <= 256, "mac_dsps", f"must be in 0..256 (K0*C0 at most are used), got {p.mac_dsps}")
-    ms = MacArray.max_stages(p.C0)
-    need(1 <= p.mac_stages <= ms, "mac_stages", f"must be in 1..{ms}, got {p.mac_stages}")
+    need(1 <= p.mac_stages <= 5, "mac_stages", f"must be in 1..5, got {p.mac_stages}")
     need(1 <= p.ppu_mul_stages <= 4, "ppu_mul_stages", f"must be in 1..4, got {p.ppu_mul_stages}")
 
 
@@ -101,11 +103,12 @@ class SimbaPE(wiring.Component):
     (buffer loads, accepted while idle; ``i_load`` also while busy into the
     input-buffer half the running tile does not read), ``psum_in``/``psum_out`` (cross-PE
     reduction chain), ``out`` (int8 activations); ``cfg`` + ``start``;
-    ``busy``, ``done`` (one-cycle pulse), ``error`` + ``error_cause``;
+    ``start_ready`` (a start is accepted), ``busy``, ``done`` (one-cycle
+    pulse per tile), ``error`` + ``error_cause``;
     ``cfg_cause`` (combinational check of ``cfg``)."""
 
     def __init__(self, K0=8, C0=8, acc_width=24, wbuf_bytes=32768, ibuf_bytes=8192,
-                 abuf_entries=128, ppu_depth=16, mac_dsps=64, mac_stages=2, ppu_mul_stages=2):
+                 abuf_entries=128, ppu_depth=16, mac_dsps=64, mac_stages=3, ppu_mul_stages=2):
         self.params = p = PEParams(K0, C0, acc_width, wbuf_bytes, ibuf_bytes, abuf_entries,
                                    ppu_depth, mac_dsps, mac_stages, ppu_mul_stages)
         validate_params(p)

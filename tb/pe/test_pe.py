@@ -404,6 +404,105 @@ async def busy_half(dut):
         tb.check_equal(busy_acc, [0, 0, 0], f"beats into the busy region ({h.name})")
     tb.report("busy_half")
 
+
+async def _back_to_back(tb, cfgs, W, Xs, b, s, psums, name):
+    """Tiles started back to back: each one's cfg is presented with start held high
+    until the PE accepts it (``start_ready``); tile t+2's input is queued right
+    after tile t+1 is accepted (the PE holds it back while a tile in flight reads
+    that region).  Every beat is checked; returns the edge of each done pulse."""
+    p, dut = tb.p, tb.dut
+    key = "out" if cfgs[0].role in (Role.LAST, Role.ONLY) else "psum_out"
+    snk = tb.o_snk if key == "out" else tb.ps_snk
+    n0 = len(snk.items)
+    want = [np.asarray(golden.run_tile(p, c, W, X, psum_in=ps, bias=b, scale=s)[key],
+                       dtype=np.int64).reshape(-1, p.K0) for c, X, ps in zip(cfgs, Xs, psums)]
+    await tb.load(cfgs[0], W, Xs[0], b if key == "out" else None, s)
+    need = [tb.i_src.sent]                  # input beats accepted once tile t's are in
+    for c in cfgs[1:]:
+        need.append(need[-1] + c.C1 * c.H_in * c.W_in)
+
+    def queue(t):
+        if t < len(cfgs):
+            for beat in golden.input_beats(p, cfgs[t], Xs[t]):
+                tb.i_src.send_nowait(_flat(beat))
+    queue(1)
+    for ps in psums:
+        for row in ps if ps is not None else []:
+            tb.ps_src.send_nowait({str(i): int(v) for i, v in enumerate(row)})
+    dones = []
+
+    async def watch_done():
+        while True:
+            await RisingEdge(tb.clk)
+            if int(dut.done.value):
+                dones.append(tb.edge)
+    watcher = cocotb.start_soon(watch_done())
+    for t, c in enumerate(cfgs):
+        while tb.i_src.sent < need[t]:              # tile t's input is in
+            await RisingEdge(tb.clk)
+        dut.cfg.value = pack(tb.cfg_fields, c.as_dict())
+        dut.start.value = 1
+        while True:
+            await RisingEdge(tb.clk)
+            if int(dut.start_ready.value):
+                break
+        dut.start.value = 0
+        tb.check(not int(dut.error.value), f"{name}: tile {t} refused")
+        queue(t + 2)
+    for _ in range(200000):
+        if len(dones) == len(cfgs):
+            break
+        await RisingEdge(tb.clk)
+    await RisingEdge(tb.clk)
+    watcher.cancel()
+    tb.check_equal(len(dones), len(cfgs), f"{name}: done pulses")
+    got = np.array([_lanes(x, p.K0) for x in snk.items[n0:]], dtype=np.int64).reshape(-1, p.K0)
+    tb.check_equal(got.tolist(), np.concatenate(want).tolist(), f"{name}: beats of {cfgs[0]}")
+    return dones
+
+
+@cocotb.test()
+async def back_to_back(dut):
+    """Tiles alternating input-buffer halves, each started while the previous one
+    still drains (start held until start_ready): without back-pressure the done
+    pulses of consecutive tiles are exactly schedule_cycles apart (one MAC
+    operation per cycle across tiles: the pipeline fill is paid once); with
+    random back-pressure and gaps every beat is still exact; a start whose
+    configuration differs in more than ibuf_half waits until the PE is idle."""
+    from tessera.hdl.pe.config import IbufHalf
+    tb = await _setup(dut, 1.0, 0.0)
+    p = tb.p
+    for role in (Role.ONLY, Role.FIRST, Role.LAST):
+        base, W, Xs, b, s, psums = _db_case(tb, role)
+        cfgs = [PEConfig(**{**base.as_dict(), "ibuf_half": int(h)})
+                for h in (IbufHalf.LOWER, IbufHalf.UPPER) * 2]
+        dones = await _back_to_back(tb, cfgs, W, Xs, b, s, psums, f"b2b {role.name}")
+        n = schedule_cycles(base)
+        if base.C1 * base.H_in * base.W_in <= n:        # the next input loads in time
+            tb.check_equal([b_ - a for a, b_ in zip(dones, dones[1:])], [n] * 3,
+                           f"done-to-done of back-to-back {base}")
+    tb.set_back_pressure(0.6, 0.3)
+    base, W, Xs, b, s, psums = _db_case(tb, Role.MIDDLE)
+    cfgs = [PEConfig(**{**base.as_dict(), "ibuf_half": int(h)})
+            for h in (IbufHalf.UPPER, IbufHalf.LOWER) * 2]
+    await _back_to_back(tb, cfgs, W, Xs, b, s, psums, "b2b under back-pressure")
+    # a different configuration (here: relu) is not accepted while busy
+    tb.set_back_pressure(1.0, 0.0)
+    base, W, Xs, b, s, _ = _db_case(tb, Role.ONLY)
+    c0 = PEConfig(**{**base.as_dict(), "ibuf_half": 1})
+    c1 = PEConfig(**{**c0.as_dict(), "ibuf_half": 2, "relu": not c0.relu})
+    await tb.load(c0, W, Xs[0], b, s)
+    await tb.load(c1, W, Xs[1])
+    await tb.start_tile(c0)
+    dut.cfg.value = pack(tb.cfg_fields, c1.as_dict())
+    seen_busy_ready = 0
+    while int(dut.busy.value):
+        seen_busy_ready += int(dut.start_ready.value)
+        await RisingEdge(tb.clk)
+    tb.check_equal(seen_busy_ready, 0, "start_ready while busy with a different configuration")
+    tb.check(int(dut.start_ready.value) == 1, "start_ready when idle")
+    tb.report("back_to_back")
+
 @cocotb.test()
 async def bench(dut):
     """Timing of the tiles listed in $TESSERA_BENCH_IN (weights preloaded, no back-pressure);
@@ -418,22 +517,36 @@ async def bench(dut):
         cfg = PEConfig(**t["cfg"])
         _, W, X, b, s = golden.random_case(tb.p, np.random.default_rng(t.get("seed", 0)),
                                            **cfg.as_dict())
-        got, cycles = await tb.check_tile(cfg, W, X, b, s, name=t["name"])
-        results.append({**t, "cycles": cycles})
+        # isolated: started while idle, start -> done
+        _, latency = await tb.check_tile(cfg, W, X, b, s, name=t["name"])
+        # back-to-back: 3 tiles in alternating input-buffer halves (when a half holds
+        # the tile; else the whole buffer, and the next tile's input cannot overlap),
+        # each started as soon as the PE accepts it; steady state = done-to-done
+        half = golden.check_config(tb.p, PEConfig(**{**cfg.as_dict(), "ibuf_half": 1})) == 0
+        cfgs = [PEConfig(**{**cfg.as_dict(), "ibuf_half": (1 + i % 2) if half else 0})
+                for i in range(3)]
+        rng = np.random.default_rng(t.get("seed", 0) + 1)
+        Xs = [rng.integers(-128, 128, size=X.shape, dtype=np.int8) for _ in cfgs]
+        dones = await _back_to_back(tb, cfgs, W, Xs, b, s, [None] * 3, f"{t['name']} b2b")
+        results.append({**t, "cycles": dones[2] - dones[1], "latency_cycles": latency,
+                        "overlapped": bool(half)})
     open(os.environ["TESSERA_BENCH_OUT"], "w").write(json.dumps(results, indent=1))
     tb.report("bench")
 
 
-SETUP_CYCLES = 3       # a tile's first sweep lasts at least this many cycles
+FRONT_CYCLES = 7      # idle start -> first issue, beyond the old single cycle (see below)
 
 
 def pipeline_extra(p: PEParams, to_ppu: bool) -> int:
-    """Cycles from the last issue cycle to the last result beat: operand
-    registers (1), MAC (mac_stages), accumulate + result-FIFO write (1), pop (1);
-    then the psum_out register (1) or the PPU (parameter read, bias add,
-    ppu_mul_stages of the scale multiply, round, saturate/pool: 4 + ppu_mul_stages)."""
-    base = 3 + p.mac_stages
-    return base + (4 + p.ppu_mul_stages if to_ppu else 1)
+    """Cycles of an isolated tile (started while idle) beyond its issue cycles:
+    front end FRONT_CYCLES (per-tile constants SETUP = 2, sweep generator
+    stages A, B1, B2, C, walker, op register), operand registers (1), MAC
+    (mac_stages), accumulate + result-FIFO write (1), FIFO head (1), result
+    register (1); then the psum_out register (1) or the PPU (parameter read,
+    bias add, ppu_mul_stages of the scale multiply, add half, shift,
+    saturate/pool: 5 + ppu_mul_stages)."""
+    base = FRONT_CYCLES + 4 + p.mac_stages
+    return base + (5 + p.ppu_mul_stages if to_ppu else 1)
 
 
 def schedule_cycles(cfg: PEConfig) -> int:
@@ -441,8 +554,8 @@ def schedule_cycles(cfg: PEConfig) -> int:
     (r, s, k1, c1) visits all P1*Q1 pixels if it is the first (r=s=c1=0) or
     final (last r, s, c1) sweep or the tile is pooled; otherwise only the rows
     p and columns q whose input row/column is inside the tile; a sweep with no
-    such pixel costs one idle cycle.  The first sweep takes at least
-    SETUP_CYCLES (the per-tile address constants are computed meanwhile)."""
+    such pixel costs one idle cycle.  This is also the distance between the
+    done pulses of back-to-back tiles (next tile started while one drains)."""
     def span(n, pad, off, extent):
         return [i for i in range(n) if 0 <= i * cfg.stride + off - pad < extent]
     total = 0
@@ -454,7 +567,7 @@ def schedule_cycles(cfg: PEConfig) -> int:
                     final = r == cfg.R - 1 and s_ == cfg.S - 1 and c1 == cfg.C1 - 1
                     if first or final or cfg.pool:
                         n = cfg.P1 * cfg.Q1
-                        total += max(n, SETUP_CYCLES) if r == s_ == _k1 == c1 == 0 else n
+                        total += n
                     else:
                         n = len(span(cfg.P1, cfg.pad_top, r, cfg.H_in)) * \
                             len(span(cfg.Q1, cfg.pad_left, s_, cfg.W_in))
@@ -468,9 +581,11 @@ async def latency(dut):
     start to done: one operation per cycle, no bubble when the weight block
     changes (double-buffered weight registers), the drain overlapped with
     compute, and all-padding rows/columns skipped (schedule_cycles).
-    Pipeline (pipeline_extra): +11 through the PPU (LAST/ONLY), +6 to psum_out
-    (FIRST/MIDDLE) at the default mac_stages = ppu_mul_stages = 2 (was +6 / +4
-    before the MAC and PPU were pipelined for 100 MHz)."""
+    Pipeline (pipeline_extra): +21 through the PPU (LAST/ONLY), +15 to psum_out
+    (FIRST/MIDDLE) at the default mac_stages = 3, ppu_mul_stages = 2 (was +11 /
+    +6 before the sequencer, accumulator, result FIFO, MAC tree and PPU round
+    were pipelined for 100 MHz, issue 20; back-to-back tiles hide it: see
+    ``back_to_back``)."""
     tb = await _setup(dut, 1.0, 0.0)
     cases = [{"P1": 1, "Q1": 1}, {"P1": 4, "Q1": 4}, {"R": 3, "S": 3, "C1": 2, "K1": 2},
              {"R": 3, "S": 3, "C1": 2, "P1": 4, "Q1": 4, "pad_top": 1, "pad_left": 1,
