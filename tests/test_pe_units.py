@@ -226,7 +226,7 @@ def test_ppu_latency():
                     seen.append(t)
                 await ctx.tick()
         _run(dut, tb)
-        assert seen == [ppu_latency(ms)] == [5 + ms]
+        assert seen == [ppu_latency(ms)] == [6 + ms]
 
 
 # ------------------------------------------------------------------ whole PE
@@ -344,7 +344,8 @@ def pe_tiles(params: dict, cfgs: list[PEConfig], seed: int, ready_prob: float = 
         want.append(np.asarray(exp["out" if to_ppu else "psum_out"]).reshape(-1, p.K0)
                     .astype(int).tolist())
     res = {"got": [], "want": want, "start": [], "done": [],
-           "busy_loads": [0] * len(cfgs), "load_end": [None] * len(cfgs)}
+           "busy_loads": [0] * len(cfgs), "load_end": [None] * len(cfgs),
+           "load_first": [None] * len(cfgs)}
     st = {"cycle": 0, "loaded": 0, "tile": -1, "end": False}
     r = random.Random(seed)
 
@@ -399,6 +400,8 @@ def pe_tiles(params: dict, cfgs: list[PEConfig], seed: int, ready_prob: float = 
                     await ctx.tick()
                     if ok:
                         res["busy_loads"][t] += busy
+                        if res["load_first"][t] is None:
+                            res["load_first"][t] = st["cycle"]
                         break
                 ctx.set(dut.i_load.valid, 0)
             res["load_end"][t] = st["cycle"]
@@ -465,9 +468,9 @@ def test_double_buffer_back_to_back(role, ready):
 @pytest.mark.parametrize("running", ["LOWER", "UPPER", "WHOLE"])
 def test_double_buffer_busy_half_held_back(running):
     """An input load into the region the running tile reads (the same half, or
-    anything for a WHOLE tile) is held back (ready low) until done, then lands:
-    the running tile still computes on its own data and the next tile, which
-    reads the held-back data, is exact."""
+    anything for a WHOLE tile) is held back (ready low) until the tile's last
+    operation has been issued, then lands: the running tile still computes on
+    its own data and the next tile, which reads the held-back data, is exact."""
     from tessera.hdl.pe.config import IbufHalf
     h = IbufHalf[running]
     cfgs = _db_cfgs([h, h, h])
@@ -475,9 +478,10 @@ def test_double_buffer_busy_half_held_back(running):
     assert len(res["done"]) == 3
     for t in range(3):
         assert res["got"][t] == res["want"][t], f"tile {t}"
-    assert res["busy_loads"] == [0, 0, 0]
+    ops = len(reference_ops(cfgs[0]))
     for t in range(2):
-        assert res["load_end"][t + 1] > res["done"][t]
+        assert res["load_first"][t + 1] - res["start"][t] >= ops     # not before its reads end
+        assert res["start"][t + 1] > res["load_end"][t + 1]
 
 
 def test_double_buffer_half_capacity():

@@ -39,12 +39,13 @@ PE-level contract (what the golden model implements from this text)
     scale int16}; loaded through ``p_load`` beats ``{addr=k1, row=k0, bias, scale}``
     for output channel k1*K0 + k0.  Needed by the last PE only.
   ``w_load`` and ``p_load`` are accepted only while the PE is not busy
-  (ready low while busy).  ``i_load`` is accepted when no tile in flight
-  reads ``addr``'s region: always while not busy, and while busy with
-  LOWER/UPPER tiles when ``addr`` lies in a half none of them reads (double
-  buffering: the next tile's input is loaded while the current one
-  computes); a beat into a region a tile in flight reads is held back
-  (ready low) until that tile is done, never dropped.  Buffer contents survive
+  (ready low while busy).  ``i_load`` is accepted when no started tile still
+  reads ``addr``'s region (a tile reads its region from its start until its
+  last MAC operation has been issued, before its results drain): always
+  while not busy, and while busy with LOWER/UPPER tiles when ``addr`` lies
+  in a half none of the reading tiles reads (double buffering: the next
+  tile's input is loaded while the current one computes); a beat into a
+  region a tile still reads is held back (ready low), never dropped.  Buffer contents survive
   tiles and reset (weights stay preloaded).
 * Pixel order: ``pool=0``: p outer, q inner (row-major).  ``pool=1``
   (requires even P1, Q1): 2x2 blocks in row-major block order, inside a block

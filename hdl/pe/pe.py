@@ -199,6 +199,11 @@ class SimbaPE(wiring.Component):
             with m.If(cause == 0):
                 m.d.sync += [cur.eq(cfg), prev_half.eq(cur.ibuf_half)]
         m.d.sync += in_flight.eq(in_flight + (accept & (cause == 0)) - tile_done)
+        # tiles whose operations are not all issued yet (they still read their input:
+        # the newest ``reading`` of the tiles in flight)
+        reading = Signal(2)
+        last_issued = Signal()
+        m.d.sync += reading.eq(reading + (accept & (cause == 0)) - last_issued)
         idle_start = accept & (cause == 0) & (in_flight == 0)
         with m.If(idle_start):
             m.d.sync += emitted.eq(0)
@@ -209,7 +214,7 @@ class SimbaPE(wiring.Component):
         expected = Mux(cur.pool & to_ppu, n_all >> 2, n_all)
 
         # ---- buffer loads: weights/PPU only while idle; inputs also while busy
-        # into a region no tile in flight reads (double buffering) ----------------
+        # into a region no tile still issuing operations reads (double buffering) --
         wl, il = self.w_load, self.i_load
         IB = bits_for(p.ibuf_words)
         hi_addr = il.payload.addr[IB - 1]
@@ -218,8 +223,8 @@ class SimbaPE(wiring.Component):
             return ((half == IbufHalf.WHOLE) | ((half == IbufHalf.UPPER) & hi_addr)
                     | ((half == IbufHalf.LOWER) & ~hi_addr))
         il_ok = Signal()
-        m.d.comb += il_ok.eq(~((in_flight != 0) & reads(cur.ibuf_half))
-                             & ~((in_flight == 2) & reads(prev_half)))
+        m.d.comb += il_ok.eq(~((reading != 0) & reads(cur.ibuf_half))
+                             & ~((reading == 2) & reads(prev_half)))
         m.d.comb += [
             wl.ready.eq(~self.busy), il.ready.eq(il_ok),
             wbuf.w_addr.eq(wl.payload.addr),
@@ -237,6 +242,7 @@ class SimbaPE(wiring.Component):
         credits = Signal(range(L["fifo_depth"] + 1))      # final results in flight + queued
         m.d.comb += seq.op.ready.eq(~op.final | (credits < L["fifo_depth"]))
         issue = seq.op.valid & seq.op.ready
+        m.d.comb += last_issued.eq(issue & op.last)
         m.d.comb += [ibuf.r_addr.eq(op.ib_addr), ibuf.r_en.eq(issue),
                      wbuf.r_addr.eq(op.wb_addr), wbuf.r_en.eq(issue & op.newblock)]
         ctl = data.StructLayout({"valid": 1, "acc_addr": bits_for(p.abuf_entries),

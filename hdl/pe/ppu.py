@@ -10,12 +10,13 @@ consecutive beats.  Per-channel bias (int24) and scale (int16) live in a
 through ``load``.
 
 Pipeline (one global stall: every stage holds while the output register is
-full and not accepted), ``latency(mul_stages)`` = 5 + ``mul_stages`` cycles from
+full and not accepted), ``latency(mul_stages)`` = 6 + ``mul_stages`` cycles from
 an accepted input to its output beat:
 read params | t = v + bias | t * scale (two 18x18 DSP products, low 17 bits
 of t unsigned and the rest signed, then their sum: ``mul_stages`` register
-levels) | add half | arithmetic shift | ReLU, saturate, pool -> output
-register (5 + ``mul_stages``: the round is two stages for 100 MHz, issue 20).
+levels) | add half | arithmetic shift | ReLU, saturate | pool -> output
+register (6 + ``mul_stages``: round and saturate/pool are two stages each for
+100 MHz, issue 20).
 Left out: per-channel shifts, average pooling, non-2x2 windows.
 """
 from __future__ import annotations
@@ -31,7 +32,7 @@ from .layouts import BIAS_WIDTH, act_layout, bits_for, pload_layout, psum_layout
 
 
 def latency(mul_stages: int) -> int:
-    return 5 + mul_stages
+    return 6 + mul_stages
 
 
 class PPU(wiring.Component):
@@ -126,16 +127,24 @@ class PPU(wiring.Component):
                 m.d.comb += y.eq(ys[k])
                 m.d.sync += [yh[k].eq(y + half), rnd[k].eq(yh[k] >> self.shift)]
 
-        # ReLU, saturate, 2x2 max pool -> output register
+        # ReLU + saturate (reductions over the high bits, no wide compare) ->
+        # registered; then 2x2 max pool -> output register
+        act_valid = Signal()
         act = Signal(act_layout(p))
-        for k in range(K0):
-            relu_y = Mux(self.relu & (rnd[k] < 0), 0, rnd[k])
-            m.d.comb += act[k].eq(Mux(relu_y > 127, 127, Mux(relu_y < -128, -128, relu_y)))
+        with m.If(adv):
+            m.d.sync += act_valid.eq(rnd_valid)
+            for k in range(K0):
+                v = rnd[k]
+                neg, high = v[-1], v[7:]
+                over = ~neg & high.any()                 # > 127
+                under = neg & ~high.all()                # < -128
+                m.d.sync += act[k].eq(Mux(neg & self.relu, 0,
+                                          Mux(over, 127, Mux(under, -128, v[:8].as_signed()))))
         pool_cnt = Signal(2)
         pool_max = Signal(act_layout(p))
         with m.If(adv):
             m.d.sync += self.o.valid.eq(0)
-            with m.If(rnd_valid):
+            with m.If(act_valid):
                 newmax = Signal(act_layout(p))
                 for k in range(K0):
                     m.d.comb += newmax[k].eq(Mux((pool_cnt == 0) | (act[k] > pool_max[k]),

@@ -59,6 +59,7 @@ def op_layout(p: PEParams) -> data.StructLayout:
         "acc_addr": bits_for(p.abuf_entries),
         "first": 1,
         "final": 1,
+        "last": 1,          # the tile's last operation (its input is read for the last time)
     })
 
 
@@ -106,15 +107,16 @@ class Sequencer(wiring.Component):
         # descriptor pipeline registers
         B1 = data.StructLayout({
             "valid": 1, "r": 4, "s": 4, "wb": WB, "chw": IB, "kpq": AB, "rw": IB, "rq": AB,
-            "first": 1, "final": 1, "skippable": 1,
+            "first": 1, "final": 1, "last": 1, "skippable": 1,
             # per axis: b = extent - 1 + pad - off, lo_raw/hi_raw (see bounds())
             "bt": signed(14), "plo_raw": 8, "phi_raw": signed(14),
             "bl": signed(14), "qlo_raw": 8, "qhi_raw": signed(14)})
         B2 = data.StructLayout({
             "valid": 1, "r": 4, "s": 4, "wb": WB, "chw": IB, "kpq": AB, "rw": IB, "rq": AB,
-            "first": 1, "final": 1, "plo": 8, "phi": 8, "qlo": 8, "qhi": 8, "empty": 1})
+            "first": 1, "final": 1, "last": 1, "plo": 8, "phi": 8, "qlo": 8, "qhi": 8,
+            "empty": 1})
         CL = data.StructLayout({
-            "valid": 1, "wb": WB, "chw": IB, "kpq": AB, "first": 1, "final": 1,
+            "valid": 1, "wb": WB, "chw": IB, "kpq": AB, "first": 1, "final": 1, "last": 1,
             "plo": 8, "phi": 8, "qlo": 8, "qhi": 8, "empty": 1,
             "h": signed(13), "w": signed(13), "row_i": IB, "row_a": AB})
         b1, b2, cc = Signal(B1), Signal(B2), Signal(CL)
@@ -173,7 +175,7 @@ class Sequencer(wiring.Component):
             m.d.sync += [
                 b1.valid.eq(a_valid), b1.r.eq(r), b1.s.eq(s), b1.wb.eq(wb), b1.chw.eq(chw),
                 b1.kpq.eq(kpq), b1.rw.eq(rw), b1.rq.eq(Mux(rq_ok, rq, rq0)),
-                b1.first.eq(first), b1.final.eq(final),
+                b1.first.eq(first), b1.final.eq(final), b1.last.eq(all_done),
                 b1.skippable.eq(~pool & ~first & ~final),
                 b1.bt.eq(bt), b1.plo_raw.eq(lo_raw(at)), b1.phi_raw.eq(Mux(st2, bt >> 1, bt)),
                 b1.bl.eq(bl), b1.qlo_raw.eq(lo_raw(al)), b1.qhi_raw.eq(Mux(st2, bl >> 1, bl)),
@@ -197,7 +199,7 @@ class Sequencer(wiring.Component):
             m.d.sync += [
                 b2.valid.eq(b1.valid), b2.r.eq(b1.r), b2.s.eq(b1.s), b2.wb.eq(b1.wb),
                 b2.chw.eq(b1.chw), b2.kpq.eq(b1.kpq), b2.rw.eq(b1.rw), b2.rq.eq(b1.rq),
-                b2.first.eq(b1.first), b2.final.eq(b1.final),
+                b2.first.eq(b1.first), b2.final.eq(b1.final), b2.last.eq(b1.last),
                 b2.plo.eq(plo), b2.phi.eq(phi), b2.qlo.eq(qlo), b2.qhi.eq(qhi),
                 b2.empty.eq(~(pok & qok)),
             ]
@@ -211,7 +213,7 @@ class Sequencer(wiring.Component):
         with m.If(adv):
             m.d.sync += [
                 cc.valid.eq(b2.valid), cc.wb.eq(b2.wb), cc.chw.eq(b2.chw), cc.kpq.eq(b2.kpq),
-                cc.first.eq(b2.first), cc.final.eq(b2.final),
+                cc.first.eq(b2.first), cc.final.eq(b2.final), cc.last.eq(b2.last),
                 cc.plo.eq(b2.plo), cc.phi.eq(b2.phi), cc.qlo.eq(b2.qlo), cc.qhi.eq(b2.qhi),
                 cc.empty.eq(b2.empty),
                 cc.h.eq(Mux(skip_rows, h0odd, rr - pt)),
@@ -224,7 +226,7 @@ class Sequencer(wiring.Component):
         wk = Signal()                            # walking a sweep
         pb, qb, dy, dx = Signal(8), Signal(8), Signal(1), Signal(1)
         phi_w, qhi_w, qlo_w = Signal(8), Signal(8), Signal(8)
-        empty_w, first_w, final_w, nb = Signal(), Signal(), Signal(), Signal()
+        empty_w, first_w, final_w, last_w, nb = Signal(), Signal(), Signal(), Signal(), Signal()
         wb_w, chw_w, kpq_w = Signal(WB), Signal(IB), Signal(AB)
         row_i = Signal(IB)                       # max(h, 0) * W_in of the current pixel
         row_a = Signal(AB)                       # p * Q1
@@ -256,6 +258,7 @@ class Sequencer(wiring.Component):
                 op.payload.acc_addr.eq(kpq_w + row_a + col_a),
                 op.payload.first.eq(first_w),
                 op.payload.final.eq(final_w),
+                op.payload.last.eq(last_w & last_pix),
                 nb.eq(0),
             ]
 
@@ -272,6 +275,7 @@ class Sequencer(wiring.Component):
             m.d.sync += [wk.eq(1), dx.eq(0), dy.eq(0), pb.eq(cc.plo), qb.eq(cc.qlo),
                          phi_w.eq(cc.phi), qhi_w.eq(cc.qhi), qlo_w.eq(cc.qlo),
                          empty_w.eq(cc.empty), first_w.eq(cc.first), final_w.eq(cc.final),
+                         last_w.eq(cc.last),
                          nb.eq(1), wb_w.eq(cc.wb), chw_w.eq(cc.chw), kpq_w.eq(cc.kpq),
                          h.eq(cc.h), w.eq(cc.w), w_row.eq(cc.w),
                          row_i.eq(cc.row_i), row_a.eq(cc.row_a),

@@ -328,14 +328,16 @@ async def _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums):
     p = tb.p
     dut = tb.dut
     busy_acc = [0] * len(cfgs)
+    first_acc, starts = [None] * len(cfgs), []
     cur = {"t": 0}
 
     async def watch():
         while True:
             await RisingEdge(tb.clk)
-            if int(dut.i_load__valid.value) and int(dut.i_load__ready.value) \
-                    and int(dut.busy.value):
-                busy_acc[cur["t"]] += 1
+            if int(dut.i_load__valid.value) and int(dut.i_load__ready.value):
+                busy_acc[cur["t"]] += int(dut.busy.value)
+                if first_acc[cur["t"]] is None:
+                    first_acc[cur["t"]] = tb.edge
 
     watcher = cocotb.start_soon(watch())
     await tb.load(cfgs[0], W, Xs[0], b if cfgs[0].role in (Role.LAST, Role.ONLY) else None, s)
@@ -352,12 +354,13 @@ async def _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums):
 
         if t + 1 < len(cfgs):
             cocotb.start_soon(queue_next())
+        starts.append(tb.edge + 1)
         got, _, cause = await tb.run_tile(cfg, psums[t])
         tb.check_equal(cause, 0, f"tile {t} refused")
         want = np.asarray(exp[key], dtype=np.int64).reshape(-1, p.K0)
         tb.check_equal(got.tolist(), want.tolist(), f"tile {t} ({cfg.ibuf_half=}) of {cfg}")
     watcher.cancel()
-    return busy_acc
+    return busy_acc, first_acc, starts
 
 
 def _db_case(tb, role):
@@ -385,7 +388,7 @@ async def double_buffer(dut):
         cfgs = [PEConfig(**{**base.as_dict(), "ibuf_half": int(h)})
                 for h in (IbufHalf.LOWER, IbufHalf.UPPER) * 2]
         n_in = base.C1 * base.H_in * base.W_in
-        busy_acc = await _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums)
+        busy_acc, _, _ = await _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums)
         tb.check_equal(busy_acc, [0] + [n_in] * 3, f"input beats loaded while busy ({role.name})")
     tb.report("double_buffer")
 
@@ -393,15 +396,20 @@ async def double_buffer(dut):
 @cocotb.test()
 async def busy_half(dut):
     """An input load into the region the running tile reads (its own half, or any
-    address for a WHOLE tile) is held back until done, not lost and not written
-    early: no beat accepted while busy, both tiles exact."""
+    address for a WHOLE tile) is held back until the tile's last operation has
+    been issued (its reads are over), not lost and not written early: no beat
+    accepted sooner than the tile's issue cycles after its start, all tiles exact."""
     from tessera.hdl.pe.config import IbufHalf
     tb = await _setup(dut, 0.7, 0.1)
     for h in (IbufHalf.UPPER, IbufHalf.LOWER, IbufHalf.WHOLE):
         base, W, Xs, b, s, psums = _db_case(tb, Role.ONLY)
         cfgs = [PEConfig(**{**base.as_dict(), "ibuf_half": int(h)})] * 3
-        busy_acc = await _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums)
-        tb.check_equal(busy_acc, [0, 0, 0], f"beats into the busy region ({h.name})")
+        _, first_acc, starts = await _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums)
+        n = schedule_cycles(cfgs[0])
+        for t in range(2):
+            tb.check(first_acc[t + 1] - starts[t] >= n,
+                     f"{h.name}: tile {t + 1}'s input accepted {first_acc[t + 1] - starts[t]} "
+                     f"cycles after tile {t} started (< its {n} issue cycles)")
     tb.report("busy_half")
 
 
@@ -544,9 +552,9 @@ def pipeline_extra(p: PEParams, to_ppu: bool) -> int:
     (mac_stages), accumulate + result-FIFO write (1), FIFO head (1), result
     register (1); then the psum_out register (1) or the PPU (parameter read,
     bias add, ppu_mul_stages of the scale multiply, add half, shift,
-    saturate/pool: 5 + ppu_mul_stages)."""
+    saturate, pool: 6 + ppu_mul_stages)."""
     base = FRONT_CYCLES + 4 + p.mac_stages
-    return base + (5 + p.ppu_mul_stages if to_ppu else 1)
+    return base + (6 + p.ppu_mul_stages if to_ppu else 1)
 
 
 def schedule_cycles(cfg: PEConfig) -> int:
@@ -581,7 +589,7 @@ async def latency(dut):
     start to done: one operation per cycle, no bubble when the weight block
     changes (double-buffered weight registers), the drain overlapped with
     compute, and all-padding rows/columns skipped (schedule_cycles).
-    Pipeline (pipeline_extra): +21 through the PPU (LAST/ONLY), +15 to psum_out
+    Pipeline (pipeline_extra): +22 through the PPU (LAST/ONLY), +15 to psum_out
     (FIRST/MIDDLE) at the default mac_stages = 3, ppu_mul_stages = 2 (was +11 /
     +6 before the sequencer, accumulator, result FIFO, MAC tree and PPU round
     were pipelined for 100 MHz, issue 20; back-to-back tiles hide it: see
