@@ -5,10 +5,10 @@ of bench/data/pe_tiles.json, checks every output against the golden model,
 and reports per tile
 
     cycles          steady-state cycles per tile: the distance between the
-                    done pulses of back-to-back tiles (3 tiles in alternating
-                    input-buffer halves, each started as soon as the PE accepts
-                    it -- while the previous one drains -- as the chiplet's PE
-                    node runs its tiles); the pipeline fill is paid once
+                    done pulses of back-to-back tiles (the tile 3 times, each
+                    started as soon as the PE accepts it -- while the previous
+                    one drains -- as a PE runs the tiles of a layer with its
+                    input double-buffered); the pipeline fill is paid once
     latency_cycles  one tile started while idle, start -> done (fill + drain)
     utilization = useful MACs / (cycles x K0 x C0)   (utilization_isolated:
                     with latency_cycles)
@@ -55,7 +55,7 @@ def main() -> int:
                      "edge": bool(t.get("edge", False)),
                      "mac_ops": cfg.R * cfg.S * cfg.C1 * cfg.K1 * cfg.P1 * cfg.Q1,
                      "cycles": cyc, "latency_cycles": t["latency_cycles"],
-                     "overlapped": t["overlapped"], "useful_macs": useful,
+                     "useful_macs": useful,
                      "utilization": useful / (cyc * params.K0 * params.C0),
                      "utilization_isolated": useful / (t["latency_cycles"] * params.K0 * params.C0),
                      "large": large})

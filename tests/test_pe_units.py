@@ -441,8 +441,13 @@ def _db_cfgs(halves, **over):
     return [PEConfig(**{**base.as_dict(), "ibuf_half": int(h)}) for h in halves]
 
 
-@pytest.mark.parametrize("role,ready", [(Role.ONLY, 1.0), (Role.FIRST, 0.6)])
-def test_double_buffer_back_to_back(role, ready):
+@pytest.mark.parametrize("role,ready,over", [
+    (Role.ONLY, 1.0, {}), (Role.FIRST, 0.6, {}),
+    # short tiles (18 or 24 issue cycles, shorter than the pipeline's fill + drain): three
+    # tiles in flight at once
+    (Role.ONLY, 1.0, {"R": 1, "S": 1, "C1": 1, "K1": 3, "P1": 2, "Q1": 3, "H_in": 2, "W_in": 3}),
+    (Role.FIRST, 1.0, {"R": 1, "S": 1, "C1": 1, "K1": 4, "P1": 2, "Q1": 3, "H_in": 2, "W_in": 3})])
+def test_double_buffer_back_to_back(role, ready, over):
     """Tiles alternating LOWER/UPPER: tile t+1's input is loaded into the other
     half while tile t computes (every beat accepted while busy), tile t+1
     starts while tile t still drains (same configuration but ibuf_half), every
@@ -450,7 +455,7 @@ def test_double_buffer_back_to_back(role, ready):
     one tile's issue cycles apart (one MAC operation per cycle across tiles)."""
     from tessera.hdl.pe.config import IbufHalf
     halves = [IbufHalf.LOWER, IbufHalf.UPPER] * 2 + [IbufHalf.LOWER]
-    cfgs = _db_cfgs(halves, role=role)
+    cfgs = _db_cfgs(halves, role=role, **over)
     res = pe_tiles(TINY, cfgs, 3, ready)
     n_in = cfgs[0].C1 * cfgs[0].H_in * cfgs[0].W_in
     assert len(res["done"]) == len(cfgs)

@@ -71,10 +71,11 @@ PE-level contract (what the golden model implements from this text)
 * Control: ``cfg`` is sampled on the cycle ``start`` is high while
   ``start_ready`` is high (a start while ``start_ready`` is low is ignored).
   ``start_ready`` is high while the PE is not busy, and also -- back-to-back
-  tiles -- while exactly one tile is in flight whose operations have all been
-  generated, when ``cfg`` is legal and equal to that tile's configuration in
-  every field but ``ibuf_half`` (the new tile computes while the previous
-  one drains; a different configuration waits until the PE is idle).  Then
+  tiles -- while fewer than 3 tiles are in flight and the newest one's
+  operations have all been generated, when ``cfg`` is legal and equal to that
+  tile's configuration in every field but ``ibuf_half`` (the new tile
+  computes while earlier ones drain; a different configuration waits until
+  the PE is idle).  Then
   either ``busy`` rises (or stays high) and, after the tile's last result
   beat has been accepted downstream, ``done`` pulses for one cycle (once per
   tile, in start order; busy falls when no tile is left in flight); or the

@@ -58,6 +58,10 @@ from .ppu import PPU, latency as ppu_latency
 from .sequencer import Sequencer
 
 
+# tiles in flight at most (one issuing, the others draining: short tiles back to back)
+MAX_IN_FLIGHT = 3
+
+
 def pipeline_latency(p: PEParams) -> dict:
     """Cycle counts of the pipeline (no back-pressure): the last result beat
     leaves ``out`` (LAST/ONLY) or ``psum_out`` (FIRST/MIDDLE) ``ppu_extra`` /
@@ -181,15 +185,16 @@ class SimbaPE(wiring.Component):
         to_ppu = (cur.role == Role.LAST) | (cur.role == Role.ONLY)
         needs_psum = (cur.role == Role.MIDDLE) | (cur.role == Role.LAST)
         emitted = Signal(24)
-        # tiles started and not done: 0, 1, or 2 when the next tile started while
-        # the previous one drains (same configuration but ibuf_half, see config.py)
-        in_flight = Signal(2)
-        prev_half = Signal(2)                 # input-buffer region of the older tile
+        # tiles started and not done: up to MAX_IN_FLIGHT when later tiles started
+        # while earlier ones drain (same configuration but ibuf_half, see config.py)
+        in_flight = Signal(range(MAX_IN_FLIGHT + 1))
+        prev_half = Signal(2)                 # input-buffer region of the tile before cur
         CW = len(cur.as_value()) - CFG_FIELDS["ibuf_half"]      # ibuf_half: the top bits
         same = cfg.as_value()[:CW] == cur.as_value()[:CW]
         m.d.comb += [self.busy.eq(in_flight != 0),
                      self.start_ready.eq((in_flight == 0)
-                                         | ((in_flight == 1) & seq.free & (cause == 0) & same))]
+                                         | ((in_flight < MAX_IN_FLIGHT) & seq.free & (cause == 0)
+                                            & same))]
         accept = self.start & self.start_ready
         m.d.comb += [seq.cfg.eq(cfg), seq.start.eq(accept & (cause == 0))]
         m.d.sync += self.done.eq(0)
