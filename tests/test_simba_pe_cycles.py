@@ -82,12 +82,13 @@ def test_refit_follows_a_retimed_pe(tmp_path):
 
 
 def test_fit_finds_a_weight_switch_cost():
-    """A PE that lost 2 cycles per weight block would be fitted with that cost (the measured RTL
-    double-buffers the weight registers: 0)."""
+    """A PE that lost 2 cycles per weight block would be fitted with 2 more cycles of that cost
+    (the measured RTL double-buffers the weight registers: ~0; fc1000's one cycle per
+    back-to-back tile of 1-operation sweeps fits as 0.002)."""
     tiles = [{**t, "cycles": t["cycles"] + 2 * (t["config"]["R"] * t["config"]["S"] * t["config"]["K1"]
                                                * t["config"]["C1"])} for t in DATA["tiles"]]
     pc = fit(tiles)
-    assert pc.weight_switch_cycles == pytest.approx(2.0)
+    assert pc.weight_switch_cycles == pytest.approx(2.0 + DATA["constants"]["weight_switch_cycles"])
     assert (pc.overhead_ppu, pc.overhead_psum) == (DATA["constants"]["overhead_ppu"],
                                                    DATA["constants"]["overhead_psum"])
     for t in tiles:

@@ -17,7 +17,7 @@ PARAMS = [
           power_of_two=True),
     Param("mac_dsps", 64, "MAC multipliers on DSP blocks (min with K0*C0; the rest in LUTs)",
           min=0, max=256),
-    Param("mac_stages", 2, "MAC pipeline registers (1: products+tree in one cycle)", min=1, max=5),
+    Param("mac_stages", 3, "MAC pipeline registers (1: products+tree in one cycle; 3: products, 2 tree levels, 1 level)", min=1, max=5),
     Param("ppu_mul_stages", 2, "PPU scale-multiply pipeline registers", min=1, max=4),
 ]
 

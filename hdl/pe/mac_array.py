@@ -4,7 +4,7 @@ each a C0-lane int8 dot product, sharing one broadcast input vector.
 ``dot[k0] = sum_c0 w[k0][c0] * x[c0]``, exact (16 + log2(C0) bits, no
 rounding), ``stages`` cycles after ``w``/``x`` (1: products and adder tree in
 one cycle; 2: products registered, then the tree; more: registers spread over
-the tree levels).  The first ``dsps`` of the K0*C0 multipliers (row-major
+the tree levels, and beyond 1 + log2(C0) delay registers after the tree).  The first ``dsps`` of the K0*C0 multipliers (row-major
 k0, c0) are ``*`` (FPGA DSP blocks); the rest are shift-and-add in LUTs
 (an ECP5-85k has 156 18x18 DSPs, fewer than three PEs' 192 MACs).
 Accumulation is done by the PE around it.

@@ -4,25 +4,30 @@ vector-MAC levels), weight-stationary.
 Datapath (one MAC operation per cycle, no stalls inside the MAC pipeline;
 every buffer is a :class:`~tessera.hdl.sram.SRAM`, read latency 1):
 
-    S0 issue     sequencer op (incremental address counters, no multiplies)
-                 -> read input buffer; read weight buffer on the first pixel
-                 of a weight block
+    S0 issue     sequencer op register (pipelined descriptor generator +
+                 pixel walker, no multiplies; the input-buffer half's base
+                 is in the address) -> read input buffer; read weight buffer
+                 on the first pixel of a weight block
     S1 operands  input word (0 for padding) and, on a new block, the weight
                  block -> operand registers (the next block is read while the
                  current one is still in use, so switching costs no bubble)
     MAC          K0 x C0 int8 dot products, ``mac_stages`` cycles (products on
                  DSPs for the first ``mac_dsps`` multipliers, the rest in LUTs)
     accumulate   sum = (first ? 0 : acc) + dot (wrapping, acc_width bits); the
-                 accumulator read is issued one cycle ahead and a same-cycle
-                 write to that entry is forwarded (back-to-back accumulation
-                 into one entry, P1*Q1 = 1, is exact); written back, or
-                 (final) pushed to the result FIFO
-    drain        + psum_in (MIDDLE/LAST, wrapping) -> psum_out (FIRST/MIDDLE)
-                 or the PPU (4 + ``ppu_mul_stages`` cycles) -> out (LAST/ONLY)
+                 accumulator read is issued two cycles ahead and registered;
+                 writes to that entry in the two cycles since are forwarded
+                 (back-to-back accumulation into one entry, P1*Q1 = 1, is
+                 exact); written back, or (final) pushed to the result FIFO
+                 (:class:`~tessera.hdl.pe.fifo.SramFIFO`, an SRAM)
+    drain        FIFO head -> result register; + psum_in (MIDDLE/LAST,
+                 wrapping) -> psum_out (FIRST/MIDDLE) or the PPU
+                 (5 + ``ppu_mul_stages`` cycles) -> out (LAST/ONLY)
 
 Final results stream out while later ones are still being computed, so the
-drain overlaps the compute.  Operations that produce a final result are only
-issued with a result-FIFO credit (final results in flight + queued <= FIFO
+drain overlaps the compute; the next tile (same configuration, the other
+input-buffer half) may start while the previous one drains (``start_ready``),
+so back-to-back tiles issue one MAC operation per cycle with no gap.
+Operations that produce a final result are only issued with a result-FIFO credit (final results in flight + queued <= FIFO
 depth, sized for the pipeline so that the credits never throttle an
 unstalled drain), which is how back-pressure on ``psum_out``/``out`` and a
 late ``psum_in`` stall the PE without losing anything.  Cycle counts:
@@ -38,19 +43,23 @@ from __future__ import annotations
 
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from tessera.hdl.sram import SRAM
 from tessera.params import ParamError
 
-from .config import ErrorCause, PEParams, Role
+from .config import CFG_FIELDS, ErrorCause, IbufHalf, PEParams, Role
 from .layouts import (act_layout, bits_for, cfg_layout, iload_layout, lanes, psum_layout,
                       pload_layout, wload_layout)
 from .arith import lut_mul
+from .fifo import SramFIFO
 from .mac_array import MacArray
 from .ppu import PPU, latency as ppu_latency
 from .sequencer import Sequencer
+
+
+# tiles in flight at most (one issuing, the others draining: short tiles back to back)
+MAX_IN_FLIGHT = 3
 
 
 def pipeline_latency(p: PEParams) -> dict:
@@ -60,8 +69,10 @@ def pipeline_latency(p: PEParams) -> dict:
     result FIFO holds every final result in flight (issue-side credits)."""
     acc = 2 + p.mac_stages                 # issue -> operand regs -> MAC -> accumulate
     return {"acc": acc,
-            "psum_extra": acc + 2,         # FIFO write, pop -> psum_out register
-            "ppu_extra": acc + 1 + ppu_latency(p.ppu_mul_stages),
+            # FIFO write, FIFO head -> result register (pop), psum_out register
+            "psum_extra": acc + 3,
+            "ppu_extra": acc + 2 + ppu_latency(p.ppu_mul_stages),
+            # final results issued before the first one pops: acc + 3
             "fifo_depth": 1 << (acc + 2).bit_length()}
 
 
@@ -87,20 +98,21 @@ def validate_params(p: PEParams) -> None:
     need(1 <= p.ppu_depth <= 256 and p.ppu_depth & (p.ppu_depth - 1) == 0,
          "ppu_depth", f"must be a power of two in 1..256, got {p.ppu_depth}")
     need(0 <= p.mac_dsps <= 256, "mac_dsps", f"must be in 0..256 (K0*C0 at most are used), got {p.mac_dsps}")
-    ms = MacArray.max_stages(p.C0)
-    need(1 <= p.mac_stages <= ms, "mac_stages", f"must be in 1..{ms}, got {p.mac_stages}")
+    need(1 <= p.mac_stages <= 5, "mac_stages", f"must be in 1..5, got {p.mac_stages}")
     need(1 <= p.ppu_mul_stages <= 4, "ppu_mul_stages", f"must be in 1..4, got {p.ppu_mul_stages}")
 
 
 class SimbaPE(wiring.Component):
     """Ports (all flows are ``lib.stream``): ``w_load``, ``i_load``, ``p_load``
-    (buffer loads, accepted while idle), ``psum_in``/``psum_out`` (cross-PE
+    (buffer loads, accepted while idle; ``i_load`` also while busy into the
+    input-buffer half the running tile does not read), ``psum_in``/``psum_out`` (cross-PE
     reduction chain), ``out`` (int8 activations); ``cfg`` + ``start``;
-    ``busy``, ``done`` (one-cycle pulse), ``error`` + ``error_cause``;
+    ``start_ready`` (a start is accepted), ``busy``, ``done`` (one-cycle
+    pulse per tile), ``error`` + ``error_cause``;
     ``cfg_cause`` (combinational check of ``cfg``)."""
 
     def __init__(self, K0=8, C0=8, acc_width=24, wbuf_bytes=32768, ibuf_bytes=8192,
-                 abuf_entries=128, ppu_depth=16, mac_dsps=64, mac_stages=2, ppu_mul_stages=2):
+                 abuf_entries=128, ppu_depth=16, mac_dsps=64, mac_stages=3, ppu_mul_stages=2):
         self.params = p = PEParams(K0, C0, acc_width, wbuf_bytes, ibuf_bytes, abuf_entries,
                                    ppu_depth, mac_dsps, mac_stages, ppu_mul_stages)
         validate_params(p)
@@ -114,6 +126,8 @@ class SimbaPE(wiring.Component):
             "out": Out(stream.Signature(act_layout(p))),
             "cfg": In(cfg_layout()),
             "start": In(1),
+            # a start is accepted this cycle (idle, or the overlap rule of config.py)
+            "start_ready": Out(1),
             "busy": Out(1),
             "done": Out(1),
             "error": Out(1),
@@ -132,7 +146,7 @@ class SimbaPE(wiring.Component):
         m.submodules.seq = seq = Sequencer(p)
         m.submodules.mac = mac = MacArray(K0, C0, p.mac_dsps, p.mac_stages)
         m.submodules.ppu = ppu = PPU(p, p.ppu_mul_stages)
-        m.submodules.fifo = fifo = SyncFIFO(width=K0 * AW, depth=L["fifo_depth"])
+        m.submodules.fifo = fifo = SramFIFO(K0 * AW, L["fifo_depth"])
         m.submodules.wbuf = wbuf = SRAM(p.wbuf_entries, K0 * C0 * 8, granularity=C0 * 8)
         m.submodules.ibuf = ibuf = SRAM(p.ibuf_words, C0 * 8)
         m.submodules.abuf = abuf = SRAM(max(2, p.abuf_entries), K0 * AW)
@@ -152,11 +166,13 @@ class SimbaPE(wiring.Component):
             (ErrorCause.BAD_STRIDE, (cfg.stride != 1) & (cfg.stride != 2)),
             (ErrorCause.BAD_PAD, (cfg.pad_top >= cfg.R) | (cfg.pad_left >= cfg.S)),
             (ErrorCause.WBUF_OVERFLOW, _gt_product(m, rsk, cfg.C1, p.wbuf_entries, "chk_w")),
-            (ErrorCause.IBUF_OVERFLOW, _gt_product(m, hw, cfg.C1, p.ibuf_words, "chk_i")),
+            (ErrorCause.IBUF_OVERFLOW, lut_mul(m, hw, cfg.C1, 0, "chk_i")
+             > Mux(cfg.ibuf_half == IbufHalf.WHOLE, p.ibuf_words, p.ibuf_words // 2)),
             (ErrorCause.ABUF_OVERFLOW, _gt_product(m, pq, cfg.K1, p.abuf_entries, "chk_a")),
             (ErrorCause.PPU_OVERFLOW, ((cfg.role == Role.LAST) | (cfg.role == Role.ONLY))
              & (cfg.K1 > p.ppu_depth)),
             (ErrorCause.BAD_POOL, cfg.pool & (cfg.P1[0] | cfg.Q1[0])),
+            (ErrorCause.BAD_IBUF_HALF, cfg.ibuf_half == 3),
         ]
         with m.Switch(Cat(*[c for _, c in checks])):      # smallest cause wins
             for i, (code, _) in enumerate(checks):
@@ -169,28 +185,58 @@ class SimbaPE(wiring.Component):
         to_ppu = (cur.role == Role.LAST) | (cur.role == Role.ONLY)
         needs_psum = (cur.role == Role.MIDDLE) | (cur.role == Role.LAST)
         emitted = Signal(24)
-        accept = self.start & ~self.busy
+        # tiles started and not done: up to MAX_IN_FLIGHT when later tiles started
+        # while earlier ones drain (same configuration but ibuf_half, see config.py)
+        in_flight = Signal(range(MAX_IN_FLIGHT + 1))
+        prev_half = Signal(2)                 # input-buffer region of the tile before cur
+        CW = len(cur.as_value()) - CFG_FIELDS["ibuf_half"]      # ibuf_half: the top bits
+        same = cfg.as_value()[:CW] == cur.as_value()[:CW]
+        m.d.comb += [self.busy.eq(in_flight != 0),
+                     self.start_ready.eq((in_flight == 0)
+                                         | ((in_flight < MAX_IN_FLIGHT) & seq.free & (cause == 0)
+                                            & same))]
+        accept = self.start & self.start_ready
         m.d.comb += [seq.cfg.eq(cfg), seq.start.eq(accept & (cause == 0))]
         m.d.sync += self.done.eq(0)
+        tile_done = Signal()
         with m.If(accept):
             m.d.sync += [self.error.eq(cause != 0), self.error_cause.eq(cause)]
             with m.If(cause == 0):
-                m.d.sync += [cur.eq(cfg), self.busy.eq(1), emitted.eq(0)]
+                m.d.sync += [cur.eq(cfg), prev_half.eq(cur.ibuf_half)]
+        m.d.sync += in_flight.eq(in_flight + (accept & (cause == 0)) - tile_done)
+        # tiles whose operations are not all issued yet (they still read their input:
+        # the newest ``reading`` of the tiles in flight)
+        reading = Signal(2)
+        last_issued = Signal()
+        m.d.sync += reading.eq(reading + (accept & (cause == 0)) - last_issued)
+        idle_start = accept & (cause == 0) & (in_flight == 0)
+        with m.If(idle_start):
+            m.d.sync += emitted.eq(0)
         # beats the tile emits: K1*P1*Q1 (/4 when pooled in the PPU), from the
         # registered configuration (4 cycles, long before the first beat)
         n_pq = lut_mul(m, cur.P1, cur.Q1, 2, "n_pq")
         n_all = lut_mul(m, n_pq, cur.K1, 2, "n_all")
         expected = Mux(cur.pool & to_ppu, n_all >> 2, n_all)
 
-        # ---- buffer loads (only while idle) ---------------------------------------
+        # ---- buffer loads: weights/PPU only while idle; inputs also while busy
+        # into a region no tile still issuing operations reads (double buffering) --
         wl, il = self.w_load, self.i_load
+        IB = bits_for(p.ibuf_words)
+        hi_addr = il.payload.addr[IB - 1]
+
+        def reads(half):          # a tile with this ibuf_half reads the beat's address
+            return ((half == IbufHalf.WHOLE) | ((half == IbufHalf.UPPER) & hi_addr)
+                    | ((half == IbufHalf.LOWER) & ~hi_addr))
+        il_ok = Signal()
+        m.d.comb += il_ok.eq(~((reading != 0) & reads(cur.ibuf_half))
+                             & ~((reading == 2) & reads(prev_half)))
         m.d.comb += [
-            wl.ready.eq(~self.busy), il.ready.eq(~self.busy),
+            wl.ready.eq(~self.busy), il.ready.eq(il_ok),
             wbuf.w_addr.eq(wl.payload.addr),
             wbuf.w_data.eq(Cat(*[wl.payload.data] * K0)),
             wbuf.w_en.eq(Mux(wl.valid & ~self.busy, 1 << wl.payload.row, 0)),
             ibuf.w_addr.eq(il.payload.addr), ibuf.w_data.eq(il.payload.data),
-            ibuf.w_en.eq(il.valid & ~self.busy),
+            ibuf.w_en.eq(il.valid & il_ok),
         ]
         wiring.connect(m, wiring.flipped(self.p_load), ppu.load)
         m.d.comb += [ppu.load_en.eq(~self.busy), ppu.shift.eq(cur.shift),
@@ -201,6 +247,7 @@ class SimbaPE(wiring.Component):
         credits = Signal(range(L["fifo_depth"] + 1))      # final results in flight + queued
         m.d.comb += seq.op.ready.eq(~op.final | (credits < L["fifo_depth"]))
         issue = seq.op.valid & seq.op.ready
+        m.d.comb += last_issued.eq(issue & op.last)
         m.d.comb += [ibuf.r_addr.eq(op.ib_addr), ibuf.r_en.eq(issue),
                      wbuf.r_addr.eq(op.wb_addr), wbuf.r_en.eq(issue & op.newblock)]
         ctl = data.StructLayout({"valid": 1, "acc_addr": bits_for(p.abuf_entries),
@@ -212,7 +259,7 @@ class SimbaPE(wiring.Component):
 
         # ---- S1: buffer data -> MAC operand registers ------------------------------
         # the weight registers load a new block on its first pixel and hold it
-        # (the next block's read is issued while the current one is in use)
+        # (the next block's read is issued while the current one is still in use)
         wreg = Signal(K0 * C0 * 8)
         xreg = Signal(C0 * 8)
         with m.If(s1.c.valid & s1.newblock):
@@ -225,24 +272,31 @@ class SimbaPE(wiring.Component):
             nxt = Signal(ctl, name=f"ctl{i + 2}")
             m.d.sync += nxt.eq(c_pipe[-1])
             c_pipe.append(nxt)
-        ca, cb = c_pipe[-2], c_pipe[-1]          # one cycle before / at the accumulate stage
+        ca2, ca, cb = c_pipe[-3], c_pipe[-2], c_pipe[-1]   # 2, 1, 0 cycles before accumulate
 
-        # ---- accumulate (wrapping): read issued one cycle ahead; a write to the
-        # entry in that cycle (same-address collision) is forwarded ------------------
+        # ---- accumulate (wrapping): the accumulator read is issued two cycles
+        # ahead and registered; writes to that entry in the read cycle (same-address
+        # collision) and the cycle after are forwarded ---------------------------------
         acc = Signal(lanes(AW, K0))
-        fwd = Signal()
-        fwd_data = Signal(lanes(AW, K0))
-        m.d.comb += [abuf.r_addr.eq(ca.acc_addr), abuf.r_en.eq(1)]
-        m.d.sync += [fwd.eq(abuf.w_en & (abuf.w_addr == ca.acc_addr)), fwd_data.eq(acc)]
-        old = lanes(AW, K0)(Mux(fwd, fwd_data, abuf.r_data))
+        writes = cb.valid & ~cb.final
+        rd_q = Signal(K0 * AW)
+        hit2, hit2_q, fwd1, fwd2 = Signal(), Signal(), Signal(), Signal()
+        d1, d2 = Signal(K0 * AW), Signal(K0 * AW)
+        m.d.comb += [abuf.r_addr.eq(ca2.acc_addr), abuf.r_en.eq(1)]
+        m.d.sync += [rd_q.eq(abuf.r_data),
+                     hit2.eq(writes & (cb.acc_addr == ca2.acc_addr)), fwd2.eq(hit2),
+                     fwd1.eq(writes & (cb.acc_addr == ca.acc_addr)),
+                     d1.eq(acc), d2.eq(d1)]
+        old = lanes(AW, K0)(Mux(fwd1, d1, Mux(fwd2, d2, rd_q)))
         for k in range(K0):
             m.d.comb += acc[k].eq(Mux(cb.first, 0, old[k]) + mac.dot[k])   # truncates: wraps
-        m.d.comb += [abuf.w_addr.eq(cb.acc_addr), abuf.w_data.eq(acc),
-                     abuf.w_en.eq(cb.valid & ~cb.final),
+        m.d.comb += [abuf.w_addr.eq(cb.acc_addr), abuf.w_data.eq(acc), abuf.w_en.eq(writes),
                      fifo.w_data.eq(acc), fifo.w_en.eq(cb.valid & cb.final)]
 
-        # ---- drain: cross-PE psum add, then psum_out or PPU -----------------------
-        res = lanes(AW, K0)(fifo.r_data)
+        # ---- drain: result FIFO -> register -> cross-PE psum add -> psum_out or PPU --
+        rv = Signal()                              # result register (FIFO head, registered)
+        rdat = Signal(lanes(AW, K0))
+        res = rdat
         total = Signal(lanes(AW, K0))
         for k in range(K0):
             m.d.comb += total[k].eq(res[k] + Mux(needs_psum, self.psum_in.payload[k], 0))
@@ -250,26 +304,32 @@ class SimbaPE(wiring.Component):
         po = self.psum_out
         po_adv = ~po.valid | po.ready
         dst_ready = Mux(to_ppu, ppu.i.ready, po_adv)
-        pop = fifo.r_rdy & psum_ok & dst_ready
-        m.d.comb += [fifo.r_en.eq(pop), self.psum_in.ready.eq(pop & needs_psum)]
+        pop = rv & psum_ok & dst_ready
+        m.d.comb += fifo.r_en.eq(fifo.r_rdy & (~rv | pop))
+        with m.If(fifo.r_en):
+            m.d.sync += [rv.eq(1), rdat.eq(fifo.r_data)]
+        with m.Elif(pop):
+            m.d.sync += rv.eq(0)
+        m.d.comb += self.psum_in.ready.eq(pop & needs_psum)
         m.d.sync += credits.eq(credits + (issue & op.final) - pop)
 
-        # k1 group of the beat being drained (indexes the PPU parameters)
+        # k1 group of the beat being drained (indexes the PPU parameters); wraps at
+        # the end of a tile (the next one may already be draining behind it)
         pcnt, qcnt = Signal(8), Signal(8)
         k1 = Signal(8)
-        with m.If(accept):
+        with m.If(idle_start):
             m.d.sync += [pcnt.eq(0), qcnt.eq(0), k1.eq(0)]
         with m.Elif(pop):
             with m.If(qcnt == cur.Q1 - 1):
                 m.d.sync += qcnt.eq(0)
                 with m.If(pcnt == cur.P1 - 1):
-                    m.d.sync += [pcnt.eq(0), k1.eq(k1 + 1)]
+                    m.d.sync += [pcnt.eq(0), k1.eq(Mux(k1 == cur.K1 - 1, 0, k1 + 1))]
                 with m.Else():
                     m.d.sync += pcnt.eq(pcnt + 1)
             with m.Else():
                 m.d.sync += qcnt.eq(qcnt + 1)
 
-        m.d.comb += [ppu.i.valid.eq(fifo.r_rdy & psum_ok & to_ppu),
+        m.d.comb += [ppu.i.valid.eq(rv & psum_ok & to_ppu),
                      ppu.i.payload.v.eq(total), ppu.i.payload.k1.eq(k1)]
         with m.If(po_adv):
             m.d.sync += po.valid.eq(0)
@@ -277,12 +337,13 @@ class SimbaPE(wiring.Component):
             m.d.sync += [po.valid.eq(1), po.payload.eq(total)]
         wiring.connect(m, ppu.o, wiring.flipped(self.out))
 
-        # ---- completion --------------------------------------------------------------
+        # ---- completion: done once per tile, in order ------------------------------
         handshake = Mux(to_ppu, self.out.valid & self.out.ready, po.valid & po.ready)
-        with m.If(self.busy & handshake):
+        with m.If((in_flight != 0) & handshake):
             m.d.sync += emitted.eq(emitted + 1)
             with m.If(emitted == expected - 1):
-                m.d.sync += [self.busy.eq(0), self.done.eq(1)]
+                m.d.sync += [emitted.eq(0), self.done.eq(1)]
+                m.d.comb += tile_done.eq(1)
         return m
 
 

@@ -10,12 +10,13 @@ consecutive beats.  Per-channel bias (int24) and scale (int16) live in a
 through ``load``.
 
 Pipeline (one global stall: every stage holds while the output register is
-full and not accepted), ``latency(mul_stages)`` = 4 + ``mul_stages`` cycles from
+full and not accepted), ``latency(mul_stages)`` = 6 + ``mul_stages`` cycles from
 an accepted input to its output beat:
 read params | t = v + bias | t * scale (two 18x18 DSP products, low 17 bits
 of t unsigned and the rest signed, then their sum: ``mul_stages`` register
-levels) | round (add half, arithmetic shift) | ReLU, saturate, pool -> output
-register.
+levels) | add half | arithmetic shift | ReLU, saturate | pool -> output
+register (6 + ``mul_stages``: round and saturate/pool are two stages each for
+100 MHz, issue 20).
 Left out: per-channel shifts, average pooling, non-2x2 windows.
 """
 from __future__ import annotations
@@ -31,7 +32,7 @@ from .layouts import BIAS_WIDTH, act_layout, bits_for, pload_layout, psum_layout
 
 
 def latency(mul_stages: int) -> int:
-    return 4 + mul_stages
+    return 6 + mul_stages
 
 
 class PPU(wiring.Component):
@@ -113,28 +114,37 @@ class PPU(wiring.Component):
                 m.d.sync += nv.eq(y_valid)
             y_valid = nv
 
-        # round: (y + 2**(shift-1)) >> shift, registered
+        # round: (y + 2**(shift-1)) >> shift: the add and the shift each registered
         half = Signal(32)
-        m.d.comb += half.eq(Mux(self.shift == 0, 0, Const(1, 32) << (self.shift - 1)[:5]))
-        rnd_valid = Signal()
+        m.d.sync += half.eq(Mux(self.shift == 0, 0, Const(1, 32) << (self.shift - 1)[:5]))
+        yh_valid, rnd_valid = Signal(), Signal()
+        yh = Signal(data.ArrayLayout(signed(YW + 1), K0))
         rnd = Signal(data.ArrayLayout(signed(YW + 1), K0))
         with m.If(adv):
-            m.d.sync += rnd_valid.eq(y_valid)
+            m.d.sync += [yh_valid.eq(y_valid), rnd_valid.eq(yh_valid)]
             for k in range(K0):
                 y = Signal(signed(YW), name=f"y{k}")
                 m.d.comb += y.eq(ys[k])
-                m.d.sync += rnd[k].eq((y + half) >> self.shift)
+                m.d.sync += [yh[k].eq(y + half), rnd[k].eq(yh[k] >> self.shift)]
 
-        # ReLU, saturate, 2x2 max pool -> output register
+        # ReLU + saturate (reductions over the high bits, no wide compare) ->
+        # registered; then 2x2 max pool -> output register
+        act_valid = Signal()
         act = Signal(act_layout(p))
-        for k in range(K0):
-            relu_y = Mux(self.relu & (rnd[k] < 0), 0, rnd[k])
-            m.d.comb += act[k].eq(Mux(relu_y > 127, 127, Mux(relu_y < -128, -128, relu_y)))
+        with m.If(adv):
+            m.d.sync += act_valid.eq(rnd_valid)
+            for k in range(K0):
+                v = rnd[k]
+                neg, high = v[-1], v[7:]
+                over = ~neg & high.any()                 # > 127
+                under = neg & ~high.all()                # < -128
+                m.d.sync += act[k].eq(Mux(neg & self.relu, 0,
+                                          Mux(over, 127, Mux(under, -128, v[:8].as_signed()))))
         pool_cnt = Signal(2)
         pool_max = Signal(act_layout(p))
         with m.If(adv):
             m.d.sync += self.o.valid.eq(0)
-            with m.If(rnd_valid):
+            with m.If(act_valid):
                 newmax = Signal(act_layout(p))
                 for k in range(K0):
                     m.d.comb += newmax[k].eq(Mux((pool_cnt == 0) | (act[k] > pool_max[k]),

@@ -13,32 +13,41 @@ emits it), rows and columns whose inputs are all padding are not visited
 (they would add 0); a sweep that is all padding costs one idle cycle.
 Pooled tiles always visit the whole tile.
 
-Addresses are incremental (no multiplies): the sweep index is the weight
-entry; the input address c1*H_in*W_in + max(h,0)*W_in + w and the accumulator
-entry k1*P1*Q1 + p*Q1 + q are kept as running sums that step by +-stride,
-+-stride*W_in, +-1, +-Q1 as the pixel walks, with per-r/k1/c1 bases stepped
-at sweep ends.  The per-tile constants H_in*W_in, P1*Q1 and
-ceil(pad_top/stride)*Q1 are shift-and-add products registered over SETUP
-cycles after start; a first sweep shorter than SETUP + 1 operations waits
-for them (the only timing effect).
+Two pipelined parts, no multiplies (pipelined for 100 MHz, issue 20):
 
-The configuration is sampled when ``start`` is high; the sequencer then runs
-until the last operation is accepted.  Left out: registering the op stream
-and computing each sweep's bounds one sweep ahead -- the bounds/empty/newblock
-logic from the registered configuration into the buffer read enables is the
-PE's critical path (40.5 MHz routed at ECP5 speed 6), the next step to 100 MHz.
+* sweep generator: one sweep descriptor (r, s, k1, c1) per cycle through
+  registered stages A (loop counters and the running bases: weight entry,
+  c1*H_in*W_in + the input-buffer half's base, k1*P1*Q1, max(r - pad_top,
+  0)*W_in, the first skipped row's p*Q1) -> B1 (padding offsets) -> B2
+  (visited pixel bounds, empty) -> C (first pixel's h, w, row and
+  accumulator offsets); a small pipeline that stalls as a whole while its
+  last stage waits for the walker;
+* pixel walker: takes the next descriptor in the cycle its current sweep
+  issues its last pixel (no bubble between sweeps) and steps h, w and the
+  row/column offsets by +-stride, +-stride*W_in, +-1, +-Q1; the operation
+  leaves through an output register (``op``).
+
+The per-tile constants H_in*W_in, P1*Q1 and ceil(pad_top/stride)*Q1 are
+shift-and-add products registered over SETUP cycles after a start while
+idle; the generator waits for them.  ``free`` is high when the generator has
+produced every descriptor of its tile: a new ``start`` is accepted then
+(``start`` while not ``free`` is ignored), and the new tile's descriptors
+queue behind the walker's last sweeps, so back-to-back tiles issue without
+a gap.  A start while the walker still runs (overlap) must carry the same
+configuration but for ``ibuf_half`` (the PE guarantees it): the constants
+are then kept (no SETUP wait).
 """
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal, signed, unsigned
+from amaranth import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import PEParams
+from .config import IbufHalf, PEParams
 from .arith import lut_mul
 from .layouts import bits_for, cfg_layout
 
-SETUP = 2     # cycles after start until the per-tile constants are valid
+SETUP = 2     # cycles after an idle start until the per-tile constants are valid
 
 
 def op_layout(p: PEParams) -> data.StructLayout:
@@ -50,6 +59,7 @@ def op_layout(p: PEParams) -> data.StructLayout:
         "acc_addr": bits_for(p.abuf_entries),
         "first": 1,
         "final": 1,
+        "last": 1,          # the tile's last operation (its input is read for the last time)
     })
 
 
@@ -59,55 +69,20 @@ class Sequencer(wiring.Component):
         super().__init__({
             "cfg": In(cfg_layout()),
             "start": In(1),
+            "free": Out(1),        # a start is accepted (the generator is idle)
+            "idle": Out(1),        # nothing in flight (generator, walker, op register)
             "op": Out(stream.Signature(op_layout(params))),
         })
-
-    def _sweep_range(self, m, c, r, s, c1, name):
-        """Pixel range [plo, phi] x [qlo, qhi] (block counters) of the sweep
-        (r, s, c1).  The first and final sweeps of an entry, and pooled tiles,
-        cover the whole tile; the others skip rows/columns that read only zero
-        padding (they would add 0), and may be empty."""
-        first = (r == 0) & (s == 0) & (c1 == 0)
-        final = (r == c.R - 1) & (s == c.S - 1) & (c1 == c.C1 - 1)
-        skippable = ~c.pool & ~first & ~final
-        st2 = c.stride == 2
-
-        def bounds(pad, off, extent, tile, lo, hi, ok):
-            a = Signal(signed(7), name=f"{name}_a_{lo.name}")      # pad - off
-            b = Signal(signed(14), name=f"{name}_b_{lo.name}")     # extent - 1 + pad - off
-            m.d.comb += [a.eq(pad - off), b.eq(extent - 1 + pad - off)]
-            lo_raw = Mux(a <= 0, 0, Mux(st2, (a + 1) >> 1, a))
-            hi_raw = Mux(st2, b >> 1, b)
-            m.d.comb += [
-                lo.eq(Mux(skippable, lo_raw, 0)),
-                hi.eq(Mux(skippable, Mux(hi_raw > tile - 1, tile - 1, hi_raw), tile - 1)),
-                ok.eq(~skippable | ((b >= 0) & (lo_raw <= hi_raw) & (lo_raw <= tile - 1))),
-            ]
-
-        plo, phi, qlo, qhi = (Signal(8, name=f"{name}_{n}") for n in ("plo", "phi", "qlo", "qhi"))
-        pok, qok = Signal(name=f"{name}_pok"), Signal(name=f"{name}_qok")
-        pad_t, pad_l = Signal(signed(6), name=f"{name}_pt"), Signal(signed(6), name=f"{name}_pl")
-        rr, ss = Signal(signed(6), name=f"{name}_r"), Signal(signed(6), name=f"{name}_s")
-        m.d.comb += [pad_t.eq(c.pad_top), pad_l.eq(c.pad_left), rr.eq(r), ss.eq(s)]
-        PB = Mux(c.pool, c.P1 >> 1, c.P1)
-        QB = Mux(c.pool, c.Q1 >> 1, c.Q1)
-        bounds(pad_t, rr, c.H_in, PB, plo, phi, pok)
-        bounds(pad_l, ss, c.W_in, QB, qlo, qhi, qok)
-        return plo, phi, qlo, qhi, ~(pok & qok)
 
     def elaborate(self, platform):
         m = Module()
         p = self.params
-        IB, AB = bits_for(p.ibuf_words), bits_for(p.abuf_entries)
+        IB, AB, WB = bits_for(p.ibuf_words), bits_for(p.abuf_entries), bits_for(p.wbuf_entries)
         c = Signal(cfg_layout())
-        r, s = Signal(4), Signal(4)
-        k1, c1 = Signal(8), Signal(11)
-        pb, qb, dy, dx = Signal(8), Signal(8), Signal(1), Signal(1)
-        running = Signal()
         st2 = c.stride == 2
+        pool = c.pool
 
-        # per-tile constants (LUT products, valid SETUP cycles after start; a
-        # sweep may not end before they are: see ``consts_ok``)
+        # ---- per-tile constants (LUT products, SETUP cycles) --------------------
         hw = lut_mul(m, c.H_in, c.W_in, 2, "hw", IB)                 # H_in*W_in
         pq = lut_mul(m, c.P1, c.Q1, 2, "pq", AB)                     # P1*Q1
         plo0 = Mux(st2, (c.pad_top + 1) >> 1, c.pad_top)
@@ -117,74 +92,175 @@ class Sequencer(wiring.Component):
         with m.If(pend != 0):
             m.d.sync += pend.eq(pend - 1)
 
-        # address trackers (all additions wrap: only the low address bits matter)
-        wb = Signal(bits_for(p.wbuf_entries))    # sweep index = ((r*S+s)*K1+k1)*C1+c1
-        chw = Signal(IB)                         # c1*H_in*W_in
+        # ---- stage A: loop counters and running bases ---------------------------
+        gen = Signal()                           # generating descriptors
+        r, s = Signal(4), Signal(4)
+        k1, c1 = Signal(8), Signal(11)
+        wb = Signal(WB)                          # ((r*S+s)*K1+k1)*C1+c1
+        base = Signal(IB)                        # input-buffer half's base
+        chw = Signal(IB)                         # base + c1*H_in*W_in
         kpq = Signal(AB)                         # k1*P1*Q1
         rw = Signal(IB)                          # max(r - pad_top, 0) * W_in
-        rq = Signal(AB)                          # first skipped row's p * Q1 (r < pad_top)
-        rq_ok = Signal()                         # rq loaded from rq0
-        row_i = Signal(IB)                       # max(h, 0) * W_in of the current pixel
-        row_a = Signal(AB)                       # p * Q1
-        col_a, col_row = Signal(AB), Signal(AB)  # q; q at the sweep's first column
-        h, w, w_row = Signal(signed(13)), Signal(signed(13)), Signal(signed(13))
+        rq = Signal(AB)                          # first skipped row's p*Q1 (r < pad_top)
+        rq_ok = Signal()                         # rq valid (else rq0)
 
-        # current sweep and the next one (for the counters' restart values)
-        plo, phi, qlo, qhi, empty = self._sweep_range(m, c, r, s, c1, "cur")
+        # descriptor pipeline registers
+        B1 = data.StructLayout({
+            "valid": 1, "r": 4, "s": 4, "wb": WB, "chw": IB, "kpq": AB, "rw": IB, "rq": AB,
+            "first": 1, "final": 1, "last": 1, "skippable": 1,
+            # per axis: b = extent - 1 + pad - off, lo_raw/hi_raw (see bounds())
+            "bt": signed(14), "plo_raw": 8, "phi_raw": signed(14),
+            "bl": signed(14), "qlo_raw": 8, "qhi_raw": signed(14)})
+        B2 = data.StructLayout({
+            "valid": 1, "r": 4, "s": 4, "wb": WB, "chw": IB, "kpq": AB, "rw": IB, "rq": AB,
+            "first": 1, "final": 1, "last": 1, "plo": 8, "phi": 8, "qlo": 8, "qhi": 8,
+            "empty": 1})
+        CL = data.StructLayout({
+            "valid": 1, "wb": WB, "chw": IB, "kpq": AB, "first": 1, "final": 1, "last": 1,
+            "plo": 8, "phi": 8, "qlo": 8, "qhi": 8, "empty": 1,
+            "h": signed(13), "w": signed(13), "row_i": IB, "row_a": AB})
+        b1, b2, cc = Signal(B1), Signal(B2), Signal(CL)
+        take = Signal()                          # the walker takes descriptor cc
+        adv = Signal()                           # the descriptor pipeline advances
+        m.d.comb += adv.eq(~cc.valid | take)
+
         last_c1 = c1 == c.C1 - 1
         last_k1 = k1 == c.K1 - 1
         last_s = s == c.S - 1
         last_r = r == c.R - 1
-        n_c1 = Mux(last_c1, 0, c1 + 1)
-        n_k1 = Mux(last_c1, Mux(last_k1, 0, k1 + 1), k1)
-        n_s = Mux(last_c1 & last_k1, Mux(last_s, 0, s + 1), s)
         r_inc = last_c1 & last_k1 & last_s
-        n_r = Mux(r_inc, r + 1, r)
-        all_done = last_c1 & last_k1 & last_s & last_r
-        nr, ns, nc1 = Signal(4), Signal(4), Signal(11)
-        m.d.comb += [nr.eq(n_r), ns.eq(n_s), nc1.eq(n_c1)]
-        nplo, _, nqlo, _, _ = self._sweep_range(m, c, nr, ns, nc1, "nxt")
+        all_done = r_inc & last_r
+        a_valid = gen & consts_ok
+        first = (r == 0) & (s == 0) & (c1 == 0)
+        final = last_r & last_s & last_c1
 
+        running = Signal()                       # walker busy or op register valid
+        m.d.comb += [self.free.eq(~gen),
+                     self.idle.eq(~gen & ~b1.valid & ~b2.valid & ~cc.valid & ~running)]
+
+        with m.If(self.start & ~gen):
+            half = self.cfg.ibuf_half
+            b0 = Mux(half == IbufHalf.UPPER, p.ibuf_words // 2, 0)
+            m.d.sync += [c.eq(self.cfg), gen.eq(1), r.eq(0), s.eq(0), k1.eq(0), c1.eq(0),
+                         wb.eq(0), base.eq(b0), chw.eq(b0), kpq.eq(0), rw.eq(0), rq_ok.eq(0)]
+            with m.If(self.idle):
+                m.d.sync += pend.eq(SETUP)
+        with m.Elif(adv & a_valid):
+            rq_cur = Mux(rq_ok, rq, rq0)
+            rq_dec = ~st2 | (c.pad_top[0] ^ r[0])          # ceil((pt - r)/st) drops
+            m.d.sync += [
+                c1.eq(Mux(last_c1, 0, c1 + 1)),
+                k1.eq(Mux(last_c1, Mux(last_k1, 0, k1 + 1), k1)),
+                s.eq(Mux(last_c1 & last_k1, Mux(last_s, 0, s + 1), s)),
+                r.eq(Mux(r_inc, r + 1, r)),
+                wb.eq(wb + 1),
+                chw.eq(Mux(last_c1, base, chw + hw)),
+                kpq.eq(Mux(last_c1, Mux(last_k1, 0, kpq + pq), kpq)),
+                rw.eq(Mux(r_inc & (r >= c.pad_top), rw + c.W_in, rw)),
+                rq.eq(Mux(r_inc & rq_dec, rq_cur - c.Q1, rq_cur)), rq_ok.eq(1),
+            ]
+            with m.If(all_done):
+                m.d.sync += gen.eq(0)
+
+        # ---- B1: padding offsets of the sweep ------------------------------------
+        at, al = Signal(signed(7)), Signal(signed(7))           # pad - off
+        bt, bl = Signal(signed(14)), Signal(signed(14))         # extent - 1 + pad - off
+        m.d.comb += [at.eq(c.pad_top - r), bt.eq(c.H_in - 1 + c.pad_top - r),
+                     al.eq(c.pad_left - s), bl.eq(c.W_in - 1 + c.pad_left - s)]
+
+        def lo_raw(a):
+            return Mux(a <= 0, 0, Mux(st2, (a + 1) >> 1, a))
+
+        with m.If(adv):
+            m.d.sync += [
+                b1.valid.eq(a_valid), b1.r.eq(r), b1.s.eq(s), b1.wb.eq(wb), b1.chw.eq(chw),
+                b1.kpq.eq(kpq), b1.rw.eq(rw), b1.rq.eq(Mux(rq_ok, rq, rq0)),
+                b1.first.eq(first), b1.final.eq(final), b1.last.eq(all_done),
+                b1.skippable.eq(~pool & ~first & ~final),
+                b1.bt.eq(bt), b1.plo_raw.eq(lo_raw(at)), b1.phi_raw.eq(Mux(st2, bt >> 1, bt)),
+                b1.bl.eq(bl), b1.qlo_raw.eq(lo_raw(al)), b1.qhi_raw.eq(Mux(st2, bl >> 1, bl)),
+            ]
+
+        # ---- B2: visited pixel range [plo, phi] x [qlo, qhi] (block counters) -----
+        # last block row / column of the tile (registered: c is stable while a tile
+        # runs, and SETUP covers this register after an idle start)
+        pbm1, qbm1 = Signal(signed(9)), Signal(signed(9))
+        m.d.sync += [pbm1.eq(Mux(pool, c.P1 >> 1, c.P1) - 1), qbm1.eq(Mux(pool, c.Q1 >> 1, c.Q1) - 1)]
+
+        def bounds(b, lo_raw, hi_raw, tm1, skippable):
+            lo = Mux(skippable, lo_raw, 0)
+            hi = Mux(skippable, Mux(hi_raw > tm1, tm1, hi_raw), tm1)
+            ok = ~skippable | ((b >= 0) & (lo_raw <= hi_raw) & (lo_raw <= tm1))
+            return lo, hi, ok
+
+        plo, phi, pok = bounds(b1.bt, b1.plo_raw, b1.phi_raw, pbm1, b1.skippable)
+        qlo, qhi, qok = bounds(b1.bl, b1.qlo_raw, b1.qhi_raw, qbm1, b1.skippable)
+        with m.If(adv):
+            m.d.sync += [
+                b2.valid.eq(b1.valid), b2.r.eq(b1.r), b2.s.eq(b1.s), b2.wb.eq(b1.wb),
+                b2.chw.eq(b1.chw), b2.kpq.eq(b1.kpq), b2.rw.eq(b1.rw), b2.rq.eq(b1.rq),
+                b2.first.eq(b1.first), b2.final.eq(b1.final), b2.last.eq(b1.last),
+                b2.plo.eq(plo), b2.phi.eq(phi), b2.qlo.eq(qlo), b2.qhi.eq(qhi),
+                b2.empty.eq(~(pok & qok)),
+            ]
+
+        # ---- C: the sweep's first pixel (skipped rows start at h in {0, 1}) --------
         pt, pl = Signal(signed(6)), Signal(signed(6))     # zero-extended to signed
-        m.d.comb += [pt.eq(c.pad_top), pl.eq(c.pad_left)]
+        rr, ss = Signal(signed(6)), Signal(signed(6))
+        m.d.comb += [pt.eq(c.pad_top), pl.eq(c.pad_left), rr.eq(b2.r), ss.eq(b2.s)]
+        skip_rows = b2.plo != 0
+        h0odd = st2 & (c.pad_top[0] ^ b2.r[0])
+        with m.If(adv):
+            m.d.sync += [
+                cc.valid.eq(b2.valid), cc.wb.eq(b2.wb), cc.chw.eq(b2.chw), cc.kpq.eq(b2.kpq),
+                cc.first.eq(b2.first), cc.final.eq(b2.final), cc.last.eq(b2.last),
+                cc.plo.eq(b2.plo), cc.phi.eq(b2.phi), cc.qlo.eq(b2.qlo), cc.qhi.eq(b2.qhi),
+                cc.empty.eq(b2.empty),
+                cc.h.eq(Mux(skip_rows, h0odd, rr - pt)),
+                cc.w.eq(Mux(st2, b2.qlo << 1, b2.qlo) + ss - pl),
+                cc.row_i.eq(Mux(skip_rows, Mux(h0odd, c.W_in, 0), b2.rw)),
+                cc.row_a.eq(Mux(skip_rows, b2.rq, 0)),
+            ]
+
+        # ---- pixel walker ------------------------------------------------------------
+        wk = Signal()                            # walking a sweep
+        pb, qb, dy, dx = Signal(8), Signal(8), Signal(1), Signal(1)
+        phi_w, qhi_w, qlo_w = Signal(8), Signal(8), Signal(8)
+        empty_w, first_w, final_w, last_w, nb = Signal(), Signal(), Signal(), Signal(), Signal()
+        wb_w, chw_w, kpq_w = Signal(WB), Signal(IB), Signal(AB)
+        row_i = Signal(IB)                       # max(h, 0) * W_in of the current pixel
+        row_a = Signal(AB)                       # p * Q1
+        col_a, col_row = Signal(AB), Signal(AB)  # q; q at the sweep's first column
+        h, w, w_row = Signal(signed(13)), Signal(signed(13)), Signal(signed(13))
         st = Mux(st2, 2, 1)
         stw = Mux(st2, c.W_in << 1, c.W_in)[:IB]
 
-        # next sweep's first pixel: row (skipped rows start at h in {0, 1})
-        nrw = Signal(IB)
-        m.d.comb += nrw.eq(Mux(r_inc & (r >= c.pad_top), rw + c.W_in, rw))
-        nrq = Signal(AB)
-        rq_dec = ~st2 | (c.pad_top[0] ^ r[0])            # ceil((pt - r)/st) drops
-        rq_cur = Mux(rq_ok, rq, rq0)
-        m.d.comb += nrq.eq(Mux(r_inc & rq_dec, rq_cur - c.Q1, rq_cur))
-        skip_rows = nplo != 0
-        h0odd = st2 & (c.pad_top[0] ^ nr[0])
-        n_h, n_w = Signal(signed(13)), Signal(signed(13))
-        m.d.comb += [n_h.eq(Mux(skip_rows, h0odd, nr - pt)),
-                     n_w.eq(Mux(st2, nqlo << 1, nqlo) + ns - pl)]
-        n_row_i = Mux(skip_rows, Mux(h0odd, c.W_in, 0), nrw)
-        n_row_a = Mux(skip_rows, nrq, 0)
+        op = self.op
+        oadv = ~op.valid | op.ready
+        pix = wk & ~empty_w                      # a pixel to issue
+        last_dx = ~pool | (dx == 1)
+        last_dy = ~pool | (dy == 1)
+        last_pix = last_dx & last_dy & (qb == qhi_w) & (pb == phi_w)
+        sweep_end = empty_w | last_pix
+        step = pix & oadv                        # the pixel goes to the op register
+        m.d.comb += take.eq(cc.valid & (~wk | (sweep_end & (empty_w | oadv))))
+        m.d.comb += running.eq(wk | op.valid)
 
-        with m.If(self.start & ~running):
-            m.d.sync += [c.eq(self.cfg), running.eq(1), r.eq(0), s.eq(0), k1.eq(0), c1.eq(0),
-                         pb.eq(0), qb.eq(0), dy.eq(0), dx.eq(0), pend.eq(SETUP),
-                         wb.eq(0), chw.eq(0), kpq.eq(0), rw.eq(0), rq_ok.eq(0),
-                         row_i.eq(0), row_a.eq(0), col_a.eq(0), col_row.eq(0),
-                         h.eq(-self.cfg.pad_top), w.eq(-self.cfg.pad_left),
-                         w_row.eq(-self.cfg.pad_left)]
-
-        pool = c.pool
+        with m.If(oadv):
+            m.d.sync += op.valid.eq(pix)
         inside = (h >= 0) & (h < c.H_in) & (w >= 0) & (w < c.W_in)
-        op = self.op.payload
-        m.d.comb += [
-            op.ib_addr.eq(chw + row_i + w.as_unsigned()[:IB]),
-            op.pad.eq(~inside),
-            op.wb_addr.eq(wb),
-            op.newblock.eq((pb == plo) & (qb == qlo) & (dy == 0) & (dx == 0)),
-            op.acc_addr.eq(kpq + row_a + col_a),
-            op.first.eq((r == 0) & (s == 0) & (c1 == 0)),
-            op.final.eq((r == c.R - 1) & (s == c.S - 1) & (c1 == c.C1 - 1)),
-        ]
+        with m.If(step):
+            m.d.sync += [
+                op.payload.ib_addr.eq(chw_w + row_i + w.as_unsigned()[:IB]),
+                op.payload.pad.eq(~inside),
+                op.payload.wb_addr.eq(wb_w),
+                op.payload.newblock.eq(nb),
+                op.payload.acc_addr.eq(kpq_w + row_a + col_a),
+                op.payload.first.eq(first_w),
+                op.payload.final.eq(final_w),
+                op.payload.last.eq(last_w & last_pix),
+                nb.eq(0),
+            ]
 
         def step_row(up):
             """p +/- 1: h += / -= stride, row_i follows max(h, 0)*W_in."""
@@ -195,30 +271,19 @@ class Sequencer(wiring.Component):
             m.d.sync += [h.eq(hn), row_i.eq(ri),
                          row_a.eq(row_a + c.Q1 if up else row_a - c.Q1)]
 
-        last_dx = ~pool | (dx == 1)
-        last_dy = ~pool | (dy == 1)
-        last_qb = qb == qhi
-        last_pb = pb == phi
-        sweep_end = Signal()
-        m.d.comb += sweep_end.eq(empty | (last_dx & last_dy & last_qb & last_pb))
-
-        # a sweep may not end before the per-tile constants are valid (only a
-        # first sweep shorter than SETUP + 1 operations waits)
-        may_end = ~sweep_end | consts_ok
-        m.d.comb += self.op.valid.eq(running & ~empty & may_end)
-        with m.If(running & (empty | self.op.ready) & may_end):
-            with m.If(sweep_end):
-                m.d.sync += [dx.eq(0), dy.eq(0), pb.eq(nplo), qb.eq(nqlo),
-                             c1.eq(n_c1), k1.eq(n_k1), s.eq(n_s), r.eq(n_r),
-                             wb.eq(wb + 1), rw.eq(nrw), rq.eq(nrq), rq_ok.eq(1),
-                             chw.eq(Mux(last_c1, 0, chw + hw)),
-                             kpq.eq(Mux(last_c1, Mux(last_k1, 0, kpq + pq), kpq)),
-                             h.eq(n_h), w.eq(n_w), w_row.eq(n_w),
-                             row_i.eq(n_row_i), row_a.eq(n_row_a),
-                             col_a.eq(nqlo), col_row.eq(nqlo)]
-                with m.If(all_done):
-                    m.d.sync += running.eq(0)
-            with m.Elif(~last_dx):                       # pooled: q + 1
+        with m.If(take):
+            m.d.sync += [wk.eq(1), dx.eq(0), dy.eq(0), pb.eq(cc.plo), qb.eq(cc.qlo),
+                         phi_w.eq(cc.phi), qhi_w.eq(cc.qhi), qlo_w.eq(cc.qlo),
+                         empty_w.eq(cc.empty), first_w.eq(cc.first), final_w.eq(cc.final),
+                         last_w.eq(cc.last),
+                         nb.eq(1), wb_w.eq(cc.wb), chw_w.eq(cc.chw), kpq_w.eq(cc.kpq),
+                         h.eq(cc.h), w.eq(cc.w), w_row.eq(cc.w),
+                         row_i.eq(cc.row_i), row_a.eq(cc.row_a),
+                         col_a.eq(cc.qlo), col_row.eq(cc.qlo)]
+        with m.Elif(wk & sweep_end & (empty_w | oadv)):
+            m.d.sync += wk.eq(0)
+        with m.Elif(step):
+            with m.If(~last_dx):                         # pooled: q + 1
                 m.d.sync += [dx.eq(1), w.eq(w + st), col_a.eq(col_a + 1)]
             with m.Else():
                 m.d.sync += dx.eq(0)
@@ -227,12 +292,12 @@ class Sequencer(wiring.Component):
                     step_row(True)
                 with m.Else():
                     m.d.sync += dy.eq(0)
-                    with m.If(~last_qb):                 # q + 1 (pooled: p - 1, q + 1)
+                    with m.If(qb != qhi_w):              # q + 1 (pooled: p - 1, q + 1)
                         m.d.sync += [qb.eq(qb + 1), w.eq(w + st), col_a.eq(col_a + 1)]
                         with m.If(pool):
                             step_row(False)
                     with m.Else():                       # next row: p + 1, q = first column
-                        m.d.sync += [qb.eq(qlo), pb.eq(pb + 1), w.eq(w_row),
+                        m.d.sync += [qb.eq(qlo_w), pb.eq(pb + 1), w.eq(w_row),
                                      col_a.eq(col_row)]
                         step_row(True)
         return m

@@ -3,12 +3,16 @@ PE level; the project's RTL in ``hdl/pe`` is the reference, measured by ``bench/
 
     cycles = visited MAC operations                         (one per cycle, Listing 1 PE loops)
            + weight_switch_cycles x R S K1 C1               (weight-register loads per block)
-           + max(0, FIRST_SWEEP_MIN - P1 Q1)                (a short first sweep waits for the
-                                                             per-tile address constants)
-           + overhead_cycles[path]                          (fill: start -> first MAC result;
-                                                             drain: last result through the
-                                                             'ppu' (LAST/ONLY roles) or the
-                                                             'psum' hand-off (FIRST/MIDDLE))
+           + overhead_cycles[path]                          (per-tile cycles beyond the issue
+                                                             cycles, 'ppu' (LAST/ONLY roles)
+                                                             or 'psum' (FIRST/MIDDLE))
+
+The RTL-measured cycles are steady-state cycles per tile of back-to-back tiles (the PE starts
+the next tile, with its input double-buffered, while the previous one drains; done-to-done),
+which is how a PE runs the tiles of a layer: the pipeline fill and drain (``latency_cycles``
+in the data, isolated tiles) are paid once per run, not per tile, so the fitted overheads are
+0 for the pipelined PE (issue 20; they were the per-tile fill + drain, 11 / 6 cycles, when
+the PE ran one tile at a time).
 
 Visited operations follow the PE contract (``hdl/pe/config.py``, ``sequencer.py`` docstrings):
 every (r, s, k1, c1) sweep covers the P1 x Q1 tile, except that sweeps other than the first
@@ -18,8 +22,8 @@ hard-wired: they live with the RTL-measured tile cycles they were fitted to in
 ``data/pe_tile_cycles.json`` (command and commit recorded there) and are re-fitted from
 ``build/bench/pe_utilization.json`` when ``load_pe_cycles(bench_dir)`` finds it, so a
 re-pipelined PE changes them by re-running the bench, not by editing code.
-Left out: back-pressure on the result streams and input-buffer loads (the RTL accepts loads
-only while idle; the package model double-buffers inputs, see model.py).
+Left out: back-pressure on the result streams and input-buffer loads; the one fill/drain
+of a run of tiles (``isolated`` constants in the data file).
 """
 from __future__ import annotations
 
@@ -31,10 +35,9 @@ import numpy as np
 
 DATA = Path(__file__).parent / "data" / "pe_tile_cycles.json"
 PPU_ROLES = (2, 3)          # LAST, ONLY (hdl/pe/config.py Role)
-# The RTL sequencer computes three per-tile address constants (shift-and-add products) in the
-# 2 cycles after start; a first sweep (P1 x Q1 operations) shorter than 3 cycles waits for them
-# (hdl/pe/sequencer.py docstring; fc1000, P1 = Q1 = 1, measures it: 2 extra cycles).
-FIRST_SWEEP_MIN = 3
+# The pipelined RTL sequencer waits for its per-tile constants before the first sweep (part of
+# the fill, paid once), so no first sweep is stretched any more (was 3 cycles minimum).
+FIRST_SWEEP_MIN = 1
 
 
 def setup_wait(cfg: dict) -> int:

@@ -5,7 +5,7 @@ monitor per output stream with random back-pressure, and a scoreboard: every
 output beat of every tile is compared with ``golden.pe.run_tile``, and the
 cycles from start to done are recorded.  Tests (selected by cocotb-test's
 ``testcase``): ``demo``, ``random_tiles``, ``directed``, ``chain3``, ``ppu_corners``,
-``illegal``, ``reset_mid_tile``, ``back_to_back``, ``bench`` (timing of tiles from
+``illegal``, ``reset_mid_tile``, ``double_buffer``, ``busy_half``, ``bench`` (timing of tiles from
 $TESSERA_BENCH_IN, used by bench/pe_utilization.py).
 """
 from __future__ import annotations
@@ -295,7 +295,9 @@ async def reset_mid_tile(dut):
 
 @cocotb.test()
 async def busy_rules(dut):
-    """Loads are refused (ready low) while busy; start while busy is ignored."""
+    """Weight/PPU loads are refused (ready low) while busy, input loads while the
+    (WHOLE-buffer) tile still reads its input; start while busy with an illegal
+    configuration is ignored."""
     tb = await _setup(dut, 1.0, 0.0)
     cfg, W, X, b, s = _case(tb, role=Role.ONLY, C1=2, K1=2, P1=4, Q1=4)
     await tb.load(cfg, W, X, b, s)
@@ -303,9 +305,13 @@ async def busy_rules(dut):
     t0 = await tb.start_tile(cfg)
     await RisingEdge(tb.clk)
     seen = 0
+    n_issue = schedule_cycles(cfg)
     while int(tb.dut.busy.value):
-        tb.check(int(tb.dut.w_load__ready.value) == 0 and int(tb.dut.i_load__ready.value) == 0
-                 and int(tb.dut.p_load__ready.value) == 0, "load ready while busy")
+        tb.check(int(tb.dut.w_load__ready.value) == 0 and int(tb.dut.p_load__ready.value) == 0,
+                 "weight/PPU load ready while busy")
+        # a WHOLE tile reads the whole input buffer until its last operation issues
+        if seen < n_issue:
+            tb.check(int(tb.dut.i_load__ready.value) == 0, "input load ready while the tile reads")
         if seen == 5:
             tb.dut.cfg.value = 0                         # an illegal config, while busy
             tb.dut.start.value = 1
@@ -319,6 +325,200 @@ async def busy_rules(dut):
                    np.asarray(exp).reshape(-1, tb.p.K0).tolist(), "tile with ignored start")
     tb.report("busy_rules")
 
+
+
+async def _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums):
+    """Run ``cfgs`` in turn; tile t+1's input beats are queued on i_load one cycle
+    after tile t starts (tile 0's are loaded while idle, with the weights).  Returns
+    the input beats of each tile accepted while the PE was busy."""
+    p = tb.p
+    dut = tb.dut
+    busy_acc = [0] * len(cfgs)
+    first_acc, starts = [None] * len(cfgs), []
+    cur = {"t": 0}
+
+    async def watch():
+        while True:
+            await RisingEdge(tb.clk)
+            if int(dut.i_load__valid.value) and int(dut.i_load__ready.value):
+                busy_acc[cur["t"]] += int(dut.busy.value)
+                if first_acc[cur["t"]] is None:
+                    first_acc[cur["t"]] = tb.edge
+
+    watcher = cocotb.start_soon(watch())
+    await tb.load(cfgs[0], W, Xs[0], b if cfgs[0].role in (Role.LAST, Role.ONLY) else None, s)
+    for t, cfg in enumerate(cfgs):
+        await tb.i_src.wait_idle()
+        exp = golden.run_tile(p, cfg, W, Xs[t], psum_in=psums[t], bias=b, scale=s)
+        key = "out" if cfg.role in (Role.LAST, Role.ONLY) else "psum_out"
+
+        async def queue_next(t=t):
+            await RisingEdge(tb.clk)
+            cur["t"] = t + 1
+            for beat in golden.input_beats(p, cfgs[t + 1], Xs[t + 1]):
+                tb.i_src.send_nowait(_flat(beat))
+
+        if t + 1 < len(cfgs):
+            cocotb.start_soon(queue_next())
+        starts.append(tb.edge + 1)
+        got, _, cause = await tb.run_tile(cfg, psums[t])
+        tb.check_equal(cause, 0, f"tile {t} refused")
+        want = np.asarray(exp[key], dtype=np.int64).reshape(-1, p.K0)
+        tb.check_equal(got.tolist(), want.tolist(), f"tile {t} ({cfg.ibuf_half=}) of {cfg}")
+    watcher.cancel()
+    return busy_acc, first_acc, starts
+
+
+def _db_case(tb, role):
+    """A legal tile that fits one input-buffer half, and fresh inputs/psums for 4 tiles."""
+    from tessera.hdl.pe.config import IbufHalf
+    p = tb.p
+    base, W, _, b, s = _case(tb, role=role, ibuf_half=int(IbufHalf.LOWER), K1=2)
+    rng = np.random.default_rng(tb.rng.randrange(1 << 30))
+    Xs = [rng.integers(-128, 128, size=(base.C1 * p.C0, base.H_in, base.W_in), dtype=np.int8)
+          for _ in range(4)]
+    psums = [golden.random_psum(p, base, int(rng.integers(1 << 30)))
+             if role in (Role.MIDDLE, Role.LAST) else None for _ in range(4)]
+    return base, W, Xs, b, s, psums
+
+
+@cocotb.test()
+async def double_buffer(dut):
+    """Input double buffer: 4 tiles alternating LOWER/UPPER halves; tile t+1's
+    input is loaded into the other half while tile t computes (every beat accepted
+    while busy), under random back-pressure and gaps; every beat exact."""
+    from tessera.hdl.pe.config import IbufHalf
+    tb = await _setup(dut, 0.8, 0.1)
+    for role in (Role.ONLY, Role.LAST, Role.FIRST):
+        base, W, Xs, b, s, psums = _db_case(tb, role)
+        cfgs = [PEConfig(**{**base.as_dict(), "ibuf_half": int(h)})
+                for h in (IbufHalf.LOWER, IbufHalf.UPPER) * 2]
+        n_in = base.C1 * base.H_in * base.W_in
+        busy_acc, _, _ = await _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums)
+        tb.check_equal(busy_acc, [0] + [n_in] * 3, f"input beats loaded while busy ({role.name})")
+    tb.report("double_buffer")
+
+
+@cocotb.test()
+async def busy_half(dut):
+    """An input load into the region the running tile reads (its own half, or any
+    address for a WHOLE tile) is held back until the tile's last operation has
+    been issued (its reads are over), not lost and not written early: no beat
+    accepted sooner than the tile's issue cycles after its start, all tiles exact."""
+    from tessera.hdl.pe.config import IbufHalf
+    tb = await _setup(dut, 0.7, 0.1)
+    for h in (IbufHalf.UPPER, IbufHalf.LOWER, IbufHalf.WHOLE):
+        base, W, Xs, b, s, psums = _db_case(tb, Role.ONLY)
+        cfgs = [PEConfig(**{**base.as_dict(), "ibuf_half": int(h)})] * 3
+        _, first_acc, starts = await _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums)
+        n = schedule_cycles(cfgs[0])
+        for t in range(2):
+            tb.check(first_acc[t + 1] - starts[t] >= n,
+                     f"{h.name}: tile {t + 1}'s input accepted {first_acc[t + 1] - starts[t]} "
+                     f"cycles after tile {t} started (< its {n} issue cycles)")
+    tb.report("busy_half")
+
+
+async def _back_to_back(tb, cfgs, W, Xs, b, s, psums, name, reload=True):
+    """Tiles started back to back: each one's cfg is presented with start held high
+    until the PE accepts it (``start_ready``); tile t+2's input is queued right
+    after tile t+1 is accepted (the PE holds it back while a tile in flight reads
+    that region).  ``reload=False``: every tile reruns tile 0's input (no loads
+    after it).  Every beat is checked; returns the edge of each done pulse."""
+    p, dut = tb.p, tb.dut
+    key = "out" if cfgs[0].role in (Role.LAST, Role.ONLY) else "psum_out"
+    snk = tb.o_snk if key == "out" else tb.ps_snk
+    n0 = len(snk.items)
+    want = [np.asarray(golden.run_tile(p, c, W, X, psum_in=ps, bias=b, scale=s)[key],
+                       dtype=np.int64).reshape(-1, p.K0) for c, X, ps in zip(cfgs, Xs, psums)]
+    await tb.load(cfgs[0], W, Xs[0], b if key == "out" else None, s)
+    need = [tb.i_src.sent]                  # input beats accepted once tile t's are in
+    for c in cfgs[1:]:
+        need.append(need[-1] + (c.C1 * c.H_in * c.W_in if reload else 0))
+
+    def queue(t):
+        if t < len(cfgs) and reload:
+            for beat in golden.input_beats(p, cfgs[t], Xs[t]):
+                tb.i_src.send_nowait(_flat(beat))
+    queue(1)
+    for ps in psums:
+        for row in ps if ps is not None else []:
+            tb.ps_src.send_nowait({str(i): int(v) for i, v in enumerate(row)})
+    dones = []
+
+    async def watch_done():
+        while True:
+            await RisingEdge(tb.clk)
+            if int(dut.done.value):
+                dones.append(tb.edge)
+    watcher = cocotb.start_soon(watch_done())
+    for t, c in enumerate(cfgs):
+        while tb.i_src.sent < need[t]:              # tile t's input is in
+            await RisingEdge(tb.clk)
+        dut.cfg.value = pack(tb.cfg_fields, c.as_dict())
+        dut.start.value = 1
+        while True:
+            await RisingEdge(tb.clk)
+            if int(dut.start_ready.value):
+                break
+        dut.start.value = 0
+        tb.check(not int(dut.error.value), f"{name}: tile {t} refused")
+        queue(t + 2)
+    for _ in range(200000):
+        if len(dones) == len(cfgs):
+            break
+        await RisingEdge(tb.clk)
+    await RisingEdge(tb.clk)
+    watcher.cancel()
+    tb.check_equal(len(dones), len(cfgs), f"{name}: done pulses")
+    got = np.array([_lanes(x, p.K0) for x in snk.items[n0:]], dtype=np.int64).reshape(-1, p.K0)
+    tb.check_equal(got.tolist(), np.concatenate(want).tolist(), f"{name}: beats of {cfgs[0]}")
+    return dones
+
+
+@cocotb.test()
+async def back_to_back(dut):
+    """Tiles alternating input-buffer halves, each started while the previous one
+    still drains (start held until start_ready): without back-pressure the done
+    pulses of consecutive tiles are exactly schedule_cycles apart (one MAC
+    operation per cycle across tiles: the pipeline fill is paid once); with
+    random back-pressure and gaps every beat is still exact; a start whose
+    configuration differs in more than ibuf_half waits until the PE is idle."""
+    from tessera.hdl.pe.config import IbufHalf
+    tb = await _setup(dut, 1.0, 0.0)
+    p = tb.p
+    for role in (Role.ONLY, Role.FIRST, Role.LAST):
+        base, W, Xs, b, s, psums = _db_case(tb, role)
+        cfgs = [PEConfig(**{**base.as_dict(), "ibuf_half": int(h)})
+                for h in (IbufHalf.LOWER, IbufHalf.UPPER) * 2]
+        dones = await _back_to_back(tb, cfgs, W, Xs, b, s, psums, f"b2b {role.name}")
+        n = schedule_cycles(base)
+        # tile t+2's input lands after tile t's last operation: it is hidden when
+        # its load (+ the source's and the sequencer's few cycles) fits in tile t+1
+        if base.C1 * base.H_in * base.W_in + 10 <= n:
+            tb.check_equal([b_ - a for a, b_ in zip(dones, dones[1:])], [n] * 3,
+                           f"done-to-done of back-to-back {base}")
+    tb.set_back_pressure(0.6, 0.3)
+    base, W, Xs, b, s, psums = _db_case(tb, Role.MIDDLE)
+    cfgs = [PEConfig(**{**base.as_dict(), "ibuf_half": int(h)})
+            for h in (IbufHalf.UPPER, IbufHalf.LOWER) * 2]
+    await _back_to_back(tb, cfgs, W, Xs, b, s, psums, "b2b under back-pressure")
+    # a different configuration (here: relu) is not accepted while busy
+    tb.set_back_pressure(1.0, 0.0)
+    base, W, Xs, b, s, _ = _db_case(tb, Role.ONLY)
+    c0 = PEConfig(**{**base.as_dict(), "ibuf_half": 1})
+    c1 = PEConfig(**{**c0.as_dict(), "ibuf_half": 2, "relu": not c0.relu})
+    await tb.load(c0, W, Xs[0], b, s)
+    await tb.load(c1, W, Xs[1])
+    await tb.start_tile(c0)
+    dut.cfg.value = pack(tb.cfg_fields, c1.as_dict())
+    seen_busy_ready = 0
+    while int(dut.busy.value):
+        seen_busy_ready += int(dut.start_ready.value)
+        await RisingEdge(tb.clk)
+    tb.check_equal(seen_busy_ready, 0, "start_ready while busy with a different configuration")
+    tb.check(int(dut.start_ready.value) == 1, "start_ready when idle")
+    tb.report("back_to_back")
 
 @cocotb.test()
 async def bench(dut):
@@ -334,22 +534,32 @@ async def bench(dut):
         cfg = PEConfig(**t["cfg"])
         _, W, X, b, s = golden.random_case(tb.p, np.random.default_rng(t.get("seed", 0)),
                                            **cfg.as_dict())
-        got, cycles = await tb.check_tile(cfg, W, X, b, s, name=t["name"])
-        results.append({**t, "cycles": cycles})
+        # isolated: started while idle, start -> done
+        _, latency = await tb.check_tile(cfg, W, X, b, s, name=t["name"])
+        # back-to-back: the tile 3 times (its input stays loaded), each started as
+        # soon as the PE accepts it (while the previous one drains); steady state =
+        # done-to-done.  (Loading the next tile's input meanwhile is the double
+        # buffer's job: tested in back_to_back / double_buffer.)
+        dones = await _back_to_back(tb, [cfg] * 3, W, [X] * 3, b, s, [None] * 3,
+                                    f"{t['name']} b2b", reload=False)
+        results.append({**t, "cycles": dones[2] - dones[1], "latency_cycles": latency})
     open(os.environ["TESSERA_BENCH_OUT"], "w").write(json.dumps(results, indent=1))
     tb.report("bench")
 
 
-SETUP_CYCLES = 3       # a tile's first sweep lasts at least this many cycles
+FRONT_CYCLES = 7      # idle start -> first issue, beyond the old single cycle (see below)
 
 
 def pipeline_extra(p: PEParams, to_ppu: bool) -> int:
-    """Cycles from the last issue cycle to the last result beat: operand
-    registers (1), MAC (mac_stages), accumulate + result-FIFO write (1), pop (1);
-    then the psum_out register (1) or the PPU (parameter read, bias add,
-    ppu_mul_stages of the scale multiply, round, saturate/pool: 4 + ppu_mul_stages)."""
-    base = 3 + p.mac_stages
-    return base + (4 + p.ppu_mul_stages if to_ppu else 1)
+    """Cycles of an isolated tile (started while idle) beyond its issue cycles:
+    front end FRONT_CYCLES (per-tile constants SETUP = 2, sweep generator
+    stages A, B1, B2, C, walker, op register), operand registers (1), MAC
+    (mac_stages), accumulate + result-FIFO write (1), FIFO head (1), result
+    register (1); then the psum_out register (1) or the PPU (parameter read,
+    bias add, ppu_mul_stages of the scale multiply, add half, shift,
+    saturate, pool: 6 + ppu_mul_stages)."""
+    base = FRONT_CYCLES + 4 + p.mac_stages
+    return base + (6 + p.ppu_mul_stages if to_ppu else 1)
 
 
 def schedule_cycles(cfg: PEConfig) -> int:
@@ -357,8 +567,8 @@ def schedule_cycles(cfg: PEConfig) -> int:
     (r, s, k1, c1) visits all P1*Q1 pixels if it is the first (r=s=c1=0) or
     final (last r, s, c1) sweep or the tile is pooled; otherwise only the rows
     p and columns q whose input row/column is inside the tile; a sweep with no
-    such pixel costs one idle cycle.  The first sweep takes at least
-    SETUP_CYCLES (the per-tile address constants are computed meanwhile)."""
+    such pixel costs one idle cycle.  This is also the distance between the
+    done pulses of back-to-back tiles (next tile started while one drains)."""
     def span(n, pad, off, extent):
         return [i for i in range(n) if 0 <= i * cfg.stride + off - pad < extent]
     total = 0
@@ -370,7 +580,7 @@ def schedule_cycles(cfg: PEConfig) -> int:
                     final = r == cfg.R - 1 and s_ == cfg.S - 1 and c1 == cfg.C1 - 1
                     if first or final or cfg.pool:
                         n = cfg.P1 * cfg.Q1
-                        total += max(n, SETUP_CYCLES) if r == s_ == _k1 == c1 == 0 else n
+                        total += n
                     else:
                         n = len(span(cfg.P1, cfg.pad_top, r, cfg.H_in)) * \
                             len(span(cfg.Q1, cfg.pad_left, s_, cfg.W_in))
@@ -384,9 +594,11 @@ async def latency(dut):
     start to done: one operation per cycle, no bubble when the weight block
     changes (double-buffered weight registers), the drain overlapped with
     compute, and all-padding rows/columns skipped (schedule_cycles).
-    Pipeline (pipeline_extra): +11 through the PPU (LAST/ONLY), +6 to psum_out
-    (FIRST/MIDDLE) at the default mac_stages = ppu_mul_stages = 2 (was +6 / +4
-    before the MAC and PPU were pipelined for 100 MHz)."""
+    Pipeline (pipeline_extra): +22 through the PPU (LAST/ONLY), +15 to psum_out
+    (FIRST/MIDDLE) at the default mac_stages = 3, ppu_mul_stages = 2 (was +11 /
+    +6 before the sequencer, accumulator, result FIFO, MAC tree and PPU round
+    were pipelined for 100 MHz, issue 20; back-to-back tiles hide it: see
+    ``back_to_back``)."""
     tb = await _setup(dut, 1.0, 0.0)
     cases = [{"P1": 1, "Q1": 1}, {"P1": 4, "Q1": 4}, {"R": 3, "S": 3, "C1": 2, "K1": 2},
              {"R": 3, "S": 3, "C1": 2, "P1": 4, "Q1": 4, "pad_top": 1, "pad_left": 1,
