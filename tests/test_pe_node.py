@@ -163,3 +163,29 @@ def test_params_validated():
     for name, v in (("word_bits", 128), ("psum_beats", 0), ("credit_window", 0), ("out_words", 256)):
         with pytest.raises(ParamError, match=name):
             validate(P.PeNodeConfig(**{**E.SMALL, name: v}))
+
+
+def _overlap_cycles(cfg, ntiles=3, seed=4):
+    rng = np.random.default_rng(seed)
+    runs = [E.build_run(C, rng, cfg=cfg, ntiles=ntiles)]
+    env = E.Env(C, runs, seed=seed, in_gap=0.0, out_stall=0.0)
+    n = [0]
+
+    def probe(ctx, dut, cyc):
+        il = dut.pe.i_load
+        if ctx.get(il.valid) and ctx.get(il.ready) and ctx.get(dut.pe.busy):
+            n[0] += 1
+    simulate(env, dut=PeNode(**E.SMALL), probe=probe)
+    assert env.finished() and not env.check()
+    return n[0], env.cycle
+
+
+def test_input_overlap():
+    """A tile that fits half the input buffer is loaded while the previous one
+    computes (words enter the PE while it is busy); a larger tile is not."""
+    small = PEConfig(R=3, S=3, C1=1, K1=1, P1=4, Q1=4, H_in=6, W_in=6, role=Role.ONLY)    # 36 words
+    big = PEConfig(R=1, S=1, C1=2, K1=1, P1=6, Q1=6, H_in=6, W_in=6, role=Role.ONLY)      # 72 > 64
+    n_small, _ = _overlap_cycles(small)
+    n_big, _ = _overlap_cycles(big)
+    assert n_small >= 36, n_small          # at least one whole tile loaded during compute
+    assert n_big == 0, n_big
