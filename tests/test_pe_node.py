@@ -189,3 +189,12 @@ def test_input_overlap():
     n_big, _ = _overlap_cycles(big)
     assert n_small >= 36, n_small          # at least one whole tile loaded during compute
     assert n_big == 0, n_big
+
+
+# ---------------------------------------------------------------------------- cocotb
+@pytest.mark.cocotb
+def test_cocotb_verilator_random_scenarios():
+    """The exported Verilog under Verilator: seeded random scenarios vs the golden model."""
+    from tessera.tb.runner import run
+    run("pe_node", E.SMALL, "tessera.tb.chiplet.test_pe_node", testcase="random_scenarios",
+        seed=3, public="top", opt="-O0")
