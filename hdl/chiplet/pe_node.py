@@ -61,7 +61,10 @@ the argument is on the sinks: every sink on the chiplet takes every flit
 addressed to it within a bounded time that does not depend on the network --
 this NI (DATA and PSUM into space reserved by credits, loads into the idle
 PE at one flit per cycle, everything else at once), the controller (always
-ready), the Global PE (waits only for a bank grant, recv.py).  So no packet
+ready), the Global PE (its network input waits only while a kept OUT word
+waits for its bank's write grant, recv.py; the bank arbiters are
+round-robin and grant a held request within (requesters) cycles, buffer.py),
+the host on the gateway (the testbench sinks ``host_out``).  So no packet
 of one class can wait at a sink for a packet of another class, and the NI's
 ``net_in`` never waits for its ``net_out``.  The classes then only keep the
 credit loop's one-flit packets from queueing behind bulk data in the routers'
