@@ -229,6 +229,29 @@ class _CreditedRx(wiring.Component):
 
 
 class PeNode(wiring.Component):
+    """Simba PE + network interface on one NoC port (contract: module docstring).
+
+    Parameters: :class:`~.packets.PeNodeConfig` (PE parameters, ``word_bits``,
+    mesh sizes and ``classes`` of the flit layout, ``credit_window``/``max_tile``
+    of the Global PE, ``psum_window``, ``psum_beats``, ``out_words``).
+
+    Ports (``clk``/``rst`` implicit; flits = ``net_flit_layout`` of the Global PE
+    packets with this node's ``word_bits``, meshes and ``classes``):
+
+    * ``net_in`` (In stream of flits): from the router's local output; always
+      ready (WLOAD/PLOAD body flits follow the PE's load ready, which is high
+      whenever the node is not running, the only time loads are taken).
+    * ``net_out`` (Out stream of flits): to the router's local input;
+      registered; each packet contiguous head..tail.
+    * ``node_id`` (In, node address layout): this node's chiplet and (x, y);
+      ``src`` of every packet, DONE's ``node``, chiplet of every destination.
+    * ``running`` (Out 1): from the ``start`` write until DONE is queued.
+    * ``err`` (Out, :func:`err_layout`): sticky protocol-error flags.
+    * ``done_code`` (Out 8): code of the last DONE (0 or the PE ErrorCause).
+    * ``tiles`` (Out 16): tiles the PE has finished in the current/last run.
+    * ``pe_busy`` (Out 1): the PE is computing (for utilisation counters).
+    """
+
     def __init__(self, **params):
         self.c = c = PeNodeConfig(**params)
         validate(c)
