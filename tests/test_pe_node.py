@@ -198,3 +198,18 @@ def test_cocotb_verilator_random_scenarios():
     from tessera.tb.runner import run
     run("pe_node", E.SMALL, "tessera.tb.chiplet.test_pe_node", testcase="random_scenarios",
         seed=3, public="top", opt="-O0")
+
+
+def test_register_table_matches_packets():
+    """The README's pe_node register table names the registers of packets.REGS."""
+    import re
+    from pathlib import Path
+    readme = (Path(P.__file__).parent / "README.md").read_text()
+    rows = {n: int(r) for r, n in re.findall(r"^\| (\d+) \| `(\w+)` \|", readme, re.M)}
+    assert rows == P.REGS
+    cfg = PEConfig(R=1, S=3, C1=5, K1=7, P1=9, Q1=3, H_in=11, W_in=13, stride=2, pad_top=0,
+                   pad_left=2, role=Role.MIDDLE, relu=True, pool=False, shift=17)
+    assert P.unpack_pe_cfg(P.pack_pe_cfg(cfg)) == cfg
+    regs = dict(P.pe_node_registers(cfg, 5, (1, 2), (0, 4), 7, 9, (1, 4)))
+    assert regs[P.REGS["ntiles"]] == 5 and regs[P.REGS["psum_dest"]] == 1 | 2 << 8
+    assert list(regs)[-1] == P.REGS["start"]
