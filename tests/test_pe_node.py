@@ -213,3 +213,20 @@ def test_register_table_matches_packets():
     regs = dict(P.pe_node_registers(cfg, 5, (1, 2), (0, 4), 7, 9, (1, 4)))
     assert regs[P.REGS["ntiles"]] == 5 and regs[P.REGS["psum_dest"]] == 1 | 2 << 8
     assert list(regs)[-1] == P.REGS["start"]
+
+
+def test_data_beyond_credit_window_flagged():
+    """A producer that ignores the credit window (sends 8 packets with room for 2)
+    overflows the receive FIFO: sticky data_overflow, the flits are still consumed."""
+    rng = np.random.default_rng(13)
+    cfg = PEConfig(R=3, S=3, C1=1, K1=2, P1=4, Q1=4, H_in=6, W_in=6, role=Role.ONLY)
+    runs = [E.build_run(C, rng, cfg=cfg, ntiles=4)]
+    greedy = P.PeNodeConfig(**{**E.SMALL, "credit_window": 16})
+    env = E.Env(greedy, runs, seed=1, in_gap=0.0, out_stall=0.0)
+    accepted = [0]
+
+    def probe(ctx, dut, cyc):
+        accepted[0] += ctx.get(dut.net_in.ready) == 0
+    out = simulate(env, max_cycles=1500, probe=probe)
+    assert out["err"]["data_overflow"] == 1
+    assert accepted[0] == 0                     # net_in never stalled
