@@ -26,9 +26,13 @@ mask bit order ``y*mesh_x + x`` is the same on both sides).
 
 Host ports: ``host_in`` / ``host_out`` (flits), ``prog``, ``start``, ``clear``
 and the controller status (``busy``, ``done``, ``error``, ``timeout``,
-``err_code``, ``err_pc``, ``stray``), ``gpe_status`` (the Global PE's sticky
-flags), ``pe_error`` (bit i: PE node i raised an error flag since the last
-``clear``; sticky), ``pe_busy`` (bit i: PE node i busy), ``noc_err`` (bit n:
+``err_code``, ``err_pc``, ``stray``), the controller's barrier hook
+``bar_req`` / ``bar_id`` / ``bar_ack`` (on a single chiplet the host is the
+barrier: a program opens its RECV windows, then ``BAR`` tells the host to
+stream its preload; the package issue joins it to the cross-chiplet
+barrier), ``gpe_status`` (the Global PE's sticky
+flags), ``pe_error`` (bit i: PE node i raised one of its ``err`` flags since the
+last ``clear``; sticky), ``pe_running`` (bit i: PE node i is running tiles), ``noc_err`` (bit n:
 router n counted a dropped flit, or a flit reached the empty node n; sticky
 until ``clear``), ``noc_flits`` (flits injected at all local ports since the
 last ``start``, saturating 32 bits).
@@ -46,7 +50,7 @@ a debug read-back path into PEs.
 from __future__ import annotations
 
 from amaranth.back import verilog
-from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, ResetSignal, Signal, Value
+from amaranth.hdl import ClockSignal, Const, Instance, Module, ResetSignal, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -63,25 +67,18 @@ ROUTER_MODULE = "chiplet_router"
 PE_NODE_MODULE = "chiplet_pe_node"
 
 
-def pe_node_class():
-    """The PE node leaf: :class:`.pe_node.PENode` when it exists, else the stand-in."""
-    try:
-        from .pe_node import PENode
-    except ImportError:
-        return PENodeStandIn
-    return PENode
-
-
 def pe_node_build(cfg: ChipletConfig):
-    cls = pe_node_class()
-    if cls is PENodeStandIn:
-        return PENodeStandIn(cfg)
-    return cls(cfg)
+    """The PE node leaf: :class:`.pe_node.PeNode` when it exists, else the stand-in."""
+    try:
+        from .pe_node import PeNode
+    except ImportError:
+        return PeNodeStandIn(cfg)
+    return PeNode(**cfg.pe_node_params())
 
 
-class PENodeStandIn(wiring.Component):
-    """Placeholder for ``pe_node`` until the NI lands: sinks every flit, sends nothing,
-    never busy, never in error (a CFG/START to it is consumed, no DONE ever comes)."""
+class PeNodeStandIn(wiring.Component):
+    """Placeholder for ``pe_node`` (same ports) until the NI lands: sinks every flit,
+    sends nothing, never running, never in error (no DONE ever comes)."""
 
     def __init__(self, cfg: ChipletConfig):
         self.cfg = cfg
@@ -90,15 +87,13 @@ class PENodeStandIn(wiring.Component):
             "net_in": In(stream.Signature(lay)),
             "net_out": Out(stream.Signature(lay)),
             "node_id": In(node_address_layout(cfg.gpe)),
-            "busy": Out(1), "error": Out(1),
+            "running": Out(1), "err": Out(7), "done_code": Out(8), "tiles": Out(16),
+            "pe_busy": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        seen = Signal()
-        m.d.comb += [self.net_in.ready.eq(1), self.busy.eq(0), self.error.eq(seen & 0)]
-        with m.If(self.net_in.valid):
-            m.d.sync += seen.eq(1)
+        m.d.comb += self.net_in.ready.eq(1)
         return m
 
 
@@ -185,8 +180,9 @@ class Chiplet(wiring.Component):
             "busy": Out(1), "done": Out(1), "error": Out(1), "timeout": Out(1),
             "err_code": Out(isa.ERR_BITS), "err_pc": Out(cp["prog_depth"].bit_length()),
             "stray": Out(1),
+            "bar_req": Out(1), "bar_id": Out(8), "bar_ack": In(1),
             "gpe_status": Out(status_layout()),
-            "pe_error": Out(n), "pe_busy": Out(n),
+            "pe_error": Out(n), "pe_running": Out(n),
             "noc_err": Out(nodes),
             "noc_flits": Out(32),
         })
@@ -252,7 +248,8 @@ class Chiplet(wiring.Component):
         wiring.connect(m, gpe.cpl, ctrl.gpe_cpl)
         wiring.connect(m, wiring.flipped(self.prog), ctrl.prog)
         m.d.comb += [ctrl.start.eq(self.start), ctrl.clear.eq(self.clear),
-                     ctrl.barrier_ack.eq(0),
+                     ctrl.barrier_ack.eq(self.bar_ack), self.bar_req.eq(ctrl.barrier_req),
+                     self.bar_id.eq(ctrl.barrier_id),
                      self.busy.eq(ctrl.busy), self.done.eq(ctrl.done), self.error.eq(ctrl.error),
                      self.timeout.eq(ctrl.timeout), self.err_code.eq(ctrl.err_code),
                      self.err_pc.eq(ctrl.err_pc), self.stray.eq(ctrl.stray),
@@ -277,12 +274,8 @@ class Chiplet(wiring.Component):
                          s["net_out__ready"].eq(ir),
                          s["net_in__valid"].eq(ov), s["net_in__payload"].eq(op),
                          orr.eq(s["net_in__ready"])]
-            errs = [Value.cast(v).any() for k, v in s.items()
-                    if lp.dirs[k] is Out and ("err" in k)]
-            busys = [Value.cast(v).any() for k, v in s.items()
-                     if lp.dirs[k] is Out and k == "busy"]
-            m.d.comb += [pe_err[i].eq(Cat(*errs).any() if errs else 0),
-                         self.pe_busy[i].eq(Cat(*busys).any() if busys else 0)]
+            m.d.comb += [pe_err[i].eq(Value.cast(s["err"]).any()),
+                         self.pe_running[i].eq(s["running"])]
 
         # ---- status summaries --------------------------------------------------------------
         pe_sticky = Signal(cfg.npes)
