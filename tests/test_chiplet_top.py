@@ -1,5 +1,7 @@
 """Chiplet top (block ``chiplet``) smoke tests on a 2x2-PE chiplet in amaranth.sim, through
-the chiplet testbench class (tb/chiplet/chiplet.py) that the cocotb test also uses.
+the chiplet testbench class (tb/chiplet/chiplet.py) that the cocotb test also uses.  One
+simulation (elaborating the chiplet costs ~30 s) runs the scenarios back to back, the host
+pulsing ``clear`` between programs:
 
 * a controller program that CFG-writes a PE and WAITs for its DONE with a short timeout
   ends with error TIMEOUT and the timeout flag (never hangs);
@@ -16,12 +18,15 @@ import pytest
 from tessera.hdl.chiplet import isa
 from tessera.hdl.chiplet.asm import Program
 from tessera.hdl.chiplet.config import ChipletConfig, node_map
+from tessera.hdl.chiplet.packets import REGS
 from tessera.hdl.global_pe.packets import (OP_RECV, OP_SEND, command_layout,
                                            node_address_layout)
+from tessera.hdl.pe.config import PEParams
 from tessera.tb.chiplet.chiplet import amaranth_run
 
 CFG = ChipletConfig(nx=2, ny=2, words=256, banks=2, max_tile=8, out_words=8, psum_beats=2,
-                    prog_depth=64, timeout_bits=16)
+                    prog_depth=64, timeout_bits=16,
+                    pe=PEParams(wbuf_bytes=1024, ibuf_bytes=512, abuf_entries=32, ppu_depth=4))
 
 
 def _program(cfg=CFG):
@@ -35,55 +40,77 @@ def _addr_int(cfg, xy):
                       "node": {"x": xy[0], "y": xy[1]}}).as_value().value
 
 
-def test_cfg_then_wait_times_out():
+def timeout_program():
     nm, p = _program()
-    p.tmo(100).cfg(*nm.pes[1], reg=9, value=1).wait([nm.pes[1]]).end()
-
-    async def body(tb):
-        tb.load_program(p.words)
-        tb.start()
-        await tb.run(max_cycles=2000)
-
-    tb = amaranth_run(CFG, body)
-    s = tb.status
-    assert (s["done"], s["error"], s["timeout"]) == (0, 1, 1), s
-    assert s["err_code"] == isa.ERR_TIMEOUT
-    assert s["noc_err"] == 0
-    assert 100 < tb.cycles < 200, tb.cycles
+    p.tmo(100).cfg(*nm.pes[1], reg=REGS["ntiles"], value=1).wait([nm.pes[1]]).end()  # no START
+    return p.words
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_gpe_round_trip_through_gateway(seed):
-    rng = random.Random(seed)
-    n = 37                                      # 4 full packets + a short one
-    words = [rng.getrandbits(64) for _ in range(n)]
-    base = 16
+def round_trip_program(words, base):
     nm, p = _program()
     gw = nm.gateway
     mask = 1 | (nm.mask([gw]) << 1)             # mask_layout: chiplets (1 bit), then nodes
     p.tmo(5000)
-    p.cmd(op=OP_RECV, tag=1, a=base, cnt0=n, mask=mask)
-    p.bar(1)
+    p.cmd(op=OP_RECV, tag=1, a=base, cnt0=len(words), mask=mask)
+    p.bar(1)                                    # host: stream the words now
     p.wait(gpe=True)
-    p.cmd(op=OP_SEND, tag=2, a=base, cnt0=n, cnt1=1, cnt2=1, stride0=1, stride1=0, stride2=0,
-          tile=CFG.max_tile, groups=0, ucast=1, uaddr=_addr_int(CFG, gw))
+    p.cmd(op=OP_SEND, tag=2, a=base, cnt0=len(words), cnt1=1, cnt2=1, stride0=1, stride1=0,
+          stride2=0, tile=CFG.max_tile, groups=0, ucast=1, uaddr=_addr_int(CFG, gw))
     p.wait(gpe=True)
     p.end()
+    return p.words
+
+
+SEEDS = (1, 2)
+
+
+@pytest.fixture(scope="module")
+def results():
+    res = {}
 
     async def body(tb):
-        tb.load_program(p.words)
-        tb.on_barrier(1, lambda t: t.send_packets(t.out_packets(words, base)))
+        tb.load_program(timeout_program())
         tb.start()
-        await tb.run(max_cycles=5000, until=lambda t: t.data_words() >= n)
+        await tb.run(max_cycles=2000)
+        res["timeout"] = (dict(tb.status), tb.cycles)
+        for seed in SEEDS:
+            rng = random.Random(seed)
+            n = 37                              # 4 full packets + a short one
+            words = [rng.getrandbits(64) for _ in range(n)]
+            base = 16 * seed
+            tb.new_run()
+            tb.rng.seed(seed)
+            tb.in_gap, tb.out_ready = 0.3, 0.6
+            tb.load_program(round_trip_program(words, base))
+            tb.on_barrier(1, lambda t, w=words, b=base: t.send_packets(t.out_packets(w, b)))
+            tb.start()
+            await tb.run(max_cycles=5000, until=lambda t, n=n: t.data_words() >= n)
+            res[seed] = (dict(tb.status), words, tb.data_packets(), tb.credits, tb.in_flits,
+                         tb.out_flits)
 
-    tb = amaranth_run(CFG, body, seed=seed, in_gap=0.3, out_ready=0.6)
-    s = tb.status
+    amaranth_run(CFG, body)
+    return res
+
+
+def test_cfg_then_wait_times_out(results):
+    s, cycles = results["timeout"]
+    assert (s["done"], s["error"], s["timeout"]) == (1 - 1, 1, 1), s
+    assert s["err_code"] == isa.ERR_TIMEOUT
+    assert s["noc_err"] == 0 and s["pe_error"] == 0, s
+    assert 100 < cycles < 200, cycles
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_gpe_round_trip_through_gateway(results, seed):
+    s, words, pkts, credits, in_flits, out_flits = results[seed]
+    n = len(words)
     assert (s["done"], s["error"], s["timeout"]) == (1, 0, 0), s
     assert s["noc_err"] == 0 and s["gpe_status"] == 0 and s["stray"] == 0, s
-    got = [w for _h, ws in tb.data_packets() for w in ws]
+    got = [w for _h, ws in pkts for w in ws]
     assert got == words
-    assert all(len(ws) <= CFG.max_tile for _h, ws in tb.data_packets())
-    assert tb.credits == len(tb.data_packets()) == -(-n // CFG.max_tile)
-    # host_in carried OUT packets (n words + a head each) and the credits
-    assert tb.in_flits == n + -(-n // CFG.max_tile) + tb.credits
-    assert s["noc_flits"] >= tb.in_flits + tb.out_flits
+    assert all(len(ws) <= CFG.max_tile for _h, ws in pkts)
+    assert credits == len(pkts) == -(-n // CFG.max_tile)
+    # host_in carried the OUT packets (n words + a head each) and the credits
+    assert in_flits == n + -(-n // CFG.max_tile) + credits
+    assert out_flits == n + len(pkts)
+    assert s["noc_flits"] >= in_flits

@@ -260,7 +260,9 @@ class Chiplet(wiring.Component):
 
         # ---- PE nodes (one leaf module, Instance per position) ---------------------------
         pproto = pe_node_build(cfg)
-        pproto._MustUse__silence = True
+        for obj in (pproto, getattr(pproto, "pe", None)):
+            if obj is not None:
+                obj._MustUse__silence = True
         pe_err = Signal(cfg.npes)
         for i, xy in enumerate(nm.pes):
             t = f"pe{xy[0]}_{xy[1]}"

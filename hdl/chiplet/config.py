@@ -274,4 +274,10 @@ class ChipletConfig:
         from .controller import validate as ctrl_validate
         ctrl_validate(self.controller_params())
         self.router_config()
+        try:
+            from .packets import PeNodeConfig
+            from .pe_node import validate as node_validate
+        except ImportError:            # before the NI's pe_node exists
+            return self
+        node_validate(PeNodeConfig(**self.pe_node_params()))
         return self

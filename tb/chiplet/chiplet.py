@@ -157,6 +157,7 @@ class ChipletTB:
         self.in_flits = self.out_flits = self.credits = 0
         self.status: dict = {}
         self.checks = 0
+        self.clear_pending = False
 
     # ---- packet construction ---------------------------------------------------------
     def addr(self, xy) -> dict:
@@ -193,6 +194,15 @@ class ChipletTB:
         return pk
 
     # ---- host actions ------------------------------------------------------------------
+    def new_run(self):
+        """Forget the last run's host-side records and pulse ``clear`` (the controller
+        forgets its program and status; the sticky summaries clear) before the next load."""
+        self.rx_flits, self.rx_packets, self._rx_cur = [], [], None
+        self.in_flits = self.out_flits = self.credits = 0
+        self.start_cycle = self.end_cycle = None
+        self.bar_handlers, self._bar_done = {}, set()
+        self.clear_pending = True
+
     def load_program(self, words):
         self.prog_q.extend(int(w) for w in words)
 
@@ -225,11 +235,12 @@ class ChipletTB:
     # ---- per-cycle engine ----------------------------------------------------------------
     def _drive(self):
         io = self.io
-        # program load (only while idle, before start)
-        io.set("prog__valid", 1 if self.prog_q else 0)
+        # clear, then program load (only while idle, before start)
+        clr = self.clear_pending
+        io.set("clear", int(clr))
+        io.set("prog__valid", 1 if self.prog_q and not clr else 0)
         io.set("prog__payload", self.prog_q[0] if self.prog_q else 0)
-        io.set("start", 1 if (self.start_pending and not self.prog_q) else 0)
-        io.set("clear", 0)
+        io.set("start", 1 if (self.start_pending and not self.prog_q and not clr) else 0)
         # host_in: whole packets, credits first (only between packets), gaps between packets
         if self.cur is None:
             if self.tx_credit:
@@ -244,7 +255,8 @@ class ChipletTB:
 
     def _sample(self):
         io = self.io
-        if self.prog_q and io.get("prog__ready"):
+        clr, self.clear_pending = self.clear_pending, False
+        if self.prog_q and not clr and io.get("prog__ready"):
             self.prog_q.popleft()
         if self.start_pending and not self.prog_q and io.get("start"):
             self.start_pending = False
