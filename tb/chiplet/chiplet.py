@@ -410,18 +410,22 @@ def timeout_program(cfg: ChipletConfig, tmo=100) -> list:
     return p.words
 
 
-def round_trip_program(cfg: ChipletConfig, n: int, base: int, bar_id=1) -> list:
+def round_trip_program(cfg: ChipletConfig, n: int, base: int, bar_id=1, mcast=False) -> list:
     """RECV n words from the gateway at ``base``; BAR ``bar_id`` (host streams them); WAIT;
-    SEND the window unicast to the gateway; WAIT; END."""
-    from tessera.hdl.global_pe.packets import OP_RECV, OP_SEND
+    SEND the window to the gateway (unicast, or ``mcast``: as a multicast to group 0 =
+    {gateway}, so the packets take the routers' multicast path); WAIT; END."""
+    from tessera.hdl.global_pe.packets import OP_GROUP, OP_RECV, OP_SEND
     nm, p = _program(cfg)
     gw = nm.gateway
     p.tmo(min(50_000, (1 << cfg.timeout_bits) - 1))
     p.cmd(op=OP_RECV, tag=1, a=base, cnt0=n, mask=gpe_mask(cfg, [gw]))
+    if mcast:
+        p.cmd(op=OP_GROUP, tag=3, gidx=0, mask=gpe_mask(cfg, [gw]))
     p.bar(bar_id)
     p.wait(gpe=True)
     p.cmd(op=OP_SEND, tag=2, a=base, cnt0=n, cnt1=1, cnt2=1, stride0=1, stride1=0, stride2=0,
-          tile=cfg.max_tile, groups=0, ucast=1, uaddr=addr_int(cfg, gw))
+          tile=cfg.max_tile, groups=int(mcast), ucast=int(not mcast),
+          uaddr=addr_int(cfg, gw) if not mcast else 0)
     p.wait(gpe=True)
     p.end()
     return p.words
@@ -435,20 +439,24 @@ async def run_timeout(tb: ChipletTB) -> dict:
     return dict(tb.status)
 
 
-async def run_round_trip(tb: ChipletTB, seed: int, n=37, in_gap=0.3, out_ready=0.6) -> dict:
-    """Data round trip host_in -> Global PE -> host_out; returns status + what came back."""
+async def run_round_trip(tb: ChipletTB, seed: int, n=37, in_gap=0.3, out_ready=0.6,
+                         mcast=None) -> dict:
+    """Data round trip host_in -> Global PE -> host_out (SEND as a multicast on even seeds
+    unless ``mcast`` says); returns status + what came back (and the head flits)."""
+    mcast = (seed % 2 == 0) if mcast is None else mcast
     rng = random.Random(seed)
     words = [rng.getrandbits(tb.cfg.word_bits) for _ in range(n)]
     base = 16 * (seed % 8)
     tb.new_run()
     tb.rng.seed(seed)
     tb.in_gap, tb.out_ready = in_gap, out_ready
-    tb.load_program(round_trip_program(tb.cfg, n, base))
+    tb.load_program(round_trip_program(tb.cfg, n, base, mcast=mcast))
     tb.on_barrier(1, lambda t: t.send_packets(t.out_packets(words, base)))
     tb.start()
     await tb.run(max_cycles=20_000, until=lambda t: t.data_words() >= n)
     return dict(status=dict(tb.status), words=words, packets=tb.data_packets(),
-                credits=tb.credits, in_flits=tb.in_flits, out_flits=tb.out_flits)
+                credits=tb.credits, in_flits=tb.in_flits, out_flits=tb.out_flits, mcast=mcast,
+                heads=[h for h, _p in tb.rx_packets])
 
 
 def check_timeout(s):
@@ -470,4 +478,5 @@ def check_round_trip(r, max_tile):
     # host_in carried the OUT packets (n words + a head each) and the credits
     assert r["in_flits"] == n + -(-n // max_tile) + r["credits"]
     assert r["out_flits"] == n + len(pkts)
+    assert all(h["mcast"] == int(r["mcast"]) for h in r["heads"])
     assert s["noc_flits"] >= r["in_flits"]
