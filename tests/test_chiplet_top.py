@@ -5,7 +5,12 @@ tb/chiplet/test_chiplet_top.py, runs the same scenarios on Verilator).  One simu
 between programs:
 
 * a controller program that CFG-writes a PE and WAITs for its DONE with a short timeout
-  ends with error TIMEOUT and the timeout flag (never hangs);
+  ends with error TIMEOUT and the timeout flag (never hangs); a bad opcode, a CFG to a node
+  outside the mesh and a WAIT on a node that can never answer end in BAD_OPCODE / BAD_NODE
+  / TIMEOUT;
+* sticky summaries: a malformed packet to a PE node sets its ``pe_error`` bit, a flit to an
+  empty node its ``noc_err`` bit; both stay set after the node's own flags are cleared,
+  until the host's ``clear``;
 * data round trip: the program opens a Global PE RECV window for the gateway, raises BAR 1
   (the host streams the words into ``host_in`` as OUT packets, with random gaps), WAITs for
   the RECV, SENDs the window unicast to the gateway; the host reads the DATA packets on
@@ -16,8 +21,11 @@ import pytest
 
 from tessera.hdl.chiplet.config import ChipletConfig
 from tessera.hdl.pe.config import PEParams
-from tessera.tb.chiplet.chiplet import (amaranth_run, check_round_trip, check_timeout,
-                                       run_round_trip, run_timeout)
+from tessera.hdl.chiplet.config import node_map
+from tessera.tb.chiplet.chiplet import (amaranth_run, bad_programs, check_bad_programs,
+                                       check_round_trip, check_status_flags, check_timeout,
+                                       run_program, run_round_trip, run_status_flags,
+                                       run_timeout)
 
 CFG = ChipletConfig(nx=2, ny=2, words=256, banks=2, max_tile=8, out_words=8, psum_beats=2,
                     prog_depth=64, timeout_bits=16,
@@ -31,6 +39,8 @@ def results():
 
     async def body(tb):
         res["timeout"] = await run_timeout(tb)
+        res["bad"] = {k: await run_program(tb, w) for k, (w, _c, _t) in bad_programs(CFG).items()}
+        res["flags"] = await run_status_flags(tb)
         for seed in SEEDS:
             res[seed] = await run_round_trip(tb, seed)
 
@@ -40,6 +50,14 @@ def results():
 
 def test_cfg_then_wait_times_out(results):
     check_timeout(results["timeout"])
+
+
+def test_bad_programs_end_in_error(results):
+    check_bad_programs(results["bad"], bad_programs(CFG))
+
+
+def test_sticky_status_summaries(results):
+    check_status_flags(results["flags"], node_map(CFG))
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -218,7 +218,8 @@ class ChipletTB:
         self.start_pending = True
 
     def on_barrier(self, bid: int, handler):
-        """Run ``handler(tb)`` once when the program's ``BAR bid`` is reached, then ack."""
+        """Run ``handler(tb)`` once when the program's ``BAR bid`` is reached, then ack
+        (after as many cycles as the handler returns, if it returns an int)."""
         self.bar_handlers[bid] = handler
 
     def data_words(self) -> int:
@@ -281,8 +282,11 @@ class ChipletTB:
                 self._bar_done.add(bid)
                 h = self.bar_handlers.get(bid)
                 if h is not None:
-                    h(self)
-            self._bar_ack = True
+                    self._bar_hold = int(h(self) or 0)
+            if self._bar_hold > 0:
+                self._bar_hold -= 1
+            else:
+                self._bar_ack = True
         elif self._bar_ack:
             self._bar_ack = False
         busy = io.get("busy")
@@ -314,6 +318,7 @@ class ChipletTB:
 
     async def setup(self):
         self._bar_ack = False
+        self._bar_hold = 0
         self._busy = 0
         await self.io.start_clock()
         for name in self.INPUTS:
@@ -431,6 +436,70 @@ def round_trip_program(cfg: ChipletConfig, n: int, base: int, bar_id=1, mcast=Fa
     return p.words
 
 
+def bad_programs(cfg: ChipletConfig) -> dict:
+    """Programs that must end in an error, never a hang: {name: (words, err_code, timeout)}."""
+    from tessera.hdl.chiplet import isa
+    nm, p = _program(cfg)
+    p.tmo(50).raw(7).end()
+    out = {"bad_opcode": (p.words, isa.ERR_OP, 0)}
+    nm, p = _program(cfg)
+    p.tmo(50).cfg(nm.mesh[0], 0, reg=0, value=0, check=False).end()
+    out["bad_node"] = (p.words, isa.ERR_NODE, 0)
+    nm, p = _program(cfg)
+    p.tmo(60).wait_mask(1 << nm.index(nm.empty[-1]) if nm.empty else 1 << 31).end()
+    out["wait_never"] = (p.words, isa.ERR_TIMEOUT, 1)
+    return out
+
+
+async def run_program(tb: ChipletTB, words, packets=(), max_cycles=5000) -> dict:
+    """Clear, load ``words``, queue host ``packets``, start, run to the end; the status."""
+    tb.new_run()
+    tb.load_program(words)
+    tb.send_packets(packets)
+    tb.start()
+    await tb.run(max_cycles=max_cycles)
+    return dict(tb.status)
+
+
+async def run_status_flags(tb: ChipletTB) -> dict:
+    """Sticky summaries: a malformed packet to PE 1 raises its NI's ``bad_packet`` ->
+    ``pe_error`` bit 1; a flit to an empty node (if any) -> its ``noc_err`` bit; a program
+    that clears PE 1's NI flags (CFG ``clear``) leaves the top's summary set (sticky) until
+    the host's ``clear``."""
+    from tessera.hdl.chiplet.packets import EXT_BITS, KIND_EXT, REGS
+    nm = tb.nmap
+    bad = KIND_EXT | (15 << KIND_BITS)                 # kind 0, unused ext 15
+    assert 15 < (1 << EXT_BITS)
+    pk = [tb.packet(nm.pes[1], [bad], tb.ctrl_cls)]
+    if nm.empty:
+        pk.append(tb.packet(nm.empty[0], [0], tb.ctrl_cls))
+    res = {}
+
+    def snap(name):
+        def h(t):
+            res[name] = t.read_status()
+            return 100                                 # hold the ack: packets land
+        return h
+    _nm, p = _program(tb.cfg)
+    p.tmo(1000).bar(2)                                 # host: malformed packets, wait
+    p.bar(3)                                           # snapshot
+    p.cfg(*nm.pes[1], reg=REGS["clear"], value=1)      # the node clears its own flags
+    p.bar(4).end()
+    tb.new_run()
+    tb.load_program(p.words)
+    tb.on_barrier(2, lambda t: (t.send_packets(pk), 100)[1])
+    tb.on_barrier(3, snap("flags"))
+    tb.on_barrier(4, lambda t: 100)                    # the CFG clear lands
+    tb.start()
+    await tb.run(max_cycles=3000)
+    res["end"] = res["after_node_clear"] = dict(tb.status)
+    tb.new_run()
+    for _ in range(4):
+        await tb.step()
+    res["after_host_clear"] = tb.read_status()
+    return res
+
+
 async def run_timeout(tb: ChipletTB) -> dict:
     tb.new_run()
     tb.load_program(timeout_program(tb.cfg))
@@ -464,6 +533,24 @@ def check_timeout(s):
     assert s["err_code"] == ERR_TIMEOUT
     assert s["noc_err"] == 0 and s["pe_error"] == 0, s
     assert 100 < s["cycles"] < 200, s["cycles"]
+
+
+def check_bad_programs(results: dict, expect: dict):
+    for name, (_w, code, tmo) in expect.items():
+        s = results[name]
+        assert (s["done"], s["error"], s["err_code"], s["timeout"]) == (0, 1, code, tmo), (name, s)
+        assert s["busy"] == 0
+
+
+def check_status_flags(r: dict, nmap):
+    f = r["flags"]
+    assert f["pe_error"] == 1 << 1, f
+    want_noc = (1 << nmap.index(nmap.empty[0])) if nmap.empty else 0
+    assert f["noc_err"] == want_noc, f
+    assert r["end"]["done"] == 1 and r["end"]["error"] == 0, r["end"]
+    assert r["after_node_clear"]["pe_error"] == 1 << 1          # sticky in the top
+    assert r["after_node_clear"]["noc_err"] == want_noc
+    assert r["after_host_clear"]["pe_error"] == 0 and r["after_host_clear"]["noc_err"] == 0
 
 
 def check_round_trip(r, max_tile):

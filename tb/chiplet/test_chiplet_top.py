@@ -10,8 +10,11 @@ import os
 import cocotb
 
 from tessera.hdl.chiplet.config import ChipletConfig
-from tessera.tb.chiplet.chiplet import (ChipletTB, CocotbIO, check_round_trip, check_timeout,
-                                       run_round_trip, run_timeout)
+from tessera.hdl.chiplet.config import node_map
+from tessera.tb.chiplet.chiplet import (ChipletTB, CocotbIO, bad_programs, check_bad_programs,
+                                       check_round_trip, check_status_flags, check_timeout,
+                                       run_program, run_round_trip, run_status_flags,
+                                       run_timeout)
 
 
 @cocotb.test()
@@ -22,6 +25,9 @@ async def smoke(dut):
     tb = ChipletTB(CocotbIO(dut), cfg, seed=seed)
     await tb.setup()
     check_timeout(await run_timeout(tb))
+    bad = bad_programs(cfg)
+    check_bad_programs({k: await run_program(tb, w) for k, (w, _c, _t) in bad.items()}, bad)
+    check_status_flags(await run_status_flags(tb), node_map(cfg))
     for s in (seed, seed + 1):
         r = await run_round_trip(tb, s)
         check_round_trip(r, cfg.max_tile)
