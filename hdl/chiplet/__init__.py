@@ -98,7 +98,14 @@ def _chiplet_manifest(params):
     from .config import ChipletConfig, node_map
     cfg = ChipletConfig.from_params(params)
     nm = node_map(cfg)
-    return {"leaf_modules": ["chiplet_router", "chiplet_pe_node"],
+    from tessera.hdl.noc.router import Router
+    from tessera.hdl.sram import srams_of
+
+    from .chiplet import PE_NODE_MODULE, ROUTER_MODULE, pe_node_build
+    # the leaves are Instances in the top: list their SRAMs once per leaf module
+    leaf_mem = {ROUTER_MODULE: srams_of(Router(cfg.router_config()), ROUTER_MODULE),
+                PE_NODE_MODULE: srams_of(pe_node_build(cfg), PE_NODE_MODULE)}
+    return {"leaf_modules": [ROUTER_MODULE, PE_NODE_MODULE], "leaf_memories": leaf_mem,
             "router_instances": nm.mesh[0] * nm.mesh[1], "pe_node_instances": cfg.npes,
             "node_map": {"mesh": list(nm.mesh), "pes": [list(p) for p in nm.pes],
                          "gpe": list(nm.gpe), "ctrl": list(nm.ctrl),
