@@ -551,7 +551,7 @@ def _build_pass(index, L: ConvLayer, m: PEMapping, cfg: ChipletConfig, k_range, 
     ps = Pass(index, L, m, k_range, p_range, step, pe_stride, r_first, Hb, Wb, gblocks, in_words,
               out_base, out_words, jobs, sets, ops, prog, {}, [], out_index, useful)
     if tensors is not None and not dry:
-        _preload(ps, cfg, tensors)
+        preload(ps, cfg, tensors)
     return ps
 
 
@@ -602,7 +602,8 @@ def pe_ppu(j: PEJob, bias, scale, K0: int):
     return b, s
 
 
-def _preload(ps: Pass, cfg: ChipletConfig, T: dict):
+def preload(ps: Pass, cfg: ChipletConfig, T: dict) -> Pass:
+    """Fill ``ps.preload_pe`` / ``ps.preload_input`` from the layer tensors."""
     from tessera.golden.pe import ppu_beats, weight_beats
     pe = cfg.pe
     for j in ps.jobs:
@@ -618,3 +619,4 @@ def _preload(ps: Pass, cfg: ChipletConfig, T: dict):
         chunk = words[a:a + cfg.max_tile]
         ps.preload_input.append([pack_fields(hl, kind=KIND_OUT, addr=a, nwords=len(chunk))]
                                 + [word_int(w) for w in chunk])
+    return ps
