@@ -314,10 +314,12 @@ def _check_pe_limits(L, m, g: _Geo, cfg: ChipletConfig, pe_stride) -> str | None
 
 
 def compile_layer(layer, mapping, cfg: ChipletConfig | None = None, tensors=None,
-                  max_passes: int = 4096) -> list[Pass]:
+                  max_passes: int = 4096, preload_passes=None) -> list[Pass]:
     """Compile ``layer`` under ``mapping`` (PEMapping or the model's Mapping) for ``cfg``.
     ``tensors``: dict with X [C,H,W], W [K,C,R,S] int8, bias [K], scale [K], shift, relu (e.g.
-    ``golden.chiplet.layer_tensors``); without it the passes have no preload data."""
+    ``golden.chiplet.layer_tensors``; shift and relu go into the PE configs); the host preload
+    is built for the pass indices in ``preload_passes`` (default: all; :func:`preload` adds it
+    later).  Without tensors the passes have no preload data and a PPU of shift 0, no relu."""
     cfg = (cfg or ChipletConfig()).validate()
     L = ConvLayer.of(layer)
     m = mapping if isinstance(mapping, PEMapping) else from_model_mapping(mapping)
@@ -363,14 +365,18 @@ def compile_layer(layer, mapping, cfg: ChipletConfig | None = None, tensors=None
         for bi in range(nb):
             p_lo, p_hi = bi * Pp, min(L.P, (bi + 1) * Pp)
             passes.append(_build_pass(len(passes), L, m, cfg, (k_lo, k_hi), (p_lo, p_hi), step,
-                                      pe_stride, tensors))
+                                      pe_stride, tensors, dry=True))
+    if tensors is not None:
+        sel = range(len(passes)) if preload_passes is None else preload_passes
+        for i in sel:
+            preload(passes[i], cfg, tensors)
     return passes
 
 
 def _pass_fits(L, m, cfg, g, Kp, Pp, step, pe_stride) -> str | None:
     """Global PE words, command fields and program length of the largest pass."""
     try:
-        ps = _build_pass(0, L, m, cfg, (0, min(Kp, L.K)), (0, min(Pp, L.P)), step, pe_stride, None,
+        ps = _build_pass(-1, L, m, cfg, (0, min(Kp, L.K)), (0, min(Pp, L.P)), step, pe_stride, None,
                          dry=True)
     except CompileError as err:
         return str(err)
@@ -533,7 +539,7 @@ def _build_pass(index, L: ConvLayer, m: PEMapping, cfg: ChipletConfig, k_range, 
             prog.end()
     # ---- output map: beat b of tile t in stream order (k1, p, q), pool = 0 ---------------
     out_index = np.full((out_words, K0), -1, dtype=np.int64)
-    if not dry:
+    if index >= 0:
         PQ = L.P * L.Q
         k1, pp_, qq, k0 = np.meshgrid(np.arange(g.K1), np.arange(g.P1), np.arange(g.Q1),
                                       np.arange(K0), indexing="ij")
@@ -550,8 +556,6 @@ def _build_pass(index, L: ConvLayer, m: PEMapping, cfg: ChipletConfig, k_range, 
     useful = int((out_index >= 0).sum()) * L.C * L.R * L.S
     ps = Pass(index, L, m, k_range, p_range, step, pe_stride, r_first, Hb, Wb, gblocks, in_words,
               out_base, out_words, jobs, sets, ops, prog, {}, [], out_index, useful)
-    if tensors is not None and not dry:
-        preload(ps, cfg, tensors)
     return ps
 
 
