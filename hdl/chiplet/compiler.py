@@ -34,7 +34,10 @@ sets (PEs with the same input slice), the Global PE command list, the controller
 (:mod:`.asm`), the host preload (WLOAD/PLOAD per PE, the input band as OUT packets) and
 ``out_index`` (output word, lane -> flat (k, p, q) index of the layer output or -1).
 
-Program of a pass (contract item 5): RECV input window (producer: gateway), WAIT G; GROUPs
+Program of a pass (contract item 5): RECV input window (producer: gateway), ``BAR 1`` (the
+host's cue: the window is open, send the input band; the WLOAD/PLOAD preload is queued on
+``host_in`` before ``start``, so it precedes the input and the PEs are idle while it lands),
+WAIT G; GROUPs
 of the first multicast sets; RECV output window; CFG each PE (downstream PEs first), START;
 SENDs tile-major (tile t of every set before tile t+1 of any: no cross-chain wait cycle);
 WAIT all PE DONEs + G; SEND the output window unicast to the gateway; WAIT G; END.  A set of
@@ -69,6 +72,8 @@ def cdiv(a, b):
 
 
 TAG_RECV_IN, TAG_RECV_OUT, TAG_GROUP, TAG_SEND, TAG_READBACK = 1, 2, 3, 4, 5
+#: BAR id at which the host sends the input band (the program has opened its RECV window)
+BAR_PRELOAD = 1
 
 
 @dataclass(frozen=True)
@@ -226,7 +231,7 @@ class Pass:
     out_words: int
     jobs: list
     sets: list
-    ops: list                    # program steps: ("recv"/"send"/"group", GpeCmd) | ("cfg", node, reg, val) | ("wait", nodes, gpe) | ("tmo", n) | ("end",)
+    ops: list                    # program steps: ("recv"/"send"/"group", GpeCmd) | ("cfg", node, reg, val) | ("wait", nodes, gpe) | ("tmo", n) | ("bar", id) | ("end",)
     program: Program
     preload_pe: dict             # node -> [packets] (WLOAD then PLOAD), each packet a list of flit payloads
     preload_input: list          # OUT packets (lists of flit payloads) to the Global PE node
@@ -477,6 +482,7 @@ def _build_pass(index, L: ConvLayer, m: PEMapping, cfg: ChipletConfig, k_range, 
     ops.append(("tmo", (1 << cfg.timeout_bits) - 1))
     ops.append(("recv", GpeCmd(OP_RECV, TAG_RECV_IN, a=0, cnt=(in_words, 1, 1),
                                mask_nodes=nm.mask([nm.gateway]))))
+    ops.append(("bar", BAR_PRELOAD))     # host: send the input band now (the window is open)
     ops.append(("wait", [], True))
     # groups: sets with > 1 member, group = rank mod groups
     multi = [s for s in sets if len(s.members) > 1]
@@ -535,6 +541,8 @@ def _build_pass(index, L: ConvLayer, m: PEMapping, cfg: ChipletConfig, k_range, 
             prog.cfg(op[1][0], op[1][1], op[2], op[3])
         elif op[0] == "wait":
             prog.wait(op[1], op[2])
+        elif op[0] == "bar":
+            prog.bar(op[1])
         elif op[0] == "end":
             prog.end()
     # ---- output map: beat b of tile t in stream order (k1, p, q), pool = 0 ---------------

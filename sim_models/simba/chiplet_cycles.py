@@ -5,7 +5,7 @@ Predicts the cycles from the controller's ``start`` to its ``done`` (what the RT
 measures, contract item 6) of a pass produced by ``hdl/chiplet/compiler.py``.  Every term,
 with its source (to be calibrated against the RTL chiplet when it runs):
 
-* ``prologue``: TMO + RECV-input instructions (``instr_cycles`` = 3 per instruction: the
+* ``prologue``: TMO + RECV-input + BAR (host cue) + WAIT instructions (``instr_cycles`` = 3 per instruction: the
   controller docstring's fetch/decode/execute) + the Global PE decoder (``gpe_cmd_cycles`` = 5,
   hdl/global_pe/README "a command reaches its unit 5 cycles after it enters the register") +
   the host's input packets (in_words + one head per ``max_tile`` words) at
@@ -117,6 +117,8 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
         elif k == "wait":
             prog.wait(op[1], op[2])
             seen_wait = True
+        elif k == "bar":
+            prog.bar(op[1])
         elif k == "end":
             prog.end()
         else:
