@@ -195,3 +195,10 @@ def test_mapper_adapter_and_cycle_model():
     # an over-large weight layer is mapped as K slices (the mapper has no K tiling above the PE)
     res4, n4 = map_for_chiplet(NET["res4b_branch2b"], ChipletConfig(), samples=50)
     assert n4 >= 2
+
+
+def test_1x1_stride2_sends_the_subsampled_image():
+    L = ConvLayer("s2", C=16, K=16, R=1, S=1, H=9, W=9, stride=2)
+    ps = compile_layer(L, PEMapping(2, 2, 1, 1, 2, 5), SMALL)[0]
+    assert ps.step == 2 and all(j.cfg.stride == 1 for j in ps.jobs)
+    assert ps.Wb == 5 and ps.in_words == ps.gblocks * ps.Hb * 5     # 9 columns -> 5 read
