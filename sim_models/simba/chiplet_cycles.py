@@ -215,19 +215,22 @@ def chiplet_arch(cfg, bench_dir=None):
 def map_for_chiplet(layer, cfg, samples: int = 300, seed: int = 0, bench_dir=None):
     """Best single-chiplet mapping from the Simba mapper (sim_models/simba/mapper.py).  When
     the layer's weights do not fit the chiplet's PEs (the mapper has no K tiling above the PE),
-    the mapper maps a K slice (K/n, n = 2, 4, ...), the compiler then runs n or more passes over
+    the mapper maps a K slice (K/n: n from the weight volume over the PEs' weight buffers, then
+    n + 1, ... until a mapping is valid), the compiler then runs n or more passes over
     K.  Returns (LayerResult of the mapped (sub)layer, n)."""
     from .mapper import search
     from .model import MappingError
     arch = chiplet_arch(cfg, bench_dir)
-    n = 1
+    K0 = cfg.pe.K0
+    # first guess: the layer's weights over the chiplet's weight buffers, then one more slice
+    # at a time until the mapper finds a valid mapping
+    n = max(1, -(-layer.R * layer.S * layer.C * layer.K // (cfg.npes * cfg.pe.wbuf_bytes)))
     while True:
-        kb = -(-layer.K // n)
-        kb = -(-kb // cfg.pe.K0) * cfg.pe.K0
+        kb = -(-(-(-layer.K // n)) // K0) * K0
         sub = replace(layer, K=min(layer.K, kb))
         try:
             return search(sub, arch, 1, samples=samples, seed=seed), n
         except MappingError:
-            if kb <= cfg.pe.K0:
+            if kb <= K0:
                 raise
-            n *= 2
+            n += 1
