@@ -115,6 +115,10 @@ class ChipletConfig:
     recv_slots: int = 2
     send_slots: int = 4
     ucast_lanes: int = 2
+    # PE node network interface (hdl/chiplet/pe_node.py, PeNodeConfig)
+    psum_window: int = 2              # PSUM packets a receiver reserves (credits)
+    psum_beats: int = 5               # beats per PSUM packet (psum_flits flits each)
+    out_words: int = 16               # beats per OUT packet
     # NoC
     classes: int = 2
     vcs: int = 2
@@ -137,9 +141,15 @@ class ChipletConfig:
         return self.nx * self.ny
 
     @property
+    def psum_flits(self) -> int:
+        """Payload flits per partial-sum beat (K0 x acc_width bits)."""
+        return -(-self.pe.K0 * self.pe.acc_width // self.word_bits)
+
+    @property
     def max_packet_flits(self) -> int:
-        """Longest packet on the NoC: a DATA packet (head + max_tile words)."""
-        return self.max_tile + 1
+        """Longest packet on the NoC: head + the longest of a DATA packet (max_tile
+        words), an OUT packet (out_words beats), a PSUM packet (psum_beats beats)."""
+        return 1 + max(self.max_tile, self.out_words, self.psum_beats * self.psum_flits)
 
     @property
     def router_buffer_flits(self) -> int:
@@ -194,6 +204,16 @@ class ChipletConfig:
     def pe_params(self) -> dict:
         return {f.name: getattr(self.pe, f.name) for f in fields(self.pe)}
 
+    def pe_node_params(self) -> dict:
+        """Keyword arguments of :class:`~tessera.hdl.chiplet.pe_node.PeNode` (its
+        PeNodeConfig: the PE's parameters plus the NI's)."""
+        mx, my = self.mesh
+        return dict(self.pe_params(), word_bits=self.word_bits, node_mesh_x=mx, node_mesh_y=my,
+                    chiplet_mesh_x=self.chiplet_mesh_x, chiplet_mesh_y=self.chiplet_mesh_y,
+                    classes=self.classes, credit_window=self.credit_window,
+                    max_tile=self.max_tile, psum_window=self.psum_window,
+                    psum_beats=self.psum_beats, out_words=self.out_words)
+
     @classmethod
     def from_params(cls, params: dict) -> "ChipletConfig":
         """Flat dict (block parameters: chiplet fields + PEParams fields) -> config."""
@@ -235,11 +255,14 @@ class ChipletConfig:
             bad("vcs", f"{self.vcs} VCs < {self.classes} message classes (protocol deadlock)")
         if self.classes < 2:
             bad("classes", "must be >= 2 (DATA and control/credit traffic on separate classes)")
+        for name in ("psum_window", "psum_beats", "out_words"):
+            if not 1 <= getattr(self, name) <= 255:
+                bad(name, f"must be in 1..255, got {getattr(self, name)}")
         if self.link_latency < 1:
             bad("link_latency", f"must be >= 1, got {self.link_latency}")
         if self.buffer_flits and self.buffer_flits < self.max_packet_flits:
-            bad("buffer_flits", f"{self.buffer_flits} < max_packet_flits = max_tile + 1 = "
-                f"{self.max_packet_flits} (a multicast DATA packet must fit a router buffer)")
+            bad("buffer_flits", f"{self.buffer_flits} < max_packet_flits = "
+                f"{self.max_packet_flits} (a multicast packet must fit a router buffer)")
         rtt = 2 * self.link_latency + 2
         if self.router_buffer_flits < rtt:
             bad("buffer_flits", f"{self.router_buffer_flits} flits do not cover the credit "
@@ -251,4 +274,10 @@ class ChipletConfig:
         from .controller import validate as ctrl_validate
         ctrl_validate(self.controller_params())
         self.router_config()
+        try:
+            from .packets import PeNodeConfig
+            from .pe_node import validate as node_validate
+        except ImportError:            # before the NI's pe_node exists
+            return self
+        node_validate(PeNodeConfig(**self.pe_node_params()))
         return self

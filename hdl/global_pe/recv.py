@@ -92,7 +92,7 @@ class RecvUnit(wiring.Component):
         m.d.comb += src_ok.eq((src.chiplet.x < cfg.chiplet_mesh_x)
                               & (src.chiplet.y < cfg.chiplet_mesh_y)
                               & (src.node.x < cfg.node_mesh_x) & (src.node.y < cfg.node_mesh_y))
-        cidx = Signal(range(cfg.chiplets))
+        cidx = Signal(range(max(2, cfg.chiplets)))     # 1 bit for a single chiplet (no 0-width wire)
         nidx = Signal(range(cfg.nodes))
         m.d.comb += [cidx.eq(const_mul(src.chiplet.y, cfg.chiplet_mesh_x) + src.chiplet.x),
                      nidx.eq(const_mul(src.node.y, cfg.node_mesh_x) + src.node.x)]

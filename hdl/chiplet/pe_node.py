@@ -1,0 +1,636 @@
+"""Simba PE node: the PE (:class:`tessera.hdl.pe.SimbaPE`) behind its network
+interface (NI) on one NoC port.
+
+Simba §3.1 "Simba PE" / "Simba interconnect": each PE has a router port; it
+receives weights, activations (the Global PE's multicast) and partial sums,
+and sends partial sums to the next PE of its reduction chain or output
+activations to a Global PE.  Packet formats and the register map:
+:mod:`.packets` (README table).  Block ``pe_node``.
+
+What the NI does (packets on ``net_in``, one flit per cycle):
+
+* ``CFG``: register write (map in :mod:`.packets`).  Writes other than
+  ``clear`` while the node runs are ignored (sticky ``cfg_busy``).  ``start``
+  runs ``ntiles`` tiles: 4 cycles later the PE's configuration check
+  (``cfg_cause``) is sampled; an illegal configuration sends DONE with the
+  PE's :class:`~tessera.hdl.pe.config.ErrorCause` as code and puts the node in
+  *discard* mode (DATA and PSUM words are dropped with their credits returned,
+  so no producer hangs) until the next ``start``/``clear``.
+* ``WLOAD``/``PLOAD``: body flits -> the PE's ``w_load``/``p_load`` at
+  (addr, row) auto-incrementing row-fastest; only while the node is not
+  running, else the packet is consumed and ``load_busy`` set.
+* ``DATA``: body words -> receive FIFO (an :class:`SRAM`, ``credit_window x
+  max_tile`` words: the Global PE's credits guarantee space, so a DATA flit is
+  never refused) -> the PE's ``i_load`` at consecutive addresses of the input
+  region being filled; one ``CREDIT`` (count 1) to the packet's ``src`` when
+  its last word has left the FIFO.  The word stream is cut into tiles of
+  ``C1*H_in*W_in`` words (packets may span tiles).  DATA that arrives before
+  ``start`` waits in the FIFO.
+* ``PSUM``: beats (``psum_flits`` flits each) -> psum FIFO (``psum_window x
+  psum_beats`` beats, reserved by the sender's credits) -> the PE's
+  ``psum_in``; one ``PCREDIT`` to the packet's ``src`` when its last beat has
+  left the FIFO.
+* ``PCREDIT``: adds to this node's psum credits (``psum_window`` packets at
+  reset; never reset by ``start``: credits in flight stay valid).
+* anything else (unknown kind/ext, a body flit outside a packet, OUT/CREDIT
+  kinds): consumed up to its tail, sticky ``bad_packet``.
+
+Tile sequencing: the input buffer holds ``slots`` regions (1 = the PE's single
+buffer: fill only while the PE is idle; 2 = double buffering, see
+:func:`ibuf_slots`).  A region is filled from the FIFO while it is neither
+full nor being computed; the PE starts on the oldest full region as soon as
+it is idle.  The PE's results (``out`` for LAST/ONLY, ``psum_out`` for
+FIRST/MIDDLE) go to one staging FIFO and leave as packets that never span a
+tile: ``OUT`` packets of up to ``out_words`` beats to ``out_dest`` with
+addresses ``out_base + t*out_tile_stride + b`` (``out_words`` defaults to
+the Global PE's ``max_tile``: the routers already carry ``max_tile + 1``-flit
+DATA packets, and 16 beats per head flit keeps the header overhead at 6 %),
+``PSUM`` packets of up to ``psum_beats`` beats to ``psum_dest`` (a packet
+leaves only with a psum credit).  A packet starts only when all its beats are
+staged, so the node never holds a router path while the PE computes.  After
+the last tile's last packet: ``DONE`` (code 0) to ``done_dest``.
+
+Message classes and deadlock freedom: bulk packets (DATA, PSUM, OUT, WLOAD,
+PLOAD) in class 0 (the Global PE's ``DATA_CLASS``), one-flit control (CFG,
+DONE, CREDIT, PCREDIT) in the highest class (:func:`.packets.node_class`).
+The router's ejection port is shared by all classes (held head to tail), so
+the argument is on the sinks: every sink on the chiplet takes every flit
+addressed to it within a bounded time that does not depend on the network --
+this NI (DATA and PSUM into space reserved by credits, loads into the idle
+PE at one flit per cycle, everything else at once), the controller (always
+ready), the Global PE (waits only for a bank grant, recv.py).  So no packet
+of one class can wait at a sink for a packet of another class, and the NI's
+``net_in`` never waits for its ``net_out``.  The classes then only keep the
+credit loop's one-flit packets from queueing behind bulk data in the routers'
+buffers.
+
+Ports (``wiring.Component``; flits = :func:`~tessera.hdl.global_pe.packets.net_flit_layout`):
+
+* ``net_in`` (In stream): flits from the router's local output.
+* ``net_out`` (Out stream): flits to the router's local input (every packet
+  is sent contiguously, head to tail).
+* ``node_id`` (In): this node's address (``src`` of its packets; its
+  ``chiplet`` is the chiplet of every destination register).
+* ``running`` (Out): from ``start`` until the DONE flit is queued.
+* ``err`` (Out, :func:`err_layout`): sticky error flags (reset / ``clear``).
+* ``done_code`` (Out 8): code of the last DONE sent.
+* ``tiles`` (Out 16): tiles the PE finished in the current/last run.
+* ``pe_busy`` (Out): the PE is computing a tile.
+
+Left out: register read-back, multicast psum, psum/OUT destinations on other
+chiplets, aborting a run, the PE's ``rst`` abort.
+"""
+from __future__ import annotations
+
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from tessera.hdl.global_pe.packets import (KIND_CREDIT, KIND_DATA, KIND_OUT, GpeConfig,
+                                           credit_layout, data_header_layout, net_flit_layout,
+                                           node_address_layout, out_header_layout)
+from tessera.hdl.pe.arith import lut_mul
+from tessera.hdl.pe.config import Role
+from tessera.hdl.pe.layouts import bits_for, psum_layout
+from tessera.hdl.pe.pe import SimbaPE, validate_params as validate_pe
+from tessera.hdl.sram import SRAM
+from tessera.params import ParamError
+
+from .packets import (CFG_FIELDS, DONE_OK, EXT_CFG, EXT_DONE, EXT_PCREDIT, EXT_PLOAD, EXT_PSUM,
+                      EXT_WLOAD, KIND_EXT, PE_CFG_FIELDS, REGS, PeNodeConfig, cfg_layout,
+                      ctrl_class, done_layout, load_head_layout, pcredit_layout,
+                      pload_body_layout, psum_head_layout)
+
+PREP_CYCLES = 4          # start -> configuration check (pipelined tile-size products settle)
+
+
+def err_layout() -> data.StructLayout:
+    return data.StructLayout({
+        "load_busy": 1,      # WLOAD/PLOAD while running (consumed)
+        "cfg_busy": 1,       # CFG write (not clear) while running (ignored)
+        "bad_reg": 1,        # CFG to an unknown register
+        "bad_packet": 1,     # unknown kind/ext, stray body flit, length mismatch, DATA > max_tile
+        "data_overflow": 1,  # DATA word/packet with the receive FIFO full (credit violation)
+        "psum_overflow": 1,  # PSUM beat/packet with the psum FIFO full (credit violation)
+        "credit_overflow": 1,  # PCREDIT beyond psum_window
+    })
+
+
+def pow2_at_least(n: int) -> int:
+    return 1 << max(1, (n - 1).bit_length())
+
+
+def validate(c: PeNodeConfig) -> None:
+    def need(cond, name, msg):
+        if not cond:
+            raise ParamError(name, msg)
+    validate_pe(c.pe)
+    need(c.word_bits == 8 * c.C0 == 8 * c.K0, "word_bits",
+         f"must equal 8*C0 = 8*K0 (one flit = one input word = one output beat), got "
+         f"word_bits={c.word_bits}, C0={c.C0}, K0={c.K0}")
+    for k in ("node_mesh_x", "node_mesh_y", "chiplet_mesh_x", "chiplet_mesh_y"):
+        need(1 <= getattr(c, k) <= 8, k, f"must be in 1..8, got {getattr(c, k)}")
+    need(1 <= c.classes <= 8, "classes", f"must be in 1..8, got {c.classes}")
+    need(1 <= c.credit_window <= 64, "credit_window", f"must be in 1..64, got {c.credit_window}")
+    need(1 <= c.max_tile <= 255, "max_tile", f"must be in 1..255, got {c.max_tile}")
+    need(1 <= c.psum_window <= 64, "psum_window", f"must be in 1..64, got {c.psum_window}")
+    need(1 <= c.psum_beats <= 255, "psum_beats", f"must be in 1..255, got {c.psum_beats}")
+    need(1 <= c.out_words <= 255, "out_words", f"must be in 1..255, got {c.out_words}")
+
+
+def ibuf_slots(p) -> int:
+    """Input-buffer regions the NI fills ahead: 1 = the PE on main (one input
+    buffer, loads only while idle).  The one place that knows the PE's input
+    double buffer."""
+    return 1
+
+
+class SramFifo(wiring.Component):
+    """Stream FIFO on an :class:`SRAM` (``depth`` words, power of two) plus an
+    output register: capacity ``depth + 1``; one word per cycle in and out;
+    a word written in cycle c can leave at c + 2.  ``level`` = words held."""
+
+    def __init__(self, width: int, depth: int):
+        assert depth >= 2 and depth & (depth - 1) == 0
+        self.width, self.depth = width, depth
+        super().__init__({"w": In(stream.Signature(width)), "r": Out(stream.Signature(width)),
+                          "level": Out(range(depth + 2))})
+
+    def elaborate(self, platform):
+        m = Module()
+        D = self.depth
+        m.submodules.mem = mem = SRAM(D, self.width)
+        wp, rp = Signal(range(D)), Signal(range(D))
+        cnt = Signal(range(D + 1))
+        ov = Signal()
+        push = Signal()
+        rd = Signal()
+        m.d.comb += [self.w.ready.eq(cnt != D), push.eq(self.w.valid & self.w.ready),
+                     mem.w_en.eq(push), mem.w_addr.eq(wp), mem.w_data.eq(self.w.payload),
+                     rd.eq((cnt != 0) & (~ov | self.r.ready)),
+                     mem.r_en.eq(rd), mem.r_addr.eq(rp),
+                     self.r.valid.eq(ov), self.r.payload.eq(mem.r_data),
+                     self.level.eq(cnt + ov)]
+        m.d.sync += [cnt.eq(cnt + push - rd), ov.eq(rd | (ov & ~self.r.ready))]
+        with m.If(push):
+            m.d.sync += wp.eq(wp + 1)
+        with m.If(rd):
+            m.d.sync += rp.eq(rp + 1)
+        return m
+
+
+class _CreditedRx(wiring.Component):
+    """Receive side of a credit loop: element FIFO (``depth``) + packet FIFO
+    (``window`` entries of {src, element count}); ``credit`` is valid while the
+    oldest packet's elements have all left ``r`` (or were dropped)."""
+
+    def __init__(self, width: int, depth: int, window: int, src_layout, cnt_bits: int):
+        self.window = window
+        self.ent = data.StructLayout({"src": src_layout, "count": cnt_bits})
+        self.fdepth = depth
+        super().__init__({
+            "w": In(stream.Signature(width)),            # ready = space
+            "pkt": In(stream.Signature(self.ent)),       # packet end (ready = space)
+            "r": Out(stream.Signature(width)),
+            "credit": Out(stream.Signature(src_layout)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.fifo = fifo = SramFifo(len(self.w.payload), self.fdepth)
+        m.submodules.pk = pk = SyncFIFO(width=self.ent.size, depth=self.window)
+        wiring.connect(m, wiring.flipped(self.w), fifo.w)
+        wiring.connect(m, fifo.r, wiring.flipped(self.r))
+        m.d.comb += [pk.w_data.eq(self.pkt.payload), pk.w_en.eq(self.pkt.valid),
+                     self.pkt.ready.eq(pk.w_rdy)]
+        front = self.ent(pk.r_data)
+        popped = Signal(range(self.fdepth + 2))    # elements popped since the front packet began
+        pop = self.r.valid & self.r.ready
+        complete = pk.r_rdy & (popped >= front.count)
+        m.d.comb += [self.credit.valid.eq(complete), self.credit.payload.eq(front.src)]
+        take = self.credit.valid & self.credit.ready
+        m.d.comb += pk.r_en.eq(take)
+        m.d.sync += popped.eq(popped + pop - Mux(take, front.count, 0))
+        return m
+
+
+class PeNode(wiring.Component):
+    def __init__(self, **params):
+        self.c = c = PeNodeConfig(**params)
+        validate(c)
+        self.gcfg = GpeConfig(word_bits=c.word_bits, node_mesh_x=c.node_mesh_x,
+                              node_mesh_y=c.node_mesh_y, chiplet_mesh_x=c.chiplet_mesh_x,
+                              chiplet_mesh_y=c.chiplet_mesh_y, classes=c.classes,
+                              credit_window=c.credit_window, max_tile=c.max_tile)
+        self.pe = SimbaPE(c.K0, c.C0, c.acc_width, c.wbuf_bytes, c.ibuf_bytes, c.abuf_entries,
+                          c.ppu_depth, c.mac_dsps, c.mac_stages, c.ppu_mul_stages)
+        flit = net_flit_layout(self.gcfg)
+        super().__init__({
+            "net_in": In(stream.Signature(flit)),
+            "net_out": Out(stream.Signature(flit)),
+            "node_id": In(node_address_layout(self.gcfg)),
+            "running": Out(1),
+            "err": Out(err_layout()),
+            "done_code": Out(8),
+            "tiles": Out(16),
+            "pe_busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        c, g = self.c, self.gcfg
+        p = c.pe
+        m = Module()
+        m.submodules.pe = pe = self.pe
+        WB = c.word_bits
+        K0, AW = c.K0, c.acc_width
+        PB = K0 * AW                              # psum beat bits
+        NF = c.psum_flits
+        addr_l = node_address_layout(g)
+        ctrl = ctrl_class(c.classes)
+        err = Signal(err_layout())
+        m.d.comb += self.err.eq(err)
+
+        # ---------------- registers ---------------------------------------------------
+        cfg_word = Signal(96)
+        ntiles = Signal(16)
+        psum_dest, out_dest, done_dest = Signal(16), Signal(16), Signal(16)
+        out_base, out_stride = Signal(16), Signal(16)
+        off = 0
+        for f in PE_CFG_FIELDS:
+            w = CFG_FIELDS[f]
+            m.d.comb += getattr(pe.cfg, f).eq(cfg_word[off:off + w])
+            off += w
+        cf = pe.cfg
+        to_ppu = Signal()
+        m.d.comb += to_ppu.eq((cf.role == Role.LAST) | (cf.role == Role.ONLY))
+        # tile sizes (pipelined LUT products; stable PREP_CYCLES after the last write)
+        hw = lut_mul(m, cf.H_in, cf.W_in, 1, "n_hw")
+        tile_words = lut_mul(m, hw, cf.C1, 1, "n_words")          # input words per tile
+        pq = lut_mul(m, cf.P1, cf.Q1, 1, "n_pq")
+        beats_all = lut_mul(m, pq, cf.K1, 1, "n_beats")
+        tile_beats = Signal(24)                                      # result beats per tile
+        m.d.sync += tile_beats.eq(Mux(to_ppu & cf.pool, beats_all >> 2, beats_all))
+
+        # ---------------- run state -----------------------------------------------------
+        running = Signal()
+        prep = Signal(range(PREP_CYCLES + 1))
+        discard = Signal()
+        done_pend = Signal()
+        done_code = Signal(8)
+        m.d.comb += [self.running.eq(running | (prep != 0)), self.done_code.eq(done_code),
+                     self.pe_busy.eq(pe.busy)]
+        active = Signal()             # running or preparing (register writes refused)
+        m.d.comb += active.eq(running | (prep != 0))
+        start_req = Signal()          # CFG write of ``start`` accepted (comb)
+        clear_req = Signal()
+
+        # ---------------- input decoder ---------------------------------------------------
+        ni = self.net_in
+        f = ni.payload
+        S_HEAD, S_WLOAD, S_PLOAD, S_DATA, S_PSUM, S_DROP = range(6)
+        st = Signal(3, init=S_HEAD)
+        src = Signal(addr_l)
+        ld_addr = Signal(16)
+        ld_row = Signal(4)
+        ld_left = Signal(17)
+        cnt = Signal(16)                # elements pushed in the current DATA / PSUM packet
+        pj = Signal(range(max(2, NF)))  # flit within a psum beat
+        asm = Signal(max(1, WB * (NF - 1)))
+
+        m.submodules.drx = drx = _CreditedRx(WB, pow2_at_least(c.credit_window * c.max_tile),
+                                             c.credit_window, addr_l, 16)
+        m.submodules.prx = prx = _CreditedRx(PB, pow2_at_least(c.psum_window * c.psum_beats),
+                                             c.psum_window, addr_l, 16)
+        pcredits = Signal(range(c.psum_window + 1), init=c.psum_window)
+        pc_add = Signal(8)
+        pc_take = Signal()
+
+        hdr_ext = cfg_layout()(f.payload[:cfg_layout().size])
+        hdr_cfg = hdr_ext
+        hdr_ld = load_head_layout()(f.payload[:load_head_layout().size])
+        hdr_data = data_header_layout()(f.payload[:data_header_layout().size])
+        hdr_pc = pcredit_layout()(f.payload[:pcredit_layout().size])
+        is_ext = hdr_ext.kind == KIND_EXT
+
+        m.d.comb += ni.ready.eq(1)
+        # loads: the PE takes one beat per cycle while idle (w_load/p_load ready = ~busy)
+        wl, pl = pe.w_load, pe.p_load
+        pld = pload_body_layout()(f.payload[:pload_body_layout().size])
+        m.d.comb += [wl.payload.addr.eq(ld_addr), wl.payload.row.eq(ld_row),
+                     wl.payload.data.eq(f.payload[:8 * c.C0]),
+                     pl.payload.addr.eq(ld_addr), pl.payload.row.eq(ld_row),
+                     pl.payload.bias.eq(pld.bias), pl.payload.scale.eq(pld.scale)]
+
+        def ld_advance():
+            with m.If(ld_row == K0 - 1):
+                m.d.sync += [ld_row.eq(0), ld_addr.eq(ld_addr + 1)]
+            with m.Else():
+                m.d.sync += ld_row.eq(ld_row + 1)
+            m.d.sync += ld_left.eq(ld_left - 1)
+
+        def end_packet():
+            with m.If(f.tail):
+                m.d.sync += st.eq(S_HEAD)
+
+        with m.If(ni.valid):
+            with m.If(st == S_HEAD):
+                m.d.sync += [src.eq(f.src), cnt.eq(0), pj.eq(0)]
+                with m.If(~f.head):
+                    m.d.sync += err.bad_packet.eq(1)
+                    with m.If(~f.tail):
+                        m.d.sync += st.eq(S_DROP)
+                with m.Elif(is_ext & (hdr_ext.ext == EXT_CFG) & f.tail):
+                    reg, val = hdr_cfg.reg, hdr_cfg.value
+                    with m.If(reg == REGS["clear"]):
+                        m.d.comb += clear_req.eq(1)
+                    with m.Elif(reg >= len(REGS)):
+                        m.d.sync += err.bad_reg.eq(1)
+                    with m.Elif(active):
+                        m.d.sync += err.cfg_busy.eq(1)
+                    with m.Elif(reg == REGS["start"]):
+                        m.d.comb += start_req.eq(1)
+                    for name, sig, lo in (("pe_cfg0", cfg_word, 0), ("pe_cfg1", cfg_word, 32),
+                                          ("pe_cfg2", cfg_word, 64), ("ntiles", ntiles, 0),
+                                          ("psum_dest", psum_dest, 0), ("out_dest", out_dest, 0),
+                                          ("out_base", out_base, 0),
+                                          ("out_tile_stride", out_stride, 0),
+                                          ("done_dest", done_dest, 0)):
+                        with m.If(~active & (reg == REGS[name])):
+                            w = min(32, len(sig) - lo)
+                            m.d.sync += sig[lo:lo + w].eq(val[:w])
+                with m.Elif(is_ext & (hdr_ext.ext == EXT_PCREDIT) & f.tail):
+                    m.d.comb += pc_add.eq(hdr_pc.count)
+                with m.Elif(is_ext & ((hdr_ext.ext == EXT_WLOAD) | (hdr_ext.ext == EXT_PLOAD))):
+                    m.d.sync += [ld_addr.eq(hdr_ld.addr), ld_row.eq(hdr_ld.row),
+                                 ld_left.eq(hdr_ld.count)]
+                    with m.If(active):
+                        m.d.sync += err.load_busy.eq(1)
+                        with m.If(~f.tail):
+                            m.d.sync += st.eq(S_DROP)
+                    with m.Elif(f.tail):
+                        with m.If(hdr_ld.count != 0):
+                            m.d.sync += err.bad_packet.eq(1)
+                    with m.Else():
+                        m.d.sync += st.eq(Mux(hdr_ext.ext == EXT_WLOAD, S_WLOAD, S_PLOAD))
+                with m.Elif(is_ext & (hdr_ext.ext == EXT_PSUM)):
+                    with m.If(f.tail):           # empty packet: its credit still goes back
+                        m.d.comb += [prx.pkt.valid.eq(1), prx.pkt.payload.src.eq(f.src),
+                                     prx.pkt.payload.count.eq(0)]
+                        with m.If(~prx.pkt.ready):
+                            m.d.sync += err.psum_overflow.eq(1)
+                    with m.Else():
+                        m.d.sync += st.eq(S_PSUM)
+                with m.Elif(hdr_data.kind == KIND_DATA):
+                    with m.If(hdr_data.nwords > c.max_tile):
+                        m.d.sync += err.bad_packet.eq(1)
+                    with m.If(f.tail):
+                        m.d.comb += [drx.pkt.valid.eq(1), drx.pkt.payload.src.eq(f.src),
+                                     drx.pkt.payload.count.eq(0)]
+                        with m.If(~drx.pkt.ready):
+                            m.d.sync += err.data_overflow.eq(1)
+                    with m.Else():
+                        m.d.sync += st.eq(S_DATA)
+                with m.Else():
+                    m.d.sync += err.bad_packet.eq(1)
+                    with m.If(~f.tail):
+                        m.d.sync += st.eq(S_DROP)
+            with m.Elif(f.head):
+                # a head inside a packet: the packet in progress is cut here
+                m.d.sync += err.bad_packet.eq(1)
+            with m.If(st == S_WLOAD):
+                with m.If(ld_left == 0):
+                    m.d.sync += err.bad_packet.eq(1)
+                with m.Else():
+                    m.d.comb += wl.valid.eq(1)
+                    m.d.comb += ni.ready.eq(wl.ready)
+                    with m.If(wl.ready):
+                        ld_advance()
+                with m.If(ni.ready & f.tail):
+                    m.d.sync += st.eq(S_HEAD)
+                    with m.If(ld_left > 1):
+                        m.d.sync += err.bad_packet.eq(1)
+            with m.If(st == S_PLOAD):
+                with m.If(ld_left == 0):
+                    m.d.sync += err.bad_packet.eq(1)
+                with m.Else():
+                    m.d.comb += pl.valid.eq(1)
+                    m.d.comb += ni.ready.eq(pl.ready)
+                    with m.If(pl.ready):
+                        ld_advance()
+                with m.If(ni.ready & f.tail):
+                    m.d.sync += st.eq(S_HEAD)
+                    with m.If(ld_left > 1):
+                        m.d.sync += err.bad_packet.eq(1)
+            with m.If(st == S_DATA):
+                m.d.comb += [drx.w.valid.eq(1), drx.w.payload.eq(f.payload)]
+                with m.If(drx.w.ready):
+                    m.d.sync += cnt.eq(cnt + 1)
+                with m.Else():
+                    m.d.sync += err.data_overflow.eq(1)
+                with m.If(f.tail):
+                    m.d.comb += [drx.pkt.valid.eq(1), drx.pkt.payload.src.eq(src),
+                                 drx.pkt.payload.count.eq(cnt + drx.w.ready)]
+                    with m.If(~drx.pkt.ready):
+                        m.d.sync += err.data_overflow.eq(1)
+                end_packet()
+            with m.If(st == S_PSUM):
+                last_flit = pj == NF - 1
+                with m.If(last_flit):
+                    m.d.sync += pj.eq(0)
+                    m.d.comb += [prx.w.valid.eq(1),
+                                 prx.w.payload.eq(Cat(asm[:WB * (NF - 1)] if NF > 1 else Const(0, 0),
+                                                      f.payload)[:PB])]
+                    with m.If(prx.w.ready):
+                        m.d.sync += cnt.eq(cnt + 1)
+                    with m.Else():
+                        m.d.sync += err.psum_overflow.eq(1)
+                with m.Else():
+                    m.d.sync += pj.eq(pj + 1)
+                    if NF > 1:
+                        m.d.sync += asm.eq(Cat(asm[WB:], f.payload))
+                with m.If(f.tail):
+                    with m.If(~last_flit):
+                        m.d.sync += err.bad_packet.eq(1)
+                    m.d.comb += [prx.pkt.valid.eq(1), prx.pkt.payload.src.eq(src),
+                                 prx.pkt.payload.count.eq(cnt + (last_flit & prx.w.ready))]
+                    with m.If(~prx.pkt.ready):
+                        m.d.sync += err.psum_overflow.eq(1)
+                end_packet()
+            with m.If(st == S_DROP):
+                end_packet()
+
+        # psum credits of this node (toward its downstream PE)
+        pc_sum = Signal(range(2 * c.psum_window + 256))
+        m.d.comb += pc_sum.eq(pcredits + pc_add - pc_take)
+        with m.If(pc_sum > c.psum_window):
+            m.d.sync += [pcredits.eq(c.psum_window), err.credit_overflow.eq(1)]
+        with m.Else():
+            m.d.sync += pcredits.eq(pc_sum)
+
+        with m.If(clear_req):
+            m.d.sync += [err.eq(0), discard.eq(0)]
+
+        # ---------------- input tiles: receive FIFO -> PE input buffer --------------------
+        slots = ibuf_slots(p)
+        half = p.ibuf_words // slots
+        full = Signal(slots)            # region holds a whole tile not yet started
+        busy_s = Signal(slots)          # region being computed
+        fs = Signal(range(max(2, slots)))   # region being filled
+        ss = Signal(range(max(2, slots)))   # next region to start
+        rs = Signal(range(max(2, slots)))   # region the PE computes (released on done)
+        fill = Signal(bits_for(p.ibuf_words) + 1)
+        filled_tiles = Signal(16)
+        started = Signal(16)
+        done_tiles = Signal(16)
+        m.d.comb += self.tiles.eq(done_tiles)
+
+        il = pe.i_load
+        fs_free = ~(full.bit_select(fs, 1) | busy_s.bit_select(fs, 1))
+        fill_en = running & fs_free & (filled_tiles != ntiles)
+        m.d.comb += [il.payload.addr.eq(fs * half + fill), il.payload.data.eq(drx.r.payload),
+                     il.valid.eq(drx.r.valid & fill_en),
+                     drx.r.ready.eq(Mux(discard, 1, il.ready & fill_en))]
+        set_full = Signal(slots)
+        clr_full = Signal(slots)
+        set_busy = Signal(slots)
+        clr_busy = Signal(slots)
+        with m.If(il.valid & il.ready):
+            with m.If(fill == tile_words - 1):
+                m.d.sync += [fill.eq(0), filled_tiles.eq(filled_tiles + 1)]
+                m.d.comb += set_full.eq(1 << fs)
+                if slots > 1:
+                    m.d.sync += fs.eq(fs + 1)
+            with m.Else():
+                m.d.sync += fill.eq(fill + 1)
+        # start the PE on the oldest full region when it is idle
+        go = Signal()
+        m.d.comb += go.eq(running & full.bit_select(ss, 1) & ~pe.busy & ~busy_s.any())
+        m.d.comb += pe.start.eq(go)
+        with m.If(go):
+            m.d.comb += [clr_full.eq(1 << ss), set_busy.eq(1 << ss)]
+            m.d.sync += started.eq(started + 1)
+            if slots > 1:
+                m.d.sync += ss.eq(ss + 1)
+        with m.If(pe.done):
+            m.d.comb += clr_busy.eq(1 << rs)
+            m.d.sync += done_tiles.eq(done_tiles + 1)
+            if slots > 1:
+                m.d.sync += rs.eq(rs + 1)
+        m.d.sync += [full.eq((full | set_full) & ~clr_full),
+                     busy_s.eq((busy_s | set_busy) & ~clr_busy)]
+
+        # ---------------- partial sums in ------------------------------------------------
+        m.d.comb += [pe.psum_in.payload.eq(prx.r.payload),
+                     pe.psum_in.valid.eq(prx.r.valid & ~discard),
+                     prx.r.ready.eq(Mux(discard, 1, pe.psum_in.ready))]
+
+        # ---------------- results: staging FIFO -> packets ------------------------------
+        m.submodules.stage = stg = SramFifo(max(PB, WB),
+                                            pow2_at_least(2 * max(c.out_words, c.psum_beats)))
+        m.d.comb += [stg.w.valid.eq(Mux(to_ppu, pe.out.valid, pe.psum_out.valid)),
+                     stg.w.payload.eq(Mux(to_ppu, pe.out.payload.as_value(),
+                                          pe.psum_out.payload.as_value())),
+                     pe.out.ready.eq(to_ppu & stg.w.ready),
+                     pe.psum_out.ready.eq(~to_ppu & stg.w.ready)]
+        left = Signal(24)               # beats of the current tile not yet packetised
+        t_out = Signal(16)              # tiles whose results have all been sent
+        tile_addr = Signal(16)
+        baddr = Signal(16)              # GPE address of the next OUT beat
+        in_pkt = Signal()
+        k = Signal(8)                   # beats of the packet still to send
+        j = Signal(range(max(2, NF)))
+        n_pkt = Signal(8)
+        maxp = Mux(to_ppu, c.out_words, c.psum_beats)
+        m.d.comb += n_pkt.eq(Mux(left < maxp, left, maxp))
+        pkt_ready = (running & ~in_pkt & (t_out != ntiles) & (stg.level >= n_pkt)
+                     & (to_ppu | (pcredits != 0)))
+
+        # ---------------- network out -----------------------------------------------------
+        no = self.net_out
+        o = no.payload
+        flit_l = o.shape()
+        fl = Signal(flit_l)
+        m.d.comb += [no.payload.eq(fl), fl.src.eq(self.node_id), fl.mcast.eq(0)]
+
+        def dest_reg(reg):
+            return [fl.dest.ucast.chiplet.eq(self.node_id.chiplet),
+                    fl.dest.ucast.node.x.eq(reg[:8]), fl.dest.ucast.node.y.eq(reg[8:16])]
+
+        # DONE condition: every tile started, finished and sent
+        fin = running & ~in_pkt & (t_out == ntiles) & (started == ntiles) & ~busy_s.any() & ~full.any()
+        with m.If(fin):
+            m.d.sync += [running.eq(0), done_pend.eq(1), done_code.eq(DONE_OK)]
+
+        with m.If(in_pkt):
+            last_flit = j == NF - 1
+            m.d.comb += [no.valid.eq(stg.r.valid), fl.head.eq(0), fl.mclass.eq(0),
+                         *dest_reg(Mux(to_ppu, out_dest, psum_dest))]
+            with m.If(to_ppu):
+                m.d.comb += [fl.payload.eq(stg.r.payload[:WB]), fl.tail.eq(k == 1),
+                             stg.r.ready.eq(no.ready)]
+            with m.Else():
+                slices = [stg.r.payload[WB * i:WB * (i + 1)] for i in range(NF)]
+                sel = slices[-1]
+                for i in range(NF - 2, -1, -1):
+                    sel = Mux(j == i, slices[i], sel)
+                m.d.comb += [fl.payload.eq(sel), fl.tail.eq((k == 1) & last_flit),
+                             stg.r.ready.eq(no.ready & last_flit)]
+            with m.If(no.valid & no.ready):
+                with m.If(to_ppu | last_flit):
+                    m.d.sync += [k.eq(k - 1), j.eq(0)]
+                    with m.If(k == 1):
+                        m.d.sync += in_pkt.eq(0)
+                with m.Else():
+                    m.d.sync += j.eq(j + 1)
+        with m.Elif(drx.credit.valid):
+            m.d.comb += [no.valid.eq(1), fl.head.eq(1), fl.tail.eq(1), fl.mclass.eq(ctrl),
+                         fl.dest.ucast.eq(drx.credit.payload),
+                         fl.payload.eq(credit_layout().const({"kind": KIND_CREDIT, "count": 1})),
+                         drx.credit.ready.eq(no.ready)]
+        with m.Elif(prx.credit.valid):
+            m.d.comb += [no.valid.eq(1), fl.head.eq(1), fl.tail.eq(1), fl.mclass.eq(ctrl),
+                         fl.dest.ucast.eq(prx.credit.payload),
+                         fl.payload.eq(pcredit_layout().const(
+                             {"kind": KIND_EXT, "ext": EXT_PCREDIT, "count": 1})),
+                         prx.credit.ready.eq(no.ready)]
+        with m.Elif(done_pend):
+            dn = Signal(done_layout((c.node_mesh_x, c.node_mesh_y)))
+            m.d.comb += [dn.kind.eq(KIND_EXT), dn.ext.eq(EXT_DONE), dn.node.eq(self.node_id.node),
+                         dn.code.eq(done_code)]
+            m.d.comb += [no.valid.eq(1), fl.head.eq(1), fl.tail.eq(1), fl.mclass.eq(ctrl),
+                         *dest_reg(done_dest), fl.payload.eq(dn)]
+            with m.If(no.ready):
+                m.d.sync += done_pend.eq(0)
+        with m.Elif(pkt_ready):
+            oh = Signal(out_header_layout())
+            ph = Signal(psum_head_layout())
+            m.d.comb += [oh.kind.eq(KIND_OUT), oh.addr.eq(baddr), oh.nwords.eq(n_pkt),
+                         ph.kind.eq(KIND_EXT), ph.ext.eq(EXT_PSUM), ph.nbeats.eq(n_pkt)]
+            m.d.comb += [no.valid.eq(1), fl.head.eq(1), fl.tail.eq(0), fl.mclass.eq(0),
+                         *dest_reg(Mux(to_ppu, out_dest, psum_dest)),
+                         fl.payload.eq(Mux(to_ppu, oh.as_value(), ph.as_value()))]
+            with m.If(no.ready):
+                m.d.sync += [in_pkt.eq(1), k.eq(n_pkt), j.eq(0)]
+                m.d.comb += pc_take.eq(~to_ppu)
+                with m.If(left == n_pkt):
+                    m.d.sync += [t_out.eq(t_out + 1), left.eq(tile_beats),
+                                 tile_addr.eq(tile_addr + out_stride),
+                                 baddr.eq(tile_addr + out_stride)]
+                with m.Else():
+                    m.d.sync += [left.eq(left - n_pkt), baddr.eq(baddr + n_pkt)]
+
+        # ---------------- start / prep / configuration check -----------------------------
+        with m.If(start_req):
+            m.d.sync += [prep.eq(PREP_CYCLES), discard.eq(0)]
+        with m.If(prep != 0):
+            m.d.sync += prep.eq(prep - 1)
+            with m.If(prep == 1):
+                m.d.sync += [fill.eq(0), filled_tiles.eq(0), started.eq(0), done_tiles.eq(0),
+                             full.eq(0), fs.eq(0), ss.eq(0), t_out.eq(0), left.eq(tile_beats),
+                             tile_addr.eq(out_base), baddr.eq(out_base)]
+                with m.If(pe.cfg_cause != 0):
+                    m.d.sync += [done_pend.eq(1), done_code.eq(pe.cfg_cause), discard.eq(1)]
+                with m.Else():
+                    m.d.sync += running.eq(1)
+        return m

@@ -1,0 +1,380 @@
+"""Chiplet testbench (cocotbext-axi style): clock/reset, host drivers and monitors.
+
+:class:`ChipletTB` drives the ``chiplet`` block's host ports (:mod:`tessera.hdl.chiplet.chiplet`):
+
+* program load on ``prog`` (before ``start``), ``start`` pulse, the cycle
+  counter ``start`` -> ``done``/``error`` (``cycles`` = the number of rising
+  edges from the one that samples ``start`` to the first one at which the
+  controller shows ``done`` or ``error``; it includes the controller's program
+  fetch, every CFG/command, the NoC traffic and the final WAITs, nothing
+  else);
+* a host flit driver on ``host_in`` (:meth:`ChipletTB.send_packet` queues
+  whole packets; optional random idle cycles *between* packets, never inside
+  one -- the router's local input carries one packet at a time);
+* a host sink on ``host_out`` with random back-pressure that returns one
+  ``CREDIT`` packet (kind 3, count 1, control class, to the packet's ``src``)
+  for every ``DATA`` packet it has fully received, and keeps every packet;
+* the barrier hook: while ``bar_req`` is high with id ``i``, the handler
+  registered with :meth:`ChipletTB.on_barrier` runs once (typically: queue the
+  preload) and ``bar_ack`` is raised;
+* flit counters (``host_in`` / ``host_out`` flits, credits returned) and the
+  RTL's ``noc_flits``.
+
+It runs on either simulator through an I/O adapter with one call sequence per
+cycle (``pre`` -> drive -> ``settle`` -> sample -> ``post``):
+:class:`CocotbIO` (Verilator, ``dut.<port>__<field>`` handles) and
+:class:`AmaranthIO` (amaranth.sim testbench context on a
+:class:`~tessera.hdl.chiplet.chiplet.Chiplet` built with ``sim=True``).
+Flits are ints packed in the endpoint layout (:meth:`ChipletConfig.flit_layout`).
+"""
+from __future__ import annotations
+
+import random
+from collections import deque
+
+from amaranth.hdl import Value
+
+from tessera.export import _layout_fields
+from tessera.hdl.chiplet.config import ChipletConfig, node_map
+from tessera.hdl.chiplet.packets import ctrl_class
+from tessera.hdl.global_pe.packets import (DATA_CLASS, KIND_BITS, KIND_CREDIT, KIND_DATA,
+                                           KIND_OUT, credit_layout, data_header_layout,
+                                           out_header_layout, pack_fields, unpack_fields)
+from tessera.tb.common import pack, unpack
+
+
+# ---- simulator adapters ------------------------------------------------------------------
+class CocotbIO:
+    """cocotb/Verilator: drive after the falling edge, sample in ReadOnly."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.clk = dut.clk
+        self._h = {}
+
+    def _handle(self, name):
+        h = self._h.get(name)
+        if h is None:
+            h = self._h[name] = getattr(self.dut, name)
+        return h
+
+    def set(self, name, value):
+        self._handle(name).value = int(value)
+
+    def get(self, name) -> int:
+        return int(self._handle(name).value)
+
+    async def pre(self):
+        from cocotb.triggers import FallingEdge
+        await FallingEdge(self.clk)
+
+    async def settle(self):
+        from cocotb.triggers import ReadOnly
+        await ReadOnly()
+
+    async def post(self):
+        pass
+
+    async def start_clock(self, period_ns=10):
+        import cocotb
+        from cocotb.clock import Clock
+        cocotb.start_soon(Clock(self.clk, period_ns, unit="ns").start())
+
+    async def reset(self, cycles=3):
+        from cocotb.triggers import RisingEdge
+        self.dut.rst.value = 1
+        for _ in range(cycles):
+            await RisingEdge(self.clk)
+        self.dut.rst.value = 0
+
+
+class AmaranthIO:
+    """amaranth.sim testbench context; port names as in the Verilog (``a__b``)."""
+
+    def __init__(self, ctx, dut):
+        self.ctx, self.dut = ctx, dut
+        self._h = {}
+
+    def _handle(self, name):
+        h = self._h.get(name)
+        if h is None:
+            obj = self.dut
+            for part in name.split("__"):
+                obj = getattr(obj, part)
+            h = self._h[name] = Value.cast(obj)
+        return h
+
+    def set(self, name, value):
+        self.ctx.set(self._handle(name), int(value))
+
+    def get(self, name) -> int:
+        return int(self.ctx.get(self._handle(name)))
+
+    async def pre(self):
+        pass
+
+    async def settle(self):
+        pass
+
+    async def post(self):
+        await self.ctx.tick()
+
+    async def start_clock(self, period_ns=10):
+        pass                                  # sim.add_clock by the caller
+
+    async def reset(self, cycles=3):
+        pass                                  # amaranth.sim starts from reset values
+
+
+# ---- the testbench -----------------------------------------------------------------------
+class ChipletTB:
+    INPUTS = ("host_in__valid", "host_in__payload", "host_out__ready", "prog__valid",
+              "prog__payload", "start", "clear", "bar_ack")
+
+    def __init__(self, io, cfg: ChipletConfig | None = None, seed: int = 1,
+                 in_gap: float = 0.0, out_ready: float = 1.0):
+        self.io = io
+        self.cfg = cfg = cfg or ChipletConfig()
+        self.nmap = node_map(cfg)
+        self.rng = random.Random(seed)
+        self.in_gap, self.out_ready = in_gap, out_ready
+        self.flay = cfg.flit_layout()
+        self.ffields = _layout_fields(self.flay)
+        self.ctrl_cls = ctrl_class(cfg.classes)
+        self.cycle = 0
+        self.tx: deque = deque()          # packets (lists of flit ints) for host_in
+        self.tx_credit: deque = deque()   # CREDIT packets (sent first, between packets)
+        self.cur: list | None = None      # packet being sent
+        self.prog_q: deque = deque()
+        self.start_pending = False
+        self.start_cycle = None
+        self.end_cycle = None
+        self.rx_flits: list = []          # every host_out flit (dicts)
+        self.rx_packets: list = []        # complete packets: (head dict, [payloads])
+        self._rx_cur: list | None = None
+        self.bar_handlers: dict = {}
+        self._bar_done: set = set()
+        self.in_flits = self.out_flits = self.credits = 0
+        self.status: dict = {}
+        self.checks = 0
+        self.clear_pending = False
+
+    # ---- packet construction ---------------------------------------------------------
+    def addr(self, xy) -> dict:
+        return {"chiplet": {"x": 0, "y": 0}, "node": {"x": xy[0], "y": xy[1]}}
+
+    def flit(self, head, tail, mclass, dest, payload, mcast_nodes=None) -> int:
+        d = {"head": head, "tail": tail, "mclass": mclass, "payload": payload}
+        for k, v in (("src", self.addr(self.nmap.gateway)),):
+            d.update({f"{k}.chiplet.x": v["chiplet"]["x"], f"{k}.chiplet.y": v["chiplet"]["y"],
+                      f"{k}.node.x": v["node"]["x"], f"{k}.node.y": v["node"]["y"]})
+        if mcast_nodes is not None:
+            d.update({"mcast": 1, "dest.mcast.chiplets": 1,
+                      "dest.mcast.nodes": self.nmap.mask(mcast_nodes)})
+        else:
+            d.update({"mcast": 0, "dest.ucast.chiplet.x": 0, "dest.ucast.chiplet.y": 0,
+                      "dest.ucast.node.x": dest[0], "dest.ucast.node.y": dest[1]})
+        return pack(self.ffields, d)
+
+    def packet(self, dest, payloads, mclass=DATA_CLASS, mcast_nodes=None) -> list:
+        """Flits (ints) of one packet from the gateway: payloads[0] is the head's."""
+        n = len(payloads)
+        return [self.flit(int(i == 0), int(i == n - 1), mclass, dest, p, mcast_nodes)
+                for i, p in enumerate(payloads)]
+
+    def out_packets(self, words, base, max_words=None):
+        """OUT packets (into a Global PE RECV window) carrying ``words`` at ``base``..."""
+        max_words = max_words or self.cfg.max_tile
+        olay = out_header_layout()
+        pk = []
+        for i in range(0, len(words), max_words):
+            part = words[i:i + max_words]
+            head = pack_fields(olay, kind=KIND_OUT, addr=base + i, nwords=len(part))
+            pk.append(self.packet(self.nmap.gpe, [head] + list(part), DATA_CLASS))
+        return pk
+
+    # ---- host actions ------------------------------------------------------------------
+    def new_run(self):
+        """Forget the last run's host-side records and pulse ``clear`` (the controller
+        forgets its program and status; the sticky summaries clear) before the next load."""
+        self.rx_flits, self.rx_packets, self._rx_cur = [], [], None
+        self.in_flits = self.out_flits = self.credits = 0
+        self.start_cycle = self.end_cycle = None
+        self.bar_handlers, self._bar_done = {}, set()
+        self.clear_pending = True
+
+    def load_program(self, words):
+        self.prog_q.extend(int(w) for w in words)
+
+    def send_packet(self, flits):
+        self.tx.append(list(flits))
+
+    def send_packets(self, packets):
+        for p in packets:
+            self.send_packet(p)
+
+    def start(self):
+        self.start_pending = True
+
+    def on_barrier(self, bid: int, handler):
+        """Run ``handler(tb)`` once when the program's ``BAR bid`` is reached, then ack."""
+        self.bar_handlers[bid] = handler
+
+    def data_words(self) -> int:
+        return sum(len(ws) for _h, ws in self.data_packets())
+
+    def data_packets(self):
+        """(header dict, words) of every DATA packet received on host_out."""
+        out = []
+        for head, pays in self.rx_packets:
+            h = unpack_fields(data_header_layout(), pays[0])
+            if h["kind"] == KIND_DATA:
+                out.append((h, pays[1:]))
+        return out
+
+    # ---- per-cycle engine ----------------------------------------------------------------
+    def _drive(self):
+        io = self.io
+        # clear, then program load (only while idle, before start)
+        clr = self.clear_pending
+        io.set("clear", int(clr))
+        io.set("prog__valid", 1 if self.prog_q and not clr else 0)
+        io.set("prog__payload", self.prog_q[0] if self.prog_q else 0)
+        io.set("start", 1 if (self.start_pending and not self.prog_q and not clr) else 0)
+        # host_in: whole packets, credits first (only between packets), gaps between packets
+        if self.cur is None:
+            if self.tx_credit:
+                self.cur = self.tx_credit.popleft()
+            elif self.tx and self.rng.random() >= self.in_gap:
+                self.cur = self.tx.popleft()
+        io.set("host_in__valid", 1 if self.cur else 0)
+        io.set("host_in__payload", self.cur[0] if self.cur else 0)
+        self._out_rdy = self.rng.random() < self.out_ready
+        io.set("host_out__ready", int(self._out_rdy))
+        io.set("bar_ack", int(self._bar_ack))
+
+    def _sample(self):
+        io = self.io
+        clr, self.clear_pending = self.clear_pending, False
+        if self.prog_q and not clr and io.get("prog__ready"):
+            self.prog_q.popleft()
+        if self.start_pending and not self.prog_q and io.get("start"):
+            self.start_pending = False
+            self.start_cycle = self.cycle
+            self.end_cycle = None
+        if self.cur and io.get("host_in__ready"):
+            self.cur.pop(0)
+            self.in_flits += 1
+            if not self.cur:
+                self.cur = None
+        if self._out_rdy and io.get("host_out__valid"):
+            f = unpack(self.ffields, io.get("host_out__payload"))
+            self.rx_flits.append(f)
+            self.out_flits += 1
+            self._rx(f)
+        # barrier: ack one cycle after req is seen (handler runs once per id)
+        req = io.get("bar_req")
+        bid = io.get("bar_id")
+        if req and not self._bar_ack:
+            if bid not in self._bar_done:
+                self._bar_done.add(bid)
+                h = self.bar_handlers.get(bid)
+                if h is not None:
+                    h(self)
+            self._bar_ack = True
+        elif self._bar_ack:
+            self._bar_ack = False
+        busy = io.get("busy")
+        if self.start_cycle is not None and self.end_cycle is None and self.cycle > self.start_cycle \
+                and not busy and (io.get("done") or io.get("error")):
+            self.end_cycle = self.cycle
+        self._busy = busy
+
+    def _rx(self, f):
+        if f["head"]:
+            if self._rx_cur is not None:
+                raise AssertionError(f"host_out: head flit inside a packet at cycle {self.cycle}")
+            self._rx_cur = [f]
+        elif self._rx_cur is None:
+            raise AssertionError(f"host_out: body flit without head at cycle {self.cycle}")
+        else:
+            self._rx_cur.append(f)
+        if f["tail"]:
+            pkt = self._rx_cur
+            self._rx_cur = None
+            pays = [x["payload"] for x in pkt]
+            self.rx_packets.append((pkt[0], pays))
+            kind = pays[0] & ((1 << KIND_BITS) - 1)
+            if kind == KIND_DATA:
+                src = (pkt[0]["src.node.x"], pkt[0]["src.node.y"])
+                cr = pack_fields(credit_layout(), kind=KIND_CREDIT, count=1)
+                self.tx_credit.append(self.packet(src, [cr], self.ctrl_cls))
+                self.credits += 1
+
+    async def setup(self):
+        self._bar_ack = False
+        self._busy = 0
+        await self.io.start_clock()
+        for name in self.INPUTS:
+            self.io.set(name, 0)
+        await self.io.reset()
+
+    async def step(self):
+        await self.io.pre()
+        self._drive()
+        await self.io.settle()
+        self._sample()
+        await self.io.post()
+        self.cycle += 1
+
+    async def run(self, max_cycles=100_000, drain=True, until=None):
+        """Run until the program has ended (and, if ``drain``, host_in is empty and the
+        credits are out; and ``until(tb)`` holds, e.g. every expected word has arrived on
+        host_out: a SEND completes when its last flit has left the Global PE, not when it
+        reached the host); returns the start->end cycle count.  Raises on a hang."""
+        for _ in range(max_cycles):
+            await self.step()
+            ended = self.end_cycle is not None
+            if ended and (not drain or (self.cur is None and not self.tx and not self.tx_credit)) \
+                    and (until is None or until(self)):
+                break
+        else:
+            raise AssertionError(f"chiplet still busy after {max_cycles} cycles (hang)")
+        self.read_status()
+        return self.cycles
+
+    @property
+    def cycles(self):
+        if self.start_cycle is None or self.end_cycle is None:
+            return None
+        return self.end_cycle - self.start_cycle
+
+    def read_status(self) -> dict:
+        io = self.io
+        names = ("busy", "done", "error", "timeout", "err_code", "err_pc", "stray",
+                 "gpe_status", "pe_error", "pe_running", "noc_err", "noc_flits")
+        self.status = {n: io.get(n) for n in names}
+        self.status.update(cycles=self.cycles, host_in_flits=self.in_flits,
+                           host_out_flits=self.out_flits, credits_returned=self.credits)
+        return self.status
+
+
+def amaranth_run(cfg: ChipletConfig, body, seed=1, in_gap=0.0, out_ready=1.0):
+    """Build a ``Chiplet(cfg, sim=True)``, run ``await body(tb)`` in amaranth.sim; returns tb."""
+    from amaranth.sim import Simulator
+
+    from tessera.hdl.chiplet.chiplet import Chiplet
+    dut = Chiplet(cfg, sim=True)
+    holder = {}
+
+    async def bench(ctx):
+        tb = ChipletTB(AmaranthIO(ctx, dut), cfg, seed=seed, in_gap=in_gap, out_ready=out_ready)
+        holder["tb"] = tb
+        await tb.setup()
+        await body(tb)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return holder["tb"]

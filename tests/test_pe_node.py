@@ -1,0 +1,167 @@
+"""pe_node (issue 17): amaranth.sim of the PE + network interface against the
+golden model (:mod:`tessera.golden.pe_node`) on seeded random scenarios (1x1 and
+3x3, stride 1/2, roles ONLY/FIRST/MIDDLE/LAST, several tiles and runs, random
+gaps on net_in and back-pressure on net_out), plus directed corners: loads
+while running, psum credit exhaustion, a PE configuration error, bad packets,
+register writes while running, and parameter validation."""
+from __future__ import annotations
+
+import pytest
+from amaranth.sim import Simulator
+
+from tessera.hdl.chiplet import packets as P
+from tessera.hdl.chiplet.pe_node import PeNode
+from tessera.hdl.pe.config import ErrorCause, PEConfig, Role
+from tessera.params import ParamError
+from tessera.tb.chiplet import pe_node_env as E
+
+import numpy as np
+
+C = P.PeNodeConfig(**E.SMALL)
+
+
+def simulate(env: E.Env, max_cycles=60000, dut=None, probe=None):
+    dut = dut or PeNode(**E.SMALL)
+    out = {}
+
+    async def tb(ctx):
+        ctx.set(dut.node_id, dut.node_id.shape().const({"node": {"x": E.ME[0], "y": E.ME[1]}}))
+        for cyc in range(max_cycles):
+            v, fl, rdy = env.drive()
+            ctx.set(dut.net_in.valid, v)
+            ctx.set(dut.net_in.payload.as_value(), fl)
+            ctx.set(dut.net_out.ready, rdy)
+            taken = v and ctx.get(dut.net_in.ready)
+            fire = ctx.get(dut.net_out.valid) and rdy
+            of = ctx.get(dut.net_out.payload.as_value()) if fire else 0
+            if probe:
+                probe(ctx, dut, cyc)
+            await ctx.tick()
+            env.sample(taken, fire, of)
+            if env.finished():
+                break
+        out["cycles"] = env.cycle
+        out["err"] = {k: ctx.get(getattr(dut.err, k)) for k in
+                      ("load_busy", "cfg_busy", "bad_reg", "bad_packet", "data_overflow",
+                       "psum_overflow", "credit_overflow")}
+        out["running"] = ctx.get(dut.running)
+        out["done_code"] = ctx.get(dut.done_code)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+    return out
+
+
+def run_and_check(runs, seed=0, **kw):
+    env = E.Env(C, runs, seed=seed, **{k: v for k, v in kw.items() if k != "max_cycles"})
+    out = simulate(env, **({"max_cycles": kw["max_cycles"]} if "max_cycles" in kw else {}))
+    assert env.finished(), f"not finished after {out['cycles']} cycles (dones {env.dones})"
+    errs = env.check()
+    assert not errs, "\n".join(errs[:5])
+    assert not any(out["err"].values()), out["err"]
+    assert not out["running"]
+    return env, out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random(seed):
+    run_and_check(E.scenario(C, seed), seed=seed)
+
+
+@pytest.mark.parametrize("role", list(Role))
+@pytest.mark.parametrize("R,stride", [(1, 1), (3, 1), (3, 2)])
+def test_roles(role, R, stride):
+    rng = np.random.default_rng(100 + 10 * int(role) + R + stride)
+    runs = [E.build_run(C, rng, role=role, R=R, stride=stride, ntiles=3)]
+    run_and_check(runs, seed=int(role) * 7 + R + stride)
+
+
+def test_heavy_backpressure():
+    """Output mostly stalled, input with long gaps; many tiles."""
+    rng = np.random.default_rng(7)
+    runs = [E.build_run(C, rng, role=Role.MIDDLE, R=1, stride=1, ntiles=4)]
+    run_and_check(runs, seed=3, in_gap=0.6, out_stall=0.85)
+
+
+def test_psum_credit_exhaustion_stalls():
+    """A FIRST node whose downstream returns no PCREDIT for a long time sends
+    exactly psum_window packets, then waits; nothing is lost when credits come."""
+    rng = np.random.default_rng(11)
+    runs = [E.build_run(C, rng, role=Role.FIRST, R=1, stride=1, ntiles=3,
+                        cfg=PEConfig(R=1, S=1, C1=1, K1=2, P1=4, Q1=4, H_in=4, W_in=4,
+                                     role=Role.FIRST))]
+    env = E.Env(C, runs, seed=5, pcredit_delay=(3000, 3000))
+    seen = []
+
+    def probe(ctx, dut, cyc):
+        if 2000 < cyc < 2900:
+            seen.append(len(env.got[(E.DOWN, "PSUM")]))
+    out = simulate(env, probe=probe)
+    assert set(seen) == {C.psum_window}, set(seen)      # stalled at the window
+    assert env.finished() and not env.check()
+    assert out["cycles"] > 3000
+
+
+def test_config_error_done_code():
+    """An illegal tile (IBUF_OVERFLOW) -> DONE with the PE's cause; DATA that
+    arrives is discarded with its credits returned (the producer never hangs)."""
+    cfg = PEConfig(R=1, S=1, C1=2, K1=1, P1=8, Q1=8, H_in=8, W_in=8, role=Role.ONLY)
+    rng = np.random.default_rng(3)
+    # build the run on a legal shape, then replace the config registers
+    legal = PEConfig(R=1, S=1, C1=1, K1=1, P1=8, Q1=8, H_in=8, W_in=8, role=Role.ONLY)
+    run = E.build_run(C, rng, cfg=legal, ntiles=2)
+    regs = P.pe_node_registers(cfg, 2, psum_dest=E.DOWN, out_dest=E.GPE, done_dest=E.CTRL)
+    run["ctrl"] = [x for x in run["ctrl"] if x[0] != "CFG"] + \
+        [("CFG", E.CTRL, [P.cfg_payload(r, v)]) for r, v in regs]
+    env, out = run_and_check([run], seed=2)
+    assert env.golden.done_codes == [ErrorCause.IBUF_OVERFLOW]
+    assert out["done_code"] == ErrorCause.IBUF_OVERFLOW
+    assert len(env.got[(E.GPE, "CREDIT")]) == len(run["data"])
+    assert not env.got[(E.GPE, "OUT")]
+
+
+def _directed(extra_after_start, runs=None, seed=1):
+    """One ONLY run; ``extra_after_start`` packets injected right after START."""
+    rng = np.random.default_rng(21)
+    runs = runs or [E.build_run(C, rng, role=Role.ONLY, R=3, stride=1, ntiles=2)]
+    env = E.Env(C, runs, seed=seed, in_gap=0.0, out_stall=0.0)
+    # hold the DATA back so the node is certainly running when the extra packets arrive
+    env.ctrl[0] += extra_after_start
+    out = simulate(env)
+    return env, out
+
+
+def test_wload_while_running_sets_flag():
+    wl = P.wload_packets([{"addr": 0, "row": r, "data": [1] * 8} for r in range(3)], 8)[0]
+    env, out = _directed([("WLOAD", E.HOST, wl)])
+    assert out["err"]["load_busy"] == 1
+    # the weights in the PE were not touched: results still match the golden model
+    # (whose run uses the buffers as they were at start)
+    assert env.finished() and not env.check()
+
+
+def test_cfg_while_running_ignored():
+    env, out = _directed([("CFG", E.CTRL, [P.cfg_payload(P.REGS["ntiles"], 9)]),
+                          ("CFG", E.CTRL, [P.cfg_payload(40, 1)])])
+    assert out["err"]["cfg_busy"] == 1 and out["err"]["bad_reg"] == 1
+    # the write was ignored: the run still ran 2 tiles (golden's ntiles is the snapshot at start)
+    assert env.finished() and not env.check()
+
+
+def test_bad_packets_consumed():
+    bad = [("DATA", E.HOST, [3 << 2 | 0, 1, 2]),     # ext 3 (BARRIER) to a PE node
+           ("DATA", E.HOST, [2, 5, 6])]               # an OUT packet to a PE node
+    env, out = _directed(bad)
+    assert out["err"]["bad_packet"] == 1
+    assert env.finished() and not env.check()
+
+
+def test_params_validated():
+    with pytest.raises(ParamError, match="word_bits"):
+        PeNode(**{**E.SMALL, "word_bits": 128})
+    with pytest.raises(ParamError, match="psum_beats"):
+        PeNode(**{**E.SMALL, "psum_beats": 0})
+    with pytest.raises(ParamError, match="credit_window"):
+        PeNode(**{**E.SMALL, "credit_window": 0})
