@@ -57,6 +57,8 @@ class ChipletCycles:
     psum_flits: int = 3                # K0 x acc_width = 192 bits in 64-bit flits (contract item 1)
     psum_beats: int = 5                # beats per PSUM packet (PeNodeConfig.psum_beats)
     out_words: int = 16                # beats per OUT packet (PeNodeConfig.out_words)
+    pcredit_rtt_cycles: float = 10.0   # PCREDIT round trip between chain neighbours (assumption)
+    tile_start_cycles: float = 4.0     # NI: region full -> PE start (pe_node PREP_CYCLES; assumption)
     source: str = ""
 
 
@@ -75,6 +77,23 @@ def default_constants(bench_dir=None) -> tuple[ChipletCycles, PECycles]:
     return cc, load_pe_cycles(bench_dir)
 
 
+def cfg_get(cfg, name, default):
+    return getattr(cfg, name, default)
+
+
+def ibuf_slots(cfg, tile_words: int) -> int:
+    """Input regions the PE node fills ahead: the NI's ``ibuf_slots`` when it has one (1: the
+    PE's single buffer), else 2 when a tile fits half the input buffer (double buffer)."""
+    try:
+        from tessera.hdl.chiplet import pe_node
+    except ImportError:                                          # pragma: no cover
+        pe_node = None
+    f = getattr(pe_node, "ibuf_slots", None)
+    if f is not None:
+        return int(f(cfg.pe))
+    return 2 if tile_words <= cfg.pe.ibuf_words // 2 else 1
+
+
 def _hops(a, b) -> int:
     return abs(a[0] - b[0]) + abs(a[1] - b[1])
 
@@ -87,6 +106,9 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
         cc, pc = cc or d_cc, pc or d_pc
     nm = node_map(cfg)
     mt = cfg.max_tile
+    cc = replace(cc, psum_beats=cfg_get(cfg, "psum_beats", cc.psum_beats),
+                 out_words=cfg_get(cfg, "out_words", cc.out_words),
+                 psum_flits=-(-cfg.pe.K0 * cfg.pe.acc_width // cfg.word_bits))
     ins = lambda n: n * cc.instr_cycles
     # instruction counts per phase, from the assembled program (CMD = one command)
     words = ps.program.words
@@ -136,21 +158,30 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
     beats = g0.K1 * g0.P1 * g0.Q1
     lasts = [j for j in ps.jobs if int(j.cfg.role) in (2, 3)]
     out_round = len(lasts) * (beats + math.ceil(beats / cc.out_words)) / cc.recv_words_per_cycle
-    # PE tile (slowest role present)
+    # PE tile (slowest role present): compute, stretched by a slower result stream; with one
+    # input region (no double buffer) the next tile's words load while the PE is idle
+    slots = ibuf_slots(cfg, tile_words)
+    cp = ps.mapping.cp
+    psum_link = beats * cc.psum_flits + math.ceil(beats / cc.psum_beats)
     t_pe = 0.0
     for j in ps.jobs:
-        c = j.cfg.as_dict()
-        t = tile_cycles(c, pc)
-        if int(j.cfg.role) in (0, 1):
-            stream = beats * cc.psum_flits + math.ceil(beats / cc.psum_beats)
+        t = tile_cycles(j.cfg.as_dict(), pc)
+        if cp > 1:
+            # a chain member's drain runs at the psum link's pace (3 flits per beat); when the
+            # receiver's psum FIFO (psum_window packets) holds less than a tile, the producer
+            # also waits for PCREDITs from the receiver's drain (one round trip)
+            t += psum_link - beats
+            if beats > cfg_get(cfg, "psum_window", 2) * cc.psum_beats:
+                t += cc.pcredit_rtt_cycles
         else:
-            stream = beats + math.ceil(beats / cc.out_words)
-        t_pe = max(t_pe, t, stream)
+            t = max(t, beats + math.ceil(beats / cc.out_words))
+        if slots == 1:
+            t += tile_words + cc.tile_start_cycles
+        t_pe = max(t_pe, t)
     ctrl_round = (counts["send"] * cc.instr_cycles) / rounds
     ctrl_round = max(ctrl_round, ncmd["send"] / rounds * cc.gpe_cmd_cycles)
     period = max(t_pe, inj_round, out_round, ctrl_round)
     far = max(_hops(nm.gpe, j.node) for j in ps.jobs)
-    cp = ps.mapping.cp
     chain = (cp - 1) * (cc.hop_cycles * 1 + g0.P1 * g0.Q1 * cc.psum_flits) if cp > 1 else 0.0
     out_lat = max(_hops(j.node, nm.gpe) for j in lasts) * cc.hop_cycles + min(beats, cc.out_words)
     in_flits = ps.in_words + math.ceil(ps.in_words / mt)
@@ -173,7 +204,7 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
             "utilization": ps.useful_macs / (total * macs_total),
             "compute_utilization": ps.useful_macs / ((terms["first_delivery"] + terms["steady"]
                                                        + terms["last_tile"]) * macs_total),
-            "noc_flits": noc_flits(ps, cfg, cc)}
+            "noc_flits": noc_flits(ps, cfg, cc), "ibuf_slots": slots}
 
 
 def noc_flits(ps, cfg, cc: ChipletCycles) -> int:
