@@ -13,9 +13,14 @@ round-half-up shift, ReLU, int8 saturation, 2x2 max-pool), the stream order of
 results, the buffer layouts as load-beat lists, and the configuration check
 (smallest :class:`ErrorCause` that applies).
 
+Input double buffering (cfg ``ibuf_half``): the region's base in the load
+addresses, the region's capacity in the IBUF_OVERFLOW check, and which
+``i_load`` addresses the contract accepts while a tile is busy
+(:func:`iload_accepted_while_busy`).
+
 What it leaves out (deliberately): all timing (cycles, ready/valid
 back-pressure, start/busy/done handshakes, "start while busy is ignored",
-loads refused while busy, synchronous reset aborting a tile); buffer state
+when held-back loads land, synchronous reset aborting a tile); buffer state
 across tiles (callers pass W/X/bias/scale explicitly); bit packing of ports
 beyond the small :func:`pack_lanes`/:func:`unpack_lanes` helpers; the NoC,
 Global PE and anything above the PE level of Listing 1.
@@ -67,13 +72,13 @@ from dataclasses import fields
 
 import numpy as np
 
-from tessera.hdl.pe.config import CFG_FIELDS, ErrorCause, PEConfig, PEParams, Role
+from tessera.hdl.pe.config import CFG_FIELDS, ErrorCause, IbufHalf, PEConfig, PEParams, Role
 
 __all__ = [
     "validate_params", "check_config", "pixel_order", "weight_beats", "input_beats",
     "ppu_beats", "accumulate", "ppu", "run_tile", "to_stream", "from_stream",
     "useful_macs", "loop_macs", "random_case", "random_psum", "pack_lanes",
-    "unpack_lanes", "wrap",
+    "unpack_lanes", "wrap", "ibuf_region", "iload_accepted_while_busy",
 ]
 
 
@@ -123,7 +128,8 @@ def check_config(params: PEParams, cfg: PEConfig) -> ErrorCause:
         return ErrorCause.BAD_PAD
     if c.R * c.S * c.K1 * c.C1 > params.wbuf_entries:
         return ErrorCause.WBUF_OVERFLOW
-    if c.C1 * c.H_in * c.W_in > params.ibuf_words:
+    cap = params.ibuf_words if int(c.ibuf_half) == IbufHalf.WHOLE else params.ibuf_words // 2
+    if c.C1 * c.H_in * c.W_in > cap:
         return ErrorCause.IBUF_OVERFLOW
     if c.K1 * c.P1 * c.Q1 > params.abuf_entries:
         return ErrorCause.ABUF_OVERFLOW
@@ -131,7 +137,28 @@ def check_config(params: PEParams, cfg: PEConfig) -> ErrorCause:
         return ErrorCause.PPU_OVERFLOW
     if c.pool and (c.P1 % 2 or c.Q1 % 2):
         return ErrorCause.BAD_POOL
+    if int(c.ibuf_half) not in (IbufHalf.WHOLE, IbufHalf.LOWER, IbufHalf.UPPER):
+        return ErrorCause.BAD_IBUF_HALF
     return ErrorCause.NONE
+
+
+def ibuf_region(params: PEParams, half) -> tuple[int, int]:
+    """(base word, words) of the input-buffer region a tile with ``ibuf_half``
+    reads: WHOLE -> (0, ibuf_words), LOWER -> (0, ibuf_words // 2), UPPER ->
+    (ibuf_words // 2, ibuf_words // 2)."""
+    n = params.ibuf_words
+    return {IbufHalf.WHOLE: (0, n), IbufHalf.LOWER: (0, n // 2),
+            IbufHalf.UPPER: (n // 2, n // 2)}[IbufHalf(int(half))]
+
+
+def iload_accepted_while_busy(params: PEParams, running: PEConfig, addr: int) -> bool:
+    """Whether an ``i_load`` beat to ``addr`` is accepted while the tile ``running``
+    is busy: only into a half that tile does not read (WHOLE tiles: never)."""
+    half = int(running.ibuf_half)
+    if half == IbufHalf.WHOLE:
+        return False
+    base, n = ibuf_region(params, half)
+    return not base <= addr < base + n
 
 
 def _require_legal(params: PEParams, cfg: PEConfig) -> None:
@@ -312,12 +339,15 @@ def weight_beats(params: PEParams, cfg: PEConfig, W) -> list[dict]:
 
 
 def input_beats(params: PEParams, cfg: PEConfig, X) -> list[dict]:
-    """i_load beats: word (c1*H_in+h)*W_in+w holds X[c1*C0+c0][h][w] in lane c0."""
+    """i_load beats: word base + (c1*H_in+h)*W_in+w holds X[c1*C0+c0][h][w] in lane c0
+    (base: 0, or ibuf_words // 2 for an UPPER tile, see :func:`ibuf_region`)."""
     _require_legal(params, cfg)
     c, C0 = cfg, params.C0
     X = _int_array(X, (c.C1 * C0, c.H_in, c.W_in), -128, 127, "X")
     X4 = X.reshape(c.C1, C0, c.H_in, c.W_in)
-    return [{"addr": (c1 * c.H_in + h) * c.W_in + w, "data": [int(x) for x in X4[c1, :, h, w]]}
+    base = ibuf_region(params, c.ibuf_half)[0]
+    return [{"addr": base + (c1 * c.H_in + h) * c.W_in + w,
+             "data": [int(x) for x in X4[c1, :, h, w]]}
             for c1 in range(c.C1) for h in range(c.H_in) for w in range(c.W_in)]
 
 
@@ -373,7 +403,8 @@ def random_case(params: PEParams, rng, **overrides):
 
     rng: numpy Generator or seed.  overrides: PEConfig fields to fix; the other
     fields are drawn consistently with them (R, S in {1, 3}, stride in {1, 2},
-    P1, Q1 <= 8, C1, K1 <= 4).  Returns (cfg, W int8, X int8, bias, scale).
+    P1, Q1 <= 8, C1, K1 <= 4; ibuf_half WHOLE).  Returns (cfg, W int8, X int8,
+    bias, scale).
     Raises ValueError if no legal config exists with the overrides.
     """
     validate_params(params)
@@ -408,6 +439,7 @@ def random_case(params: PEParams, rng, **overrides):
         n = max(R * S * C1 * C0, 1)
         typ = 5461.0 * np.sqrt(n) * 18918.0 / 64.0
         pick("shift", lambda: int(np.clip(round(np.log2(typ)) + int(rng.integers(-1, 2)), 0, 31)))
+        pick("ibuf_half", lambda: int(IbufHalf.WHOLE))    # not drawn (no rng use)
         try:
             cfg = PEConfig(**d)
             if check_config(params, cfg) == ErrorCause.NONE:

@@ -23,7 +23,7 @@ def test_export_pe_manifest(tmp_path):
     ports = {p["name"]: p for p in man["ports"]}
     assert ports["out__payload"]["width"] == 4 * 8 and ports["out__payload"]["direction"] == "output"
     assert ports["psum_in__payload"]["width"] == 4 * 24 and ports["psum_in__ready"]["direction"] == "output"
-    assert ports["cfg"]["width"] == 4 + 4 + 11 + 8 + 8 + 8 + 11 + 11 + 2 + 4 + 4 + 2 + 1 + 1 + 5
+    assert ports["cfg"]["width"] == 4 + 4 + 11 + 8 + 8 + 8 + 11 + 11 + 2 + 4 + 4 + 2 + 1 + 1 + 5 + 2
     streams = {s["name"]: s for s in man["streams"]}
     assert set(streams) == {"w_load", "i_load", "p_load", "psum_in", "psum_out", "out"}
     assert streams["out"]["role"] == "source" and streams["w_load"]["role"] == "sink"

@@ -10,7 +10,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from tessera.hdl.chiplet import packets as P
-from tessera.hdl.chiplet.pe_node import PeNode
+from tessera.hdl.chiplet.pe_node import PeNode, validate
 from tessera.hdl.pe.config import ErrorCause, PEConfig, Role
 from tessera.params import ParamError
 from tessera.tb.chiplet import pe_node_env as E
@@ -65,17 +65,18 @@ def run_and_check(runs, seed=0, **kw):
     return env, out
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(6))
 def test_random(seed):
     run_and_check(E.scenario(C, seed), seed=seed)
 
 
 @pytest.mark.parametrize("role", list(Role))
-@pytest.mark.parametrize("R,stride", [(1, 1), (3, 1), (3, 2)])
-def test_roles(role, R, stride):
-    rng = np.random.default_rng(100 + 10 * int(role) + R + stride)
-    runs = [E.build_run(C, rng, role=role, R=R, stride=stride, ntiles=3)]
-    run_and_check(runs, seed=int(role) * 7 + R + stride)
+def test_roles(role):
+    """Each role on 1x1, 3x3 stride 1 and 3x3 stride 2 tiles: three runs, 2-3 tiles each."""
+    rng = np.random.default_rng(100 + int(role))
+    runs = [E.build_run(C, rng, role=role, R=R, stride=st, ntiles=2 + (R == 3))
+            for R, st in ((1, 1), (3, 1), (3, 2))]
+    run_and_check(runs, seed=int(role))
 
 
 def test_heavy_backpressure():
@@ -92,7 +93,7 @@ def test_psum_credit_exhaustion_stalls():
     runs = [E.build_run(C, rng, role=Role.FIRST, R=1, stride=1, ntiles=3,
                         cfg=PEConfig(R=1, S=1, C1=1, K1=2, P1=4, Q1=4, H_in=4, W_in=4,
                                      role=Role.FIRST))]
-    env = E.Env(C, runs, seed=5, pcredit_delay=(3000, 3000))
+    env = E.Env(C, runs, seed=5, pcredit_hold=3000)
     seen = []
 
     def probe(ctx, dut, cyc):
@@ -107,7 +108,7 @@ def test_psum_credit_exhaustion_stalls():
 def test_config_error_done_code():
     """An illegal tile (IBUF_OVERFLOW) -> DONE with the PE's cause; DATA that
     arrives is discarded with its credits returned (the producer never hangs)."""
-    cfg = PEConfig(R=1, S=1, C1=2, K1=1, P1=8, Q1=8, H_in=8, W_in=8, role=Role.ONLY)
+    cfg = PEConfig(R=1, S=1, C1=3, K1=1, P1=8, Q1=8, H_in=8, W_in=8, role=Role.ONLY)
     rng = np.random.default_rng(3)
     # build the run on a legal shape, then replace the config registers
     legal = PEConfig(R=1, S=1, C1=1, K1=1, P1=8, Q1=8, H_in=8, W_in=8, role=Role.ONLY)
@@ -159,9 +160,41 @@ def test_bad_packets_consumed():
 
 
 def test_params_validated():
-    with pytest.raises(ParamError, match="word_bits"):
-        PeNode(**{**E.SMALL, "word_bits": 128})
-    with pytest.raises(ParamError, match="psum_beats"):
-        PeNode(**{**E.SMALL, "psum_beats": 0})
-    with pytest.raises(ParamError, match="credit_window"):
-        PeNode(**{**E.SMALL, "credit_window": 0})
+    for name, v in (("word_bits", 128), ("psum_beats", 0), ("credit_window", 0), ("out_words", 256)):
+        with pytest.raises(ParamError, match=name):
+            validate(P.PeNodeConfig(**{**E.SMALL, name: v}))
+
+
+def _overlap_cycles(cfg, ntiles=3, seed=4):
+    rng = np.random.default_rng(seed)
+    runs = [E.build_run(C, rng, cfg=cfg, ntiles=ntiles)]
+    env = E.Env(C, runs, seed=seed, in_gap=0.0, out_stall=0.0)
+    n = [0]
+
+    def probe(ctx, dut, cyc):
+        il = dut.pe.i_load
+        if ctx.get(il.valid) and ctx.get(il.ready) and ctx.get(dut.pe.busy):
+            n[0] += 1
+    simulate(env, dut=PeNode(**E.SMALL), probe=probe)
+    assert env.finished() and not env.check()
+    return n[0], env.cycle
+
+
+def test_input_overlap():
+    """A tile that fits half the input buffer is loaded while the previous one
+    computes (words enter the PE while it is busy); a larger tile is not."""
+    small = PEConfig(R=3, S=3, C1=1, K1=1, P1=4, Q1=4, H_in=6, W_in=6, role=Role.ONLY)    # 36 words
+    big = PEConfig(R=1, S=1, C1=2, K1=1, P1=6, Q1=6, H_in=6, W_in=6, role=Role.ONLY)      # 72 > 64
+    n_small, _ = _overlap_cycles(small)
+    n_big, _ = _overlap_cycles(big)
+    assert n_small >= 36, n_small          # at least one whole tile loaded during compute
+    assert n_big == 0, n_big
+
+
+# ---------------------------------------------------------------------------- cocotb
+@pytest.mark.cocotb
+def test_cocotb_verilator_random_scenarios():
+    """The exported Verilog under Verilator: seeded random scenarios vs the golden model."""
+    from tessera.tb.runner import run
+    run("pe_node", E.SMALL, "tessera.tb.chiplet.test_pe_node", testcase="random_scenarios",
+        seed=3, public="top", opt="-O0")

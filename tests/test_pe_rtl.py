@@ -19,7 +19,9 @@ TESTS = ["random_tiles", "directed", "chain3", "ppu_corners", "illegal", "reset_
          "busy_rules", "latency",
          # review tests (pereview)
          "acc_wrap", "extreme_fields", "start_with_load", "psum_timing", "reset_out_valid",
-         "done_under_stall", "random_wide"]
+         "done_under_stall", "random_wide",
+         # input double buffer (issue 17)
+         "double_buffer", "busy_half"]
 
 
 @pytest.mark.cocotb

@@ -307,3 +307,184 @@ def test_pe_tile_matches_golden(over, ready):
     got, want, done = pe_tile(TINY, cfg, 5, ready)
     assert done is not None, "no done"
     assert got == want, cfg
+
+
+# ------------------------------------------------------------ input double buffer
+def pe_tiles(params: dict, cfgs: list[PEConfig], seed: int, ready_prob: float = 1.0,
+             preload: int = 1):
+    """Run ``cfgs`` one after the other on one SimbaPE (same weights/PPU
+    parameters, a fresh input tile each) with a loader that streams every
+    tile's input beats as early as the PE accepts them: tiles 0..preload-1
+    are loaded while idle, the others while earlier tiles run.  Tile t
+    starts as soon as the PE is idle and its input is loaded.  Returns a dict:
+    ``got``/``want`` beats per tile, ``start``/``done`` cycles per tile,
+    ``busy_loads`` (input beats per tile accepted while busy) and
+    ``load_end`` (cycle of each tile's last accepted input beat)."""
+    from tessera.hdl.pe import SimbaPE
+    dut = SimbaPE(**params)
+    p = dut.params
+    rng = np.random.default_rng(seed)
+    base = cfgs[0]
+    _, W, _, bias, scale = golden.random_case(p, rng, **base.as_dict())
+    to_ppu = base.role in (Role.LAST, Role.ONLY)
+    assert base.role in (Role.FIRST, Role.ONLY)
+    Xs, want = [], []
+    for cfg in cfgs:
+        X = rng.integers(-128, 128, size=(cfg.C1 * p.C0, cfg.H_in, cfg.W_in), dtype=np.int8)
+        Xs.append(X)
+        exp = golden.run_tile(p, cfg, W, X, bias=bias, scale=scale)
+        want.append(np.asarray(exp["out" if to_ppu else "psum_out"]).reshape(-1, p.K0)
+                    .astype(int).tolist())
+    res = {"got": [[] for _ in cfgs], "want": want, "start": [], "done": [],
+           "busy_loads": [0] * len(cfgs), "load_end": [None] * len(cfgs)}
+    st = {"cycle": 0, "loaded": 0, "tile": -1, "end": False}
+    r = random.Random(seed)
+
+    async def control(ctx):
+        for b in golden.weight_beats(p, base, W):
+            ctx.set(dut.w_load.valid, 1)
+            for k, v in b.items():
+                if isinstance(v, list):
+                    for i, x in enumerate(v):
+                        ctx.set(dut.w_load.payload.data[i], x)
+                else:
+                    ctx.set(getattr(dut.w_load.payload, k), v)
+            await ctx.tick()
+        ctx.set(dut.w_load.valid, 0)
+        if to_ppu:
+            for b in golden.ppu_beats(p, base, bias, scale):
+                ctx.set(dut.p_load.valid, 1)
+                for k, v in b.items():
+                    ctx.set(getattr(dut.p_load.payload, k), v)
+                await ctx.tick()
+            ctx.set(dut.p_load.valid, 0)
+        st["weights"] = True
+        for t, cfg in enumerate(cfgs):
+            while ctx.get(dut.busy) or st["loaded"] <= t:
+                await ctx.tick()
+            for k, v in cfg.as_dict().items():
+                ctx.set(getattr(dut.cfg, k), v)
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            res["start"].append(st["cycle"])
+            st["tile"] = t
+            assert not ctx.get(dut.error), cfg
+        while ctx.get(dut.busy):
+            await ctx.tick()
+        st["end"] = True
+
+    async def loader(ctx):
+        while not st.get("weights"):
+            await ctx.tick()
+        for t, (cfg, X) in enumerate(zip(cfgs, Xs)):
+            while t >= preload and st["tile"] < t - preload:   # tile t-preload has started
+                await ctx.tick()
+            for b in golden.input_beats(p, cfg, X):
+                ctx.set(dut.i_load.valid, 1)
+                ctx.set(dut.i_load.payload.addr, b["addr"])
+                for i, x in enumerate(b["data"]):
+                    ctx.set(dut.i_load.payload.data[i], x)
+                while True:
+                    ok = ctx.get(dut.i_load.ready)
+                    busy = ctx.get(dut.busy)
+                    await ctx.tick()
+                    if ok:
+                        res["busy_loads"][t] += busy
+                        break
+                ctx.set(dut.i_load.valid, 0)
+            res["load_end"][t] = st["cycle"]
+            st["loaded"] = t + 1
+
+    async def monitor(ctx):
+        sink = dut.out if to_ppu else dut.psum_out
+        while not st["end"] and st["cycle"] < 50000:
+            rdy = r.random() < ready_prob
+            ctx.set(sink.ready, rdy)
+            if ctx.get(sink.valid) and rdy:
+                res["got"][st["tile"]].append([ctx.get(sink.payload[k]) for k in range(p.K0)])
+            await ctx.tick()
+            st["cycle"] += 1
+            if ctx.get(dut.done):
+                res["done"].append(st["cycle"])
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(control)
+    sim.add_testbench(loader)
+    sim.add_testbench(monitor)
+    sim.run()
+    return res
+
+
+def _db_cfgs(halves, **over):
+    rng = np.random.default_rng(17)
+    p = PEParams(**TINY)
+    base = golden.random_case(p, rng, **{"role": Role.ONLY, "R": 3, "S": 3, "C1": 2, "K1": 2,
+                                         "P1": 3, "Q1": 3, "pool": False, **over})[0]
+    return [PEConfig(**{**base.as_dict(), "ibuf_half": int(h)}) for h in halves]
+
+
+@pytest.mark.parametrize("role,ready", [(Role.ONLY, 1.0), (Role.FIRST, 0.6)])
+def test_double_buffer_back_to_back(role, ready):
+    """Tiles alternating LOWER/UPPER: tile t+1's input is loaded into the other
+    half while tile t computes (every beat accepted while busy), tile t+1
+    starts the cycle after tile t's done, and every result is exact."""
+    from tessera.hdl.pe.config import IbufHalf
+    halves = [IbufHalf.LOWER, IbufHalf.UPPER] * 2 + [IbufHalf.LOWER]
+    cfgs = _db_cfgs(halves, role=role)
+    res = pe_tiles(TINY, cfgs, 3, ready)
+    n_in = cfgs[0].C1 * cfgs[0].H_in * cfgs[0].W_in
+    assert len(res["done"]) == len(cfgs)
+    for t in range(len(cfgs)):
+        assert res["got"][t] == res["want"][t], f"tile {t}"
+    assert res["busy_loads"][1:] == [n_in] * (len(cfgs) - 1)     # all overlapped
+    for t in range(len(cfgs) - 1):
+        assert res["load_end"][t + 1] < res["done"][t]          # loaded during tile t
+        assert res["start"][t + 1] - res["done"][t] <= 1        # back to back
+
+
+@pytest.mark.parametrize("running", ["LOWER", "UPPER", "WHOLE"])
+def test_double_buffer_busy_half_held_back(running):
+    """An input load into the region the running tile reads (the same half, or
+    anything for a WHOLE tile) is held back (ready low) until done, then lands:
+    the running tile still computes on its own data and the next tile, which
+    reads the held-back data, is exact."""
+    from tessera.hdl.pe.config import IbufHalf
+    h = IbufHalf[running]
+    cfgs = _db_cfgs([h, h, h])
+    res = pe_tiles(TINY, cfgs, 5, 0.8)
+    assert len(res["done"]) == 3
+    for t in range(3):
+        assert res["got"][t] == res["want"][t], f"tile {t}"
+    assert res["busy_loads"] == [0, 0, 0]
+    for t in range(2):
+        assert res["load_end"][t + 1] > res["done"][t]
+
+
+def test_double_buffer_half_capacity():
+    """IBUF_OVERFLOW is checked against the half in LOWER/UPPER mode; ibuf_half 3
+    is refused (BAD_IBUF_HALF); the RTL's cfg_cause agrees with the golden model."""
+    from tessera.hdl.pe import SimbaPE
+    from tessera.hdl.pe.config import ErrorCause
+    dut = SimbaPE(**TINY)
+    p = dut.params
+    n = p.ibuf_words
+    cases = []
+    for half in range(4):
+        for words in (n // 2, n // 2 + 1, n):
+            cases.append(PEConfig(R=1, S=1, C1=1, K1=1, P1=1, Q1=1, H_in=1, W_in=words,
+                                  ibuf_half=half))
+    want = [golden.check_config(p, c) for c in cases]
+    assert want[:6] == [0, 0, 0, 0, ErrorCause.IBUF_OVERFLOW, ErrorCause.IBUF_OVERFLOW]
+    assert want[9:] == [ErrorCause.BAD_IBUF_HALF] + [ErrorCause.IBUF_OVERFLOW] * 2  # smallest code
+    got = []
+
+    async def tb(ctx):
+        for c in cases:
+            for k, v in c.as_dict().items():
+                ctx.set(getattr(dut.cfg, k), v)
+            got.append(ctx.get(dut.cfg_cause))
+            await ctx.tick()
+    _run(dut, tb)
+    assert got == [int(w) for w in want]

@@ -35,11 +35,14 @@ What the NI does (packets on ``net_in``, one flit per cycle):
 * anything else (unknown kind/ext, a body flit outside a packet, OUT/CREDIT
   kinds): consumed up to its tail, sticky ``bad_packet``.
 
-Tile sequencing: the input buffer holds ``slots`` regions (1 = the PE's single
-buffer: fill only while the PE is idle; 2 = double buffering, see
-:func:`ibuf_slots`).  A region is filled from the FIFO while it is neither
-full nor being computed; the PE starts on the oldest full region as soon as
-it is idle.  The PE's results (``out`` for LAST/ONLY, ``psum_out`` for
+Tile sequencing (input overlap): when a tile fits half the PE's input buffer
+(``C1*H_in*W_in <= ibuf_words/2``, decided at ``start``) the NI alternates the
+two halves (:func:`ibuf_plan`, the PE's ``ibuf_half`` LOWER/UPPER): tile t+1
+is loaded into one half while tile t computes from the other, so the Global
+PE's multicast overlaps compute; a larger tile uses the WHOLE buffer and is
+loaded only while the PE is idle.  A region is filled from the FIFO while it
+is neither full nor being computed; the PE starts on the oldest full region
+as soon as it is idle.  The PE's results (``out`` for LAST/ONLY, ``psum_out`` for
 FIRST/MIDDLE) go to one staging FIFO and leave as packets that never span a
 tile: ``OUT`` packets of up to ``out_words`` beats to ``out_dest`` with
 addresses ``out_base + t*out_tile_stride + b`` (``out_words`` defaults to
@@ -139,11 +142,18 @@ def validate(c: PeNodeConfig) -> None:
     need(1 <= c.out_words <= 255, "out_words", f"must be in 1..255, got {c.out_words}")
 
 
-def ibuf_slots(p) -> int:
-    """Input-buffer regions the NI fills ahead: 1 = the PE on main (one input
-    buffer, loads only while idle).  The one place that knows the PE's input
-    double buffer."""
-    return 1
+def ibuf_plan(m, pe, dbl, slot):
+    """The one place that knows the PE's input double buffer (hdl/pe/config.py
+    ``ibuf_half``): a tile that fits half the input buffer (``dbl``) reads
+    region ``slot`` (LOWER/UPPER, base ``slot * ibuf_words/2``) and the PE
+    accepts ``i_load`` into the other half while it computes; a larger tile
+    reads the WHOLE buffer (loads only while the PE is idle).  Returns the
+    region's base word address (the NI fills region ``1 - slot``)."""
+    from tessera.hdl.pe.config import IbufHalf
+    half = pe.params.ibuf_words // 2
+    m.d.comb += pe.cfg.ibuf_half.eq(Mux(dbl, Mux(slot, IbufHalf.UPPER, IbufHalf.LOWER),
+                                        IbufHalf.WHOLE))
+    return Mux(dbl & slot, half, 0)
 
 
 class SramFifo(wiring.Component):
@@ -472,8 +482,8 @@ class PeNode(wiring.Component):
             m.d.sync += [err.eq(0), discard.eq(0)]
 
         # ---------------- input tiles: receive FIFO -> PE input buffer --------------------
-        slots = ibuf_slots(p)
-        half = p.ibuf_words // slots
+        slots = 2
+        dbl = Signal()                  # this run double-buffers (tile <= half the buffer)
         full = Signal(slots)            # region holds a whole tile not yet started
         busy_s = Signal(slots)          # region being computed
         fs = Signal(range(max(2, slots)))   # region being filled
@@ -486,9 +496,12 @@ class PeNode(wiring.Component):
         m.d.comb += self.tiles.eq(done_tiles)
 
         il = pe.i_load
-        fs_free = ~(full.bit_select(fs, 1) | busy_s.bit_select(fs, 1))
+        fs_free = ~Mux(fs, full[1] | busy_s[1], full[0] | busy_s[0])
         fill_en = running & fs_free & (filled_tiles != ntiles)
-        m.d.comb += [il.payload.addr.eq(fs * half + fill), il.payload.data.eq(drx.r.payload),
+        # the PE starts on region ss; the configuration check (prep) sees WHOLE
+        ibuf_plan(m, pe, dbl & running, ss)
+        fbase = Mux(dbl & fs, p.ibuf_words // 2, 0)
+        m.d.comb += [il.payload.addr.eq(fbase + fill), il.payload.data.eq(drx.r.payload),
                      il.valid.eq(drx.r.valid & fill_en),
                      drx.r.ready.eq(Mux(discard, 1, il.ready & fill_en))]
         set_full = Signal(slots)
@@ -499,26 +512,21 @@ class PeNode(wiring.Component):
             with m.If(fill == tile_words - 1):
                 m.d.sync += [fill.eq(0), filled_tiles.eq(filled_tiles + 1)]
                 m.d.comb += set_full.eq(1 << fs)
-                if slots > 1:
-                    m.d.sync += fs.eq(fs + 1)
+                m.d.sync += fs.eq(fs ^ dbl)
             with m.Else():
                 m.d.sync += fill.eq(fill + 1)
         # start the PE on the oldest full region when it is idle
         go = Signal()
-        m.d.comb += go.eq(running & full.bit_select(ss, 1) & ~pe.busy & ~busy_s.any())
+        m.d.comb += go.eq(running & Mux(ss, full[1], full[0]) & ~pe.busy)
         m.d.comb += pe.start.eq(go)
         with m.If(go):
             m.d.comb += [clr_full.eq(1 << ss), set_busy.eq(1 << ss)]
-            m.d.sync += started.eq(started + 1)
-            if slots > 1:
-                m.d.sync += ss.eq(ss + 1)
+            m.d.sync += [started.eq(started + 1), ss.eq(ss ^ dbl)]
         with m.If(pe.done):
             m.d.comb += clr_busy.eq(1 << rs)
-            m.d.sync += done_tiles.eq(done_tiles + 1)
-            if slots > 1:
-                m.d.sync += rs.eq(rs + 1)
+            m.d.sync += [done_tiles.eq(done_tiles + 1), rs.eq(rs ^ dbl)]
         m.d.sync += [full.eq((full | set_full) & ~clr_full),
-                     busy_s.eq((busy_s | set_busy) & ~clr_busy)]
+                     busy_s.eq((busy_s & ~clr_busy) | set_busy)]     # done and go in one cycle
 
         # ---------------- partial sums in ------------------------------------------------
         m.d.comb += [pe.psum_in.payload.eq(prx.r.payload),
@@ -547,15 +555,23 @@ class PeNode(wiring.Component):
                      & (to_ppu | (pcredits != 0)))
 
         # ---------------- network out -----------------------------------------------------
+        # output register (full throughput: loads whenever it is empty or drained)
         no = self.net_out
-        o = no.payload
-        flit_l = o.shape()
-        fl = Signal(flit_l)
-        m.d.comb += [no.payload.eq(fl), fl.src.eq(self.node_id), fl.mcast.eq(0)]
+        # (the flit's fields as separate signals: every bit of them is driven)
+        fl_head, fl_tail, fl_mclass = Signal(), Signal(), Signal(len(no.payload.mclass))
+        fl_dest = Signal(addr_l)
+        fl_payload = Signal(WB)
+        ob_valid, ob_ready = Signal(), Signal()
+        m.d.comb += ob_ready.eq(~no.valid | no.ready)
+        with m.If(ob_ready):
+            m.d.sync += [no.valid.eq(ob_valid), no.payload.head.eq(fl_head),
+                         no.payload.tail.eq(fl_tail), no.payload.mclass.eq(fl_mclass),
+                         no.payload.mcast.eq(0), no.payload.dest.eq(fl_dest.as_value()),
+                         no.payload.src.eq(self.node_id), no.payload.payload.eq(fl_payload)]
 
         def dest_reg(reg):
-            return [fl.dest.ucast.chiplet.eq(self.node_id.chiplet),
-                    fl.dest.ucast.node.x.eq(reg[:8]), fl.dest.ucast.node.y.eq(reg[8:16])]
+            return [fl_dest.chiplet.eq(self.node_id.chiplet),
+                    fl_dest.node.x.eq(reg[:8]), fl_dest.node.y.eq(reg[8:16])]
 
         # DONE condition: every tile started, finished and sent
         fin = running & ~in_pkt & (t_out == ntiles) & (started == ntiles) & ~busy_s.any() & ~full.any()
@@ -564,19 +580,19 @@ class PeNode(wiring.Component):
 
         with m.If(in_pkt):
             last_flit = j == NF - 1
-            m.d.comb += [no.valid.eq(stg.r.valid), fl.head.eq(0), fl.mclass.eq(0),
+            m.d.comb += [ob_valid.eq(stg.r.valid), fl_head.eq(0), fl_mclass.eq(0),
                          *dest_reg(Mux(to_ppu, out_dest, psum_dest))]
             with m.If(to_ppu):
-                m.d.comb += [fl.payload.eq(stg.r.payload[:WB]), fl.tail.eq(k == 1),
-                             stg.r.ready.eq(no.ready)]
+                m.d.comb += [fl_payload.eq(stg.r.payload[:WB]), fl_tail.eq(k == 1),
+                             stg.r.ready.eq(ob_ready)]
             with m.Else():
                 slices = [stg.r.payload[WB * i:WB * (i + 1)] for i in range(NF)]
                 sel = slices[-1]
                 for i in range(NF - 2, -1, -1):
                     sel = Mux(j == i, slices[i], sel)
-                m.d.comb += [fl.payload.eq(sel), fl.tail.eq((k == 1) & last_flit),
-                             stg.r.ready.eq(no.ready & last_flit)]
-            with m.If(no.valid & no.ready):
+                m.d.comb += [fl_payload.eq(sel), fl_tail.eq((k == 1) & last_flit),
+                             stg.r.ready.eq(ob_ready & last_flit)]
+            with m.If(ob_valid & ob_ready):
                 with m.If(to_ppu | last_flit):
                     m.d.sync += [k.eq(k - 1), j.eq(0)]
                     with m.If(k == 1):
@@ -584,33 +600,33 @@ class PeNode(wiring.Component):
                 with m.Else():
                     m.d.sync += j.eq(j + 1)
         with m.Elif(drx.credit.valid):
-            m.d.comb += [no.valid.eq(1), fl.head.eq(1), fl.tail.eq(1), fl.mclass.eq(ctrl),
-                         fl.dest.ucast.eq(drx.credit.payload),
-                         fl.payload.eq(credit_layout().const({"kind": KIND_CREDIT, "count": 1})),
-                         drx.credit.ready.eq(no.ready)]
+            m.d.comb += [ob_valid.eq(1), fl_head.eq(1), fl_tail.eq(1), fl_mclass.eq(ctrl),
+                         fl_dest.eq(drx.credit.payload),
+                         fl_payload.eq(credit_layout().const({"kind": KIND_CREDIT, "count": 1})),
+                         drx.credit.ready.eq(ob_ready)]
         with m.Elif(prx.credit.valid):
-            m.d.comb += [no.valid.eq(1), fl.head.eq(1), fl.tail.eq(1), fl.mclass.eq(ctrl),
-                         fl.dest.ucast.eq(prx.credit.payload),
-                         fl.payload.eq(pcredit_layout().const(
+            m.d.comb += [ob_valid.eq(1), fl_head.eq(1), fl_tail.eq(1), fl_mclass.eq(ctrl),
+                         fl_dest.eq(prx.credit.payload),
+                         fl_payload.eq(pcredit_layout().const(
                              {"kind": KIND_EXT, "ext": EXT_PCREDIT, "count": 1})),
-                         prx.credit.ready.eq(no.ready)]
+                         prx.credit.ready.eq(ob_ready)]
         with m.Elif(done_pend):
             dn = Signal(done_layout((c.node_mesh_x, c.node_mesh_y)))
             m.d.comb += [dn.kind.eq(KIND_EXT), dn.ext.eq(EXT_DONE), dn.node.eq(self.node_id.node),
                          dn.code.eq(done_code)]
-            m.d.comb += [no.valid.eq(1), fl.head.eq(1), fl.tail.eq(1), fl.mclass.eq(ctrl),
-                         *dest_reg(done_dest), fl.payload.eq(dn)]
-            with m.If(no.ready):
+            m.d.comb += [ob_valid.eq(1), fl_head.eq(1), fl_tail.eq(1), fl_mclass.eq(ctrl),
+                         *dest_reg(done_dest), fl_payload.eq(dn)]
+            with m.If(ob_ready):
                 m.d.sync += done_pend.eq(0)
         with m.Elif(pkt_ready):
             oh = Signal(out_header_layout())
             ph = Signal(psum_head_layout())
             m.d.comb += [oh.kind.eq(KIND_OUT), oh.addr.eq(baddr), oh.nwords.eq(n_pkt),
                          ph.kind.eq(KIND_EXT), ph.ext.eq(EXT_PSUM), ph.nbeats.eq(n_pkt)]
-            m.d.comb += [no.valid.eq(1), fl.head.eq(1), fl.tail.eq(0), fl.mclass.eq(0),
+            m.d.comb += [ob_valid.eq(1), fl_head.eq(1), fl_tail.eq(0), fl_mclass.eq(0),
                          *dest_reg(Mux(to_ppu, out_dest, psum_dest)),
-                         fl.payload.eq(Mux(to_ppu, oh.as_value(), ph.as_value()))]
-            with m.If(no.ready):
+                         fl_payload.eq(Mux(to_ppu, oh.as_value(), ph.as_value()))]
+            with m.If(ob_ready):
                 m.d.sync += [in_pkt.eq(1), k.eq(n_pkt), j.eq(0)]
                 m.d.comb += pc_take.eq(~to_ppu)
                 with m.If(left == n_pkt):
@@ -627,7 +643,8 @@ class PeNode(wiring.Component):
             m.d.sync += prep.eq(prep - 1)
             with m.If(prep == 1):
                 m.d.sync += [fill.eq(0), filled_tiles.eq(0), started.eq(0), done_tiles.eq(0),
-                             full.eq(0), fs.eq(0), ss.eq(0), t_out.eq(0), left.eq(tile_beats),
+                             full.eq(0), fs.eq(0), ss.eq(0), rs.eq(0), t_out.eq(0),
+                             left.eq(tile_beats), dbl.eq(tile_words <= p.ibuf_words // 2),
                              tile_addr.eq(out_base), baddr.eq(out_base)]
                 with m.If(pe.cfg_cause != 0):
                     m.d.sync += [done_pend.eq(1), done_code.eq(pe.cfg_cause), discard.eq(1)]

@@ -26,16 +26,25 @@ PE-level contract (what the golden model implements from this text)
     block W[k1*K0+k0][c1*C0+c0][r][s] for all k0, c0.  Entry address
     ``((r*S + s)*K1 + k1)*C1 + c1``.  Loaded through ``w_load`` beats
     ``{addr, row=k0, data[c0]}`` (int8 per lane, lane c0 at bits 8*c0).
-  - input buffer: ``ibuf_bytes // C0`` words of C0 int8; address
-    ``(c1*H_in + h)*W_in + w`` holds X[c1*C0 + c0][h][w] in lane c0.  Loaded
-    through ``i_load`` beats ``{addr, data[c0]}``.
+  - input buffer: ``ibuf_bytes // C0`` words of C0 int8.  The tile's field
+    ``ibuf_half`` (:class:`IbufHalf`) selects the region it reads: WHOLE (0,
+    the default: base 0, the whole buffer), LOWER (1: base 0) or UPPER (2:
+    base ``ibuf_words // 2``), a half holding ``ibuf_words // 2`` words;
+    address ``base + (c1*H_in + h)*W_in + w`` holds X[c1*C0 + c0][h][w] in
+    lane c0.  Loaded through ``i_load`` beats ``{addr, data[c0]}`` (``addr``
+    absolute, base included).
   - accumulation buffer: ``abuf_entries`` entries x K0 x acc_width; a tile
     needs K1*P1*Q1 entries.
   - PPU parameters: ``ppu_depth`` entries (one per k1) x K0 x {bias int24,
     scale int16}; loaded through ``p_load`` beats ``{addr=k1, row=k0, bias, scale}``
     for output channel k1*K0 + k0.  Needed by the last PE only.
-  Loads are accepted only while the PE is not busy (ready low while busy);
-  buffer contents survive tiles and reset (weights stay preloaded).
+  ``w_load`` and ``p_load`` are accepted only while the PE is not busy
+  (ready low while busy).  ``i_load`` is accepted while not busy, and while
+  busy with a LOWER/UPPER tile when ``addr`` lies in the other half (double
+  buffering: the next tile's input is loaded while the current one
+  computes); a beat into the region the running tile reads is held back
+  (ready low) until busy falls, never dropped.  Buffer contents survive
+  tiles and reset (weights stay preloaded).
 * Pixel order: ``pool=0``: p outer, q inner (row-major).  ``pool=1``
   (requires even P1, Q1): 2x2 blocks in row-major block order, inside a block
   (0,0),(0,1),(1,0),(1,1):  for pb, for qb, for dy, for dx: p=2pb+dy, q=2qb+dx.
@@ -86,16 +95,25 @@ class ErrorCause(IntEnum):
     BAD_STRIDE = 2          # stride not 1 or 2
     BAD_PAD = 3             # pad_top >= R or pad_left >= S
     WBUF_OVERFLOW = 4       # R*S*K1*C1 > weight-buffer entries
-    IBUF_OVERFLOW = 5       # C1*H_in*W_in > input-buffer words
+    IBUF_OVERFLOW = 5       # C1*H_in*W_in > ibuf_words (ibuf_half 0), else > ibuf_words // 2
     ABUF_OVERFLOW = 6       # K1*P1*Q1 > accumulation-buffer entries
     PPU_OVERFLOW = 7        # role LAST/ONLY and K1 > ppu_depth
     BAD_POOL = 8            # pool with odd P1 or Q1
+    BAD_IBUF_HALF = 9       # ibuf_half = 3 (no such region)
+
+
+class IbufHalf(IntEnum):
+    """Input-buffer region a tile reads (cfg field ``ibuf_half``)."""
+    WHOLE = 0
+    LOWER = 1
+    UPPER = 2
 
 
 # Widths of the configuration fields (the RTL's cfg port layout).
 CFG_FIELDS = {
     "R": 4, "S": 4, "C1": 11, "K1": 8, "P1": 8, "Q1": 8, "H_in": 11, "W_in": 11,
     "stride": 2, "pad_top": 4, "pad_left": 4, "role": 2, "relu": 1, "pool": 1, "shift": 5,
+    "ibuf_half": 2,
 }
 
 
@@ -141,12 +159,14 @@ class PEConfig:
     relu: bool = False
     pool: bool = False
     shift: int = 0
+    ibuf_half: int = IbufHalf.WHOLE
 
     def as_dict(self) -> dict:
         d = asdict(self)
         d["role"] = int(d["role"])
         d["relu"] = int(d["relu"])
         d["pool"] = int(d["pool"])
+        d["ibuf_half"] = int(d["ibuf_half"])
         return d
 
     def fits_fields(self) -> bool:

@@ -5,7 +5,9 @@ Datapath (one MAC operation per cycle, no stalls inside the MAC pipeline;
 every buffer is a :class:`~tessera.hdl.sram.SRAM`, read latency 1):
 
     S0 issue     sequencer op (incremental address counters, no multiplies)
-                 -> read input buffer; read weight buffer on the first pixel
+                 -> read input buffer (+ the half's base, cfg ``ibuf_half``:
+                 the other half is loaded meanwhile, double buffering);
+                 read weight buffer on the first pixel
                  of a weight block
     S1 operands  input word (0 for padding) and, on a new block, the weight
                  block -> operand registers (the next block is read while the
@@ -44,7 +46,7 @@ from amaranth.lib.wiring import In, Out
 from tessera.hdl.sram import SRAM
 from tessera.params import ParamError
 
-from .config import ErrorCause, PEParams, Role
+from .config import ErrorCause, IbufHalf, PEParams, Role
 from .layouts import (act_layout, bits_for, cfg_layout, iload_layout, lanes, psum_layout,
                       pload_layout, wload_layout)
 from .arith import lut_mul
@@ -94,7 +96,8 @@ def validate_params(p: PEParams) -> None:
 
 class SimbaPE(wiring.Component):
     """Ports (all flows are ``lib.stream``): ``w_load``, ``i_load``, ``p_load``
-    (buffer loads, accepted while idle), ``psum_in``/``psum_out`` (cross-PE
+    (buffer loads, accepted while idle; ``i_load`` also while busy into the
+    input-buffer half the running tile does not read), ``psum_in``/``psum_out`` (cross-PE
     reduction chain), ``out`` (int8 activations); ``cfg`` + ``start``;
     ``busy``, ``done`` (one-cycle pulse), ``error`` + ``error_cause``;
     ``cfg_cause`` (combinational check of ``cfg``)."""
@@ -152,11 +155,13 @@ class SimbaPE(wiring.Component):
             (ErrorCause.BAD_STRIDE, (cfg.stride != 1) & (cfg.stride != 2)),
             (ErrorCause.BAD_PAD, (cfg.pad_top >= cfg.R) | (cfg.pad_left >= cfg.S)),
             (ErrorCause.WBUF_OVERFLOW, _gt_product(m, rsk, cfg.C1, p.wbuf_entries, "chk_w")),
-            (ErrorCause.IBUF_OVERFLOW, _gt_product(m, hw, cfg.C1, p.ibuf_words, "chk_i")),
+            (ErrorCause.IBUF_OVERFLOW, lut_mul(m, hw, cfg.C1, 0, "chk_i")
+             > Mux(cfg.ibuf_half == IbufHalf.WHOLE, p.ibuf_words, p.ibuf_words // 2)),
             (ErrorCause.ABUF_OVERFLOW, _gt_product(m, pq, cfg.K1, p.abuf_entries, "chk_a")),
             (ErrorCause.PPU_OVERFLOW, ((cfg.role == Role.LAST) | (cfg.role == Role.ONLY))
              & (cfg.K1 > p.ppu_depth)),
             (ErrorCause.BAD_POOL, cfg.pool & (cfg.P1[0] | cfg.Q1[0])),
+            (ErrorCause.BAD_IBUF_HALF, cfg.ibuf_half == 3),
         ]
         with m.Switch(Cat(*[c for _, c in checks])):      # smallest cause wins
             for i, (code, _) in enumerate(checks):
@@ -182,15 +187,22 @@ class SimbaPE(wiring.Component):
         n_all = lut_mul(m, n_pq, cur.K1, 2, "n_all")
         expected = Mux(cur.pool & to_ppu, n_all >> 2, n_all)
 
-        # ---- buffer loads (only while idle) ---------------------------------------
+        # ---- buffer loads: weights/PPU only while idle; inputs also while busy
+        # into the half the running tile does not read (double buffering) -------
         wl, il = self.w_load, self.i_load
+        IB = bits_for(p.ibuf_words)
+        upper = Signal()                 # the running tile reads the upper half
+        m.d.comb += upper.eq(cur.ibuf_half == IbufHalf.UPPER)
+        il_ok = Signal()
+        m.d.comb += il_ok.eq(~self.busy | ((cur.ibuf_half != IbufHalf.WHOLE)
+                                           & (il.payload.addr[IB - 1] != upper)))
         m.d.comb += [
-            wl.ready.eq(~self.busy), il.ready.eq(~self.busy),
+            wl.ready.eq(~self.busy), il.ready.eq(il_ok),
             wbuf.w_addr.eq(wl.payload.addr),
             wbuf.w_data.eq(Cat(*[wl.payload.data] * K0)),
             wbuf.w_en.eq(Mux(wl.valid & ~self.busy, 1 << wl.payload.row, 0)),
             ibuf.w_addr.eq(il.payload.addr), ibuf.w_data.eq(il.payload.data),
-            ibuf.w_en.eq(il.valid & ~self.busy),
+            ibuf.w_en.eq(il.valid & il_ok),
         ]
         wiring.connect(m, wiring.flipped(self.p_load), ppu.load)
         m.d.comb += [ppu.load_en.eq(~self.busy), ppu.shift.eq(cur.shift),
@@ -201,7 +213,9 @@ class SimbaPE(wiring.Component):
         credits = Signal(range(L["fifo_depth"] + 1))      # final results in flight + queued
         m.d.comb += seq.op.ready.eq(~op.final | (credits < L["fifo_depth"]))
         issue = seq.op.valid & seq.op.ready
-        m.d.comb += [ibuf.r_addr.eq(op.ib_addr), ibuf.r_en.eq(issue),
+        # the upper half's base is ibuf_words/2: its address bit IB-1 (a tile in a
+        # half addresses < ibuf_words/2, so that bit is 0 in op.ib_addr)
+        m.d.comb += [ibuf.r_addr.eq(op.ib_addr | (upper << (IB - 1))), ibuf.r_en.eq(issue),
                      wbuf.r_addr.eq(op.wb_addr), wbuf.r_en.eq(issue & op.newblock)]
         ctl = data.StructLayout({"valid": 1, "acc_addr": bits_for(p.abuf_entries),
                                  "first": 1, "final": 1})

@@ -36,6 +36,7 @@ from amaranth.hdl import Value
 
 from tessera.export import _layout_fields
 from tessera.hdl.chiplet.config import ChipletConfig, node_map
+from tessera.hdl.chiplet.isa import ERR_TIMEOUT
 from tessera.hdl.chiplet.packets import ctrl_class
 from tessera.hdl.global_pe.packets import (DATA_CLASS, KIND_BITS, KIND_CREDIT, KIND_DATA,
                                            KIND_OUT, credit_layout, data_header_layout,
@@ -378,3 +379,95 @@ def amaranth_run(cfg: ChipletConfig, body, seed=1, in_gap=0.0, out_ready=1.0):
     sim.add_testbench(bench)
     sim.run()
     return holder["tb"]
+
+
+# ---- scenarios shared by the amaranth.sim and cocotb tests --------------------------------
+def _program(cfg: ChipletConfig):
+    from tessera.hdl.chiplet.asm import Program
+    from tessera.hdl.global_pe.packets import command_layout
+    nm = node_map(cfg)
+    return nm, Program(nm.mesh, command_layout(cfg.gpe))
+
+
+def addr_int(cfg: ChipletConfig, xy) -> int:
+    """A node address (this chiplet) packed as the Global PE's ``uaddr`` field."""
+    from tessera.hdl.global_pe.packets import node_address_layout
+    lay = node_address_layout(cfg.gpe)
+    return lay.const({"chiplet": {"x": 0, "y": 0},
+                      "node": {"x": xy[0], "y": xy[1]}}).as_value().value
+
+
+def gpe_mask(cfg: ChipletConfig, nodes) -> int:
+    """A Global PE ``mask`` field (mask_layout: chiplets bit 0 = this chiplet, then nodes)."""
+    return 1 | (node_map(cfg).mask(nodes) << cfg.chiplet_mesh_x * cfg.chiplet_mesh_y)
+
+
+def timeout_program(cfg: ChipletConfig, tmo=100) -> list:
+    """CFG-write a PE register (no START) and WAIT for its DONE: must end in TIMEOUT."""
+    from tessera.hdl.chiplet.packets import REGS
+    nm, p = _program(cfg)
+    p.tmo(tmo).cfg(*nm.pes[-1], reg=REGS["ntiles"], value=1).wait([nm.pes[-1]]).end()
+    return p.words
+
+
+def round_trip_program(cfg: ChipletConfig, n: int, base: int, bar_id=1) -> list:
+    """RECV n words from the gateway at ``base``; BAR ``bar_id`` (host streams them); WAIT;
+    SEND the window unicast to the gateway; WAIT; END."""
+    from tessera.hdl.global_pe.packets import OP_RECV, OP_SEND
+    nm, p = _program(cfg)
+    gw = nm.gateway
+    p.tmo(min(50_000, (1 << cfg.timeout_bits) - 1))
+    p.cmd(op=OP_RECV, tag=1, a=base, cnt0=n, mask=gpe_mask(cfg, [gw]))
+    p.bar(bar_id)
+    p.wait(gpe=True)
+    p.cmd(op=OP_SEND, tag=2, a=base, cnt0=n, cnt1=1, cnt2=1, stride0=1, stride1=0, stride2=0,
+          tile=cfg.max_tile, groups=0, ucast=1, uaddr=addr_int(cfg, gw))
+    p.wait(gpe=True)
+    p.end()
+    return p.words
+
+
+async def run_timeout(tb: ChipletTB) -> dict:
+    tb.new_run()
+    tb.load_program(timeout_program(tb.cfg))
+    tb.start()
+    await tb.run(max_cycles=5000)
+    return dict(tb.status)
+
+
+async def run_round_trip(tb: ChipletTB, seed: int, n=37, in_gap=0.3, out_ready=0.6) -> dict:
+    """Data round trip host_in -> Global PE -> host_out; returns status + what came back."""
+    rng = random.Random(seed)
+    words = [rng.getrandbits(tb.cfg.word_bits) for _ in range(n)]
+    base = 16 * (seed % 8)
+    tb.new_run()
+    tb.rng.seed(seed)
+    tb.in_gap, tb.out_ready = in_gap, out_ready
+    tb.load_program(round_trip_program(tb.cfg, n, base))
+    tb.on_barrier(1, lambda t: t.send_packets(t.out_packets(words, base)))
+    tb.start()
+    await tb.run(max_cycles=20_000, until=lambda t: t.data_words() >= n)
+    return dict(status=dict(tb.status), words=words, packets=tb.data_packets(),
+                credits=tb.credits, in_flits=tb.in_flits, out_flits=tb.out_flits)
+
+
+def check_timeout(s):
+    assert (s["done"], s["error"], s["timeout"]) == (0, 1, 1), s
+    assert s["err_code"] == ERR_TIMEOUT
+    assert s["noc_err"] == 0 and s["pe_error"] == 0, s
+    assert 100 < s["cycles"] < 200, s["cycles"]
+
+
+def check_round_trip(r, max_tile):
+    s, words, pkts = r["status"], r["words"], r["packets"]
+    n = len(words)
+    assert (s["done"], s["error"], s["timeout"]) == (1, 0, 0), s
+    assert s["noc_err"] == 0 and s["gpe_status"] == 0 and s["stray"] == 0, s
+    got = [w for _h, ws in pkts for w in ws]
+    assert got == words
+    assert all(len(ws) <= max_tile for _h, ws in pkts)
+    assert r["credits"] == len(pkts) == -(-n // max_tile)
+    # host_in carried the OUT packets (n words + a head each) and the credits
+    assert r["in_flits"] == n + -(-n // max_tile) + r["credits"]
+    assert r["out_flits"] == n + len(pkts)
+    assert s["noc_flits"] >= r["in_flits"]

@@ -126,12 +126,13 @@ class Env:
     out_fire, out_flit)``."""
 
     def __init__(self, c: P.PeNodeConfig, runs, seed=0, in_gap=0.3, out_stall=0.3,
-                 pcredit_delay=(1, 20), early_data=True):
+                 pcredit_delay=(1, 20), early_data=True, pcredit_hold=0):
         self.c, self.runs = c, runs
         self.lay = flit_layout(c)
         self.rng = random.Random(seed)
         self.in_gap, self.out_stall = in_gap, out_stall
         self.pcd = pcredit_delay
+        self.pcredit_hold = pcredit_hold     # no PCREDIT before this cycle
         self.golden = PeNodeModel(c, ME)
         self.ctrl = [[(n, s, pl) for n, s, pl in r["ctrl"]] for r in runs]
         self.data = [pk for r in runs for pk in r["data"]]
@@ -186,7 +187,8 @@ class Env:
 
     def finished(self) -> bool:
         return (self.dones >= len(self.runs) and self.cur is None and not self.data
-                and not self.psum and not self.pcredit_q and self.out_pkt is None)
+                and not self.psum and not self.pcredit_q and self.out_pkt is None
+                and self.gcred == self.c.credit_window and self.pcred == self.c.psum_window)
 
     def drive(self):
         if self.cur is None and self.rng.random() >= self.in_gap:
@@ -243,7 +245,7 @@ class Env:
             elif kind == "PCREDIT":
                 self.pcred += 1
             elif kind == "PSUM":
-                self.pcredit_q.append(self.cycle + self.rng.randint(*self.pcd))
+                self.pcredit_q.append(max(self.pcredit_hold, self.cycle + self.rng.randint(*self.pcd)))
                 self.pcredit_q.sort()
             elif kind == "DONE":
                 self.dones += 1

@@ -5,7 +5,7 @@ monitor per output stream with random back-pressure, and a scoreboard: every
 output beat of every tile is compared with ``golden.pe.run_tile``, and the
 cycles from start to done are recorded.  Tests (selected by cocotb-test's
 ``testcase``): ``demo``, ``random_tiles``, ``directed``, ``chain3``, ``ppu_corners``,
-``illegal``, ``reset_mid_tile``, ``back_to_back``, ``bench`` (timing of tiles from
+``illegal``, ``reset_mid_tile``, ``double_buffer``, ``busy_half``, ``bench`` (timing of tiles from
 $TESSERA_BENCH_IN, used by bench/pe_utilization.py).
 """
 from __future__ import annotations
@@ -319,6 +319,90 @@ async def busy_rules(dut):
                    np.asarray(exp).reshape(-1, tb.p.K0).tolist(), "tile with ignored start")
     tb.report("busy_rules")
 
+
+
+async def _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums):
+    """Run ``cfgs`` in turn; tile t+1's input beats are queued on i_load one cycle
+    after tile t starts (tile 0's are loaded while idle, with the weights).  Returns
+    the input beats of each tile accepted while the PE was busy."""
+    p = tb.p
+    dut = tb.dut
+    busy_acc = [0] * len(cfgs)
+    cur = {"t": 0}
+
+    async def watch():
+        while True:
+            await RisingEdge(tb.clk)
+            if int(dut.i_load__valid.value) and int(dut.i_load__ready.value) \
+                    and int(dut.busy.value):
+                busy_acc[cur["t"]] += 1
+
+    watcher = cocotb.start_soon(watch())
+    await tb.load(cfgs[0], W, Xs[0], b if cfgs[0].role in (Role.LAST, Role.ONLY) else None, s)
+    for t, cfg in enumerate(cfgs):
+        await tb.i_src.wait_idle()
+        exp = golden.run_tile(p, cfg, W, Xs[t], psum_in=psums[t], bias=b, scale=s)
+        key = "out" if cfg.role in (Role.LAST, Role.ONLY) else "psum_out"
+
+        async def queue_next(t=t):
+            await RisingEdge(tb.clk)
+            cur["t"] = t + 1
+            for beat in golden.input_beats(p, cfgs[t + 1], Xs[t + 1]):
+                tb.i_src.send_nowait(_flat(beat))
+
+        if t + 1 < len(cfgs):
+            cocotb.start_soon(queue_next())
+        got, _, cause = await tb.run_tile(cfg, psums[t])
+        tb.check_equal(cause, 0, f"tile {t} refused")
+        want = np.asarray(exp[key], dtype=np.int64).reshape(-1, p.K0)
+        tb.check_equal(got.tolist(), want.tolist(), f"tile {t} ({cfg.ibuf_half=}) of {cfg}")
+    watcher.cancel()
+    return busy_acc
+
+
+def _db_case(tb, role):
+    """A legal tile that fits one input-buffer half, and fresh inputs/psums for 4 tiles."""
+    from tessera.hdl.pe.config import IbufHalf
+    p = tb.p
+    base, W, _, b, s = _case(tb, role=role, ibuf_half=int(IbufHalf.LOWER), K1=2)
+    rng = np.random.default_rng(tb.rng.randrange(1 << 30))
+    Xs = [rng.integers(-128, 128, size=(base.C1 * p.C0, base.H_in, base.W_in), dtype=np.int8)
+          for _ in range(4)]
+    psums = [golden.random_psum(p, base, int(rng.integers(1 << 30)))
+             if role in (Role.MIDDLE, Role.LAST) else None for _ in range(4)]
+    return base, W, Xs, b, s, psums
+
+
+@cocotb.test()
+async def double_buffer(dut):
+    """Input double buffer: 4 tiles alternating LOWER/UPPER halves; tile t+1's
+    input is loaded into the other half while tile t computes (every beat accepted
+    while busy), under random back-pressure and gaps; every beat exact."""
+    from tessera.hdl.pe.config import IbufHalf
+    tb = await _setup(dut, 0.8, 0.1)
+    for role in (Role.ONLY, Role.LAST, Role.FIRST):
+        base, W, Xs, b, s, psums = _db_case(tb, role)
+        cfgs = [PEConfig(**{**base.as_dict(), "ibuf_half": int(h)})
+                for h in (IbufHalf.LOWER, IbufHalf.UPPER) * 2]
+        n_in = base.C1 * base.H_in * base.W_in
+        busy_acc = await _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums)
+        tb.check_equal(busy_acc, [0] + [n_in] * 3, f"input beats loaded while busy ({role.name})")
+    tb.report("double_buffer")
+
+
+@cocotb.test()
+async def busy_half(dut):
+    """An input load into the region the running tile reads (its own half, or any
+    address for a WHOLE tile) is held back until done, not lost and not written
+    early: no beat accepted while busy, both tiles exact."""
+    from tessera.hdl.pe.config import IbufHalf
+    tb = await _setup(dut, 0.7, 0.1)
+    for h in (IbufHalf.UPPER, IbufHalf.LOWER, IbufHalf.WHOLE):
+        base, W, Xs, b, s, psums = _db_case(tb, Role.ONLY)
+        cfgs = [PEConfig(**{**base.as_dict(), "ibuf_half": int(h)})] * 3
+        busy_acc = await _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums)
+        tb.check_equal(busy_acc, [0, 0, 0], f"beats into the busy region ({h.name})")
+    tb.report("busy_half")
 
 @cocotb.test()
 async def bench(dut):
