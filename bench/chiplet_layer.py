@@ -43,13 +43,14 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="every pass of every layer")
     ap.add_argument("--out", default="build/bench")
     ap.add_argument("--no-rtl", action="store_true")
+    ap.add_argument("--sim", choices=("verilator", "amaranth"), default="verilator")
     a = ap.parse_args(argv)
     nx, ny = parse_pes(a.pes)
     cfg = ChipletConfig(nx=nx, ny=ny).validate()
     entries = []
     for L in layers():
         entries += run_layer(L, cfg, seed=0, samples=300, passes=None if a.all else a.passes,
-                             out_dir=None, rtl=not a.no_rtl)
+                             out_dir=None, rtl=not a.no_rtl, sim=a.sim)
     print()
     print(f"{'layer':20s} {'pass':>4s} {'golden':>6s} {'bit_ex':>6s} {'rtl_cyc':>8s} {'model_cyc':>9s} "
           f"{'error':>7s} {'util':>6s} {'m_util':>6s} {'noc_fl':>7s} {'m_noc_fl':>8s}  bound")
@@ -63,8 +64,8 @@ def main(argv=None) -> int:
     doc = {"doc": __doc__.strip().splitlines()[0], "pes": a.pes, "keys": list(ENTRY_KEYS),
            "rtl_run": bool(rtl), "entries": entries}
     if not rtl:
-        doc["note"] = ("RTL not run (the chiplet top / testbench runner tessera.tb.chiplet.run_layer is "
-                       "not in this tree): bit_exact, rtl_cycles, utilization, noc_flits, error are null")
+        doc["note"] = ("RTL not run (--no-rtl, or no chiplet RTL in the tree): bit_exact, rtl_cycles, "
+                       "utilization, noc_flits, error are null")
         print("\n" + doc["note"])
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)

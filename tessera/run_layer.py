@@ -6,12 +6,12 @@ Steps per layer: :func:`sim_models.simba.chiplet_cycles.map_for_chiplet` (the pa
 mapper on a one-chiplet Arch; a K slice when the weights do not fit the PEs), seeded tensors
 (:func:`golden.chiplet.layer_tensors`), :func:`hdl.chiplet.compiler.compile_layer` -> passes;
 per pass: the executable golden model (``golden/chiplet.py``) against the direct numpy
-reference, the chiplet cycle model (``sim_models/simba/chiplet_cycles.py``), and the RTL run
-when the chiplet top and its testbench runner exist in this tree: a module
-``tessera.tb.chiplet.run_layer`` with ``run_pass(ps, cfg, build_dir, seed) -> {"words":
-[out_words, K0] int8 read back on host_out, "cycles": start -> done, "noc_flits": int,
-"status": dict}``.  Until then the RTL fields stay None and the command says so: no RTL number
-is ever estimated or copied from the model.
+reference, the chiplet cycle model (``sim_models/simba/chiplet_cycles.py``), and the RTL run:
+``tessera.tb.chiplet.run_layer.run_pass`` (the exported ``chiplet`` under cocotb/Verilator, build
+cached per parameter set, or amaranth.sim with ``--sim amaranth``) -> the words read back on
+``host_out``, start -> done cycles, the RTL's NoC flit counter; every output byte is compared with
+the reference.  With ``--no-rtl`` (or no chiplet RTL in the tree) the RTL fields stay None and the
+command says so: no RTL number is ever estimated or copied from the model.
 
 Artefacts in ``--out DIR``: ``run_layer.json`` (entries as ``bench/chiplet_layer.py``) and,
 per pass, ``<layer>.pass<i>.npz`` (program words, preload packets, out_index, expected words).
@@ -47,7 +47,7 @@ def rtl_runner():
 
 
 def run_layer(layer, cfg, seed: int = 0, samples: int = 300, passes=None, out_dir=None,
-              rtl: bool = True, log=print) -> list[dict]:
+              rtl: bool = True, log=print, sim: str = "verilator", opt: str | None = None) -> list[dict]:
     """Entries (one per pass run) with the JSON contract keys + model/golden details."""
     from tessera.golden import chiplet as gc
     from tessera.hdl.chiplet.compiler import compile_layer
@@ -85,7 +85,10 @@ def run_layer(layer, cfg, seed: int = 0, samples: int = 300, passes=None, out_di
              "program_words": len(ps.program.words), "k_range": list(ps.k_range),
              "p_range": list(ps.p_range)}
         if runner is not None:
-            r = runner(ps, cfg, Path(out_dir or "build/run_layer"), seed)
+            t1 = time.time()
+            r = runner(ps, cfg, Path(out_dir or "build/run_layer"), seed, sim=sim, opt=opt)
+            e["rtl_seconds"] = round(time.time() - t1, 1)
+            e["rtl_events"] = r.get("events")
             got = np.asarray(r["words"], np.int8)
             ok = got.shape == vals.shape and bool(np.array_equal(got[valid], vals[valid]))
             e.update(bit_exact=ok, rtl_cycles=int(r["cycles"]), noc_flits=r.get("noc_flits"),
@@ -110,8 +113,8 @@ def run_layer(layer, cfg, seed: int = 0, samples: int = 300, passes=None, out_di
                 **{f"preload_pe_{x}_{y}": np.array([w for p in pk for w in p], dtype=object)
                    for (x, y), pk in ps.preload_pe.items()})
     if runner is None:
-        log(f"  RTL not run: the chiplet top / testbench runner (tessera.tb.chiplet.run_layer) is not "
-            f"in this tree; rtl_cycles, bit_exact, utilization, noc_flits are null "
+        why = "--no-rtl" if not rtl else "the chiplet RTL / testbench runner is not in this tree"
+        log(f"  RTL not run ({why}): rtl_cycles, bit_exact, utilization, noc_flits are null "
             f"({time.time() - t0:.1f} s)")
     return entries
 
@@ -127,6 +130,8 @@ def add_parser(sub):
     p.add_argument("--passes", type=int, nargs="*", metavar="I",
                    help="only these pass indices (negative from the end); default all")
     p.add_argument("--no-rtl", action="store_true", help="golden model and cycle model only")
+    p.add_argument("--sim", choices=("verilator", "amaranth"), default="verilator",
+                   help="RTL simulator (default cocotb/Verilator, cached build)")
     p.set_defaults(func=run)
 
 
@@ -148,7 +153,7 @@ def run(args) -> int:
         return err(f"--samples must be in [1, 100000], got {args.samples}")
     try:
         entries = run_layer(layers[args.layer], cfg, args.seed, args.samples, args.passes, args.out,
-                            rtl=not args.no_rtl)
+                            rtl=not args.no_rtl, sim=args.sim)
     except CompileError as e:
         return err(str(e))
     out = Path(args.out)
