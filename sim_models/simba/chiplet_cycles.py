@@ -58,7 +58,8 @@ class ChipletCycles:
     psum_beats: int = 5                # beats per PSUM packet (PeNodeConfig.psum_beats)
     out_words: int = 16                # beats per OUT packet (PeNodeConfig.out_words)
     pcredit_rtt_cycles: float = 10.0   # PCREDIT round trip between chain neighbours (assumption)
-    tile_start_cycles: float = 4.0     # NI: region full -> PE start (pe_node PREP_CYCLES; assumption)
+    tile_start_cycles: float = 4.0     # PE node per tile: region full -> PE start, done -> next (fitted)
+    send_overhead_cycles: float = 0.0  # Global PE per SEND on the round's critical path (fitted)
     source: str = ""
 
 
@@ -154,7 +155,7 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
     tile_words = g0.C1 * g0.H_in * g0.W_in
     tile_flits = tile_words + g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in))
     n_sets = len(ps.sets)
-    inj_round = n_sets * tile_flits / cc.send_flits_per_cycle
+    inj_round = n_sets * (tile_flits / cc.send_flits_per_cycle + cc.send_overhead_cycles)
     beats = g0.K1 * g0.P1 * g0.Q1
     lasts = [j for j in ps.jobs if int(j.cfg.role) in (2, 3)]
     out_round = len(lasts) * (beats + math.ceil(beats / cc.out_words)) / cc.recv_words_per_cycle
@@ -175,8 +176,9 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
                 t += cc.pcredit_rtt_cycles
         else:
             t = max(t, beats + math.ceil(beats / cc.out_words))
+        t += cc.tile_start_cycles
         if slots == 1:
-            t += tile_words + cc.tile_start_cycles
+            t += tile_words
         t_pe = max(t_pe, t)
     ctrl_round = (counts["send"] * cc.instr_cycles) / rounds
     ctrl_round = max(ctrl_round, ncmd["send"] / rounds * cc.gpe_cmd_cycles)
@@ -192,7 +194,7 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
         "config": ins(counts["config"]),
         "first_delivery": inj_round + far * cc.hop_cycles,
         "steady": (rounds - 1) * period,
-        "last_tile": t_pe + chain + out_lat,
+        "last_tile": t_pe + chain + max(out_lat, out_round),
         "epilogue": ins(counts["epilogue"]) + cc.gpe_cmd_cycles + out_flits / cc.send_flits_per_cycle
         + _hops(nm.gpe, nm.gateway) * cc.hop_cycles,
     }
