@@ -79,6 +79,7 @@ def run_small(sim: str) -> list:
                     "utilization": round(ps.useful_macs / (r["cycles"] * 4 * 64), 4),
                     "noc_flits": r["noc_flits"], "model_noc_flits": mc["noc_flits"],
                     "model_terms": {k: round(v, 1) for k, v in mc["terms"].items()},
+                    "model_cycles_one_input_region": round(pass_cycles(ps, cfg, slots=1)["cycles"], 1),
                     "rtl_events": r["events"], "mapping": m.short(), "summary": ps.summary()})
     return out
 
@@ -130,7 +131,8 @@ def main(argv=None) -> int:
     for e in small:
         print(f"2x2 {e['layer']:16s} {e['pass']:4d} {str(e['bit_exact']):>6s} {e['rtl_cycles']:8d} "
               f"{e['model_cycles']:9.0f} {e['error']:+7.1%} {e['utilization']:6.1%} noc {e['noc_flits']} "
-              f"(model {e['model_noc_flits']})")
+              f"(model {e['model_noc_flits']}); one input region: {e['model_cycles_one_input_region']:.0f} "
+              f"({(e['model_cycles_one_input_region'] - e['rtl_cycles']) / e['rtl_cycles']:+.1%})")
     doc = {"doc": __doc__.strip().splitlines()[0], "pes": a.pes, "keys": list(ENTRY_KEYS),
            "rtl_run": bool(rtl), "entries": entries, "small_2x2": small}
     if not rtl:

@@ -80,6 +80,7 @@ def run_layer(layer, cfg, seed: int = 0, samples: int = 300, passes=None, out_di
              "model_utilization": round(m["utilization"], 4),
              "model_compute_utilization": round(m["compute_utilization"], 4),
              "model_noc_flits": m["noc_flits"], "model_period_bound": m["period_bound"],
+             "model_cycles_one_input_region": round(pass_cycles(ps, cfg, cc, pc, slots=1)["cycles"], 1),
              "model_terms": {k: round(v, 1) for k, v in m["terms"].items()},
              "mapping": mp.short(), "pes": f"{cfg.nx}x{cfg.ny}", "useful_macs": ps.useful_macs,
              "program_words": len(ps.program.words), "k_range": list(ps.k_range),

@@ -107,8 +107,11 @@ def _hops(a, b) -> int:
     return abs(a[0] - b[0]) + abs(a[1] - b[1])
 
 
-def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = None) -> dict:
-    """Predicted cycles of a compiled pass, term by term (see the module docstring)."""
+def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = None,
+                slots: int | None = None) -> dict:
+    """Predicted cycles of a compiled pass, term by term (see the module docstring).
+    ``slots``: input regions per PE node (default :func:`ibuf_slots`; 1 = the experiment
+    without input/compute overlap)."""
     from tessera.hdl.chiplet.config import node_map
     if cc is None or pc is None:
         d_cc, d_pc = default_constants()
@@ -169,7 +172,7 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
     out_round = len(lasts) * (beats + math.ceil(beats / cc.out_words)) / cc.recv_words_per_cycle
     # PE tile (slowest role present): compute, stretched by a slower result stream; with one
     # input region (no double buffer) the next tile's words load while the PE is idle
-    slots = ibuf_slots(cfg, tile_words)
+    slots = ibuf_slots(cfg, tile_words) if slots is None else slots
     cp = ps.mapping.cp
     psum_link = beats * cc.psum_flits + math.ceil(beats / cc.psum_beats)
     t_pe = 0.0
