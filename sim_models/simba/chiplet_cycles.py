@@ -35,12 +35,13 @@ with its source (to be calibrated against the RTL chiplet when it runs):
 
 Calibration status (RTL runs of ``bench/chiplet_layer.py --small`` and ``tessera run-layer``,
 cocotb/Verilator): NoC flits match the RTL counter to one flit (the host's last CREDIT, in flight
-when the counter is read) on all 9 passes; cycles: res3b_branch2b pass 0 on 16 PEs 32748 vs RTL
-41543 (-21 %), the 2x2 passes -27 % .. +0.3 %.  Experiment: the same model with one input region
-per PE (``ibuf_slots`` = 1: the next tile loads only while the PE is idle) gives -5.0 % on
-res3b_branch2b and -17 % .. +9 % on the 2x2 set (7 of 9 within 10 %), i.e. the RTL chiplet
-does not yet overlap a tile's input with the previous tile's compute as the NI/PE contract
-intends; the model keeps the contract's double buffer until that is settled.
+when the counter is read) on every pass run; cycles: res3b_branch2b pass 0 on 2x2 PEs (default
+buffers, one set of 4) 81569 vs RTL 82185 (-0.8 %); on 16 PEs (one multicast set of 16) 32748 vs
+RTL 41543 (-21 %); the 8 small-buffer 2x2 passes -27 % .. +0.3 %.  Experiment: the same model with
+one input region per PE (``slots=1``: the next tile loads only while the PE is idle) gives -5.0 % on
+the 16-PE pass, i.e. there the next tile's multicast does not overlap the compute as the NI/PE
+contract intends (it does on 2x2); the model keeps the contract's double buffer until the RTL
+side is understood.
 Left out: NoC link contention other than the Global PE's own ports (e.g. psum and DATA sharing a
 link), bank conflicts, credit round trips (the PE input double buffer + the NI's
 credit_window-packet FIFO hide them when the period exceeds a round trip), the host's reaction
