@@ -2,7 +2,8 @@
 
 ``tessera blocks`` lists exportable RTL blocks; ``tessera verilog BLOCK
 [--param NAME=VALUE ...] --out DIR`` exports one; ``tessera report`` writes
-build/report/index.html from every result present (:mod:`tessera.report`).  System models add their
+build/report/index.html from every result present (:mod:`tessera.report`); ``tessera run-layer``
+compiles a layer for the chiplet and checks it (:mod:`tessera.run_layer`).  System models add their
 own sub-commands: any ``tessera.sim_models.<pkg>.cli`` module with a function
 ``add_parser(subparsers)`` is discovered (the parser it adds must set
 ``func=callable(args) -> int``).  Bad arguments exit with status 2 and one line.
@@ -72,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE", help="output (default BUILD/report/index.html)")
     p.add_argument("--quiet", action="store_true", help="print only the page's path")
     p.set_defaults(func=_cmd_report)
+    from .run_layer import add_parser as _run_layer
+    _run_layer(sub)
     _discover_model_clis(sub)
     return parser
 

@@ -1,0 +1,152 @@
+"""ResNet-50 layers on the Simba chiplet (issue 17; Simba §3.1 chiplet, §3.3 mapping): RTL
+cycles vs the chiplet model for the same mapping, MAC utilisation, NoC flits, bit-exactness.
+
+Layers (default 16-PE chiplet, mapping from the Simba mapper, ``tessera.run_layer``):
+res2a_branch2b (3x3/1), res2b_branch2a (1x1), res3a_branch2b_s2 (3x3/2: ResNet-50 v1 has no
+3x3 stride-2 layer, this is the v1.5 placement of res3a_branch2b), res3b_branch2b, res4b_branch2b
+(weights exceed the chiplet: mapped as K slices), conv1 (7x7/2); the first and last pass of each
+(``--passes`` to change; ``--all`` for every pass).
+
+Writes ``build/bench/chiplet_layer.json``: ``entries`` [{layer, pass, bit_exact, rtl_cycles,
+model_cycles, utilization, noc_flits, error, ...model_* and golden details}].  ``bit_exact``,
+``rtl_cycles``, ``utilization`` (useful MACs / (rtl_cycles x 64 x PEs)), ``noc_flits`` and
+``error`` ((model - rtl) / rtl) come from the RTL run only: null while the chiplet testbench
+runner is not in the tree (never estimated).  ``golden_bit_exact``: the executable golden
+model of the compiled pass against the numpy reference.  Targets (issue 17): bit-exact on all;
+|error| <= 10 % on every entry; utilisation >= 70 % on res3[b-d]_branch2b-like passes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from tessera.hdl.chiplet.config import ChipletConfig
+from tessera.run_layer import ENTRY_KEYS, parse_pes, run_layer
+from tessera.sim_models.simba.layers import Layer, load_network
+
+LAYERS = ["res2a_branch2b", "res2b_branch2a", "res3a_branch2b_s2", "res3b_branch2b",
+          "res4b_branch2b", "conv1"]
+
+
+def layers():
+    net = {l.name: l for l in load_network("resnet50")}
+    net["res3a_branch2b_s2"] = Layer("res3a_branch2b_s2", 128, 128, 3, 3, 56, 56, 2, 1)
+    return [net[n] for n in LAYERS]
+
+
+SMALL_CFG = dict(nx=2, ny=2, words=512, banks=2, max_tile=8, out_words=8, psum_beats=2, prog_depth=512,
+                 timeout_bits=16)
+SMALL_PE = dict(wbuf_bytes=1024, ibuf_bytes=512, abuf_entries=32, ppu_depth=4)
+
+
+def small_cases():
+    from tessera.hdl.chiplet.compiler import ConvLayer as CL, PEMapping as PM
+    return {
+        "chain_mcast_3x3": (CL("a", 16, 16, 3, 3, 8, 8, 1, 1), PM(2, 2, 1, 1, 2, 4)),
+        "only_3x3": (CL("b", 8, 32, 3, 3, 8, 8, 1, 1), PM(4, 1, 1, 1, 2, 4)),
+        "only_1x1": (CL("c", 16, 32, 1, 1, 8, 8), PM(2, 1, 2, 1, 2, 8)),
+        "chain4_3x3": (CL("d", 32, 8, 3, 3, 6, 6, 1, 1), PM(1, 4, 1, 1, 2, 3)),
+        "s2_3x3": (CL("e", 8, 16, 3, 3, 9, 9, 2, 1), PM(2, 1, 2, 1, 2, 2)),
+        "s2_3x3_1set": (CL("f", 8, 32, 3, 3, 9, 9, 2, 1), PM(4, 1, 1, 1, 2, 2)),
+        "s2_3x3_p1": (CL("g", 8, 16, 3, 3, 9, 9, 2, 1), PM(2, 1, 2, 1, 1, 2)),
+        "s1_3x3_5x5in": (CL("h", 8, 16, 3, 3, 6, 6, 1, 1), PM(2, 1, 2, 1, 3, 3)),
+    }
+
+
+def run_small(sim: str) -> list:
+    """Small-buffer 2x2 passes on the RTL (the model's calibration set): bit-exact, cycles vs model."""
+    from tessera.golden import chiplet as gc
+    from tessera.hdl.chiplet.compiler import compile_layer
+    from tessera.hdl.pe.config import PEParams
+    from tessera.sim_models.simba.chiplet_cycles import pass_cycles
+    from tessera.tb.chiplet.run_layer import run_pass
+    cfg = ChipletConfig(pe=PEParams(**SMALL_PE), **SMALL_CFG).validate()
+    out = []
+    for name, (L, m) in small_cases().items():
+        T = gc.layer_tensors(L, 2)
+        ref = gc.reference(L, T)
+        ps = compile_layer(L, m, cfg, T)[0]
+        vals, valid = gc.expected_words(ps, ref)
+        r = run_pass(ps, cfg, sim=sim, opt="-O0")
+        mc = pass_cycles(ps, cfg)
+        got = r["words"]
+        out.append({"layer": name, "pass": 0, "pes": "2x2",
+                    "bit_exact": bool(got.shape == vals.shape and (got[valid] == vals[valid]).all()),
+                    "rtl_cycles": r["cycles"], "model_cycles": round(mc["cycles"], 1),
+                    "error": round((mc["cycles"] - r["cycles"]) / r["cycles"], 4),
+                    "utilization": round(ps.useful_macs / (r["cycles"] * 4 * 64), 4),
+                    "noc_flits": r["noc_flits"], "model_noc_flits": mc["noc_flits"],
+                    "model_terms": {k: round(v, 1) for k, v in mc["terms"].items()},
+                    "model_cycles_one_input_region": round(pass_cycles(ps, cfg, slots=1)["cycles"], 1),
+                    "rtl_events": r["events"], "mapping": m.short(), "summary": ps.summary()})
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pes", default="4x4")
+    ap.add_argument("--passes", type=int, nargs="*", default=[0, -1])
+    ap.add_argument("--all", action="store_true", help="every pass of every layer")
+    ap.add_argument("--out", default="build/bench")
+    ap.add_argument("--no-rtl", action="store_true")
+    ap.add_argument("--sim", choices=("verilator", "amaranth"), default="verilator")
+    ap.add_argument("--rtl-from", nargs="*", default=[], metavar="JSON",
+                    help="run_layer.json files of earlier RTL runs (tessera run-layer): their RTL fields "
+                         "fill the entries with the same layer, pass, PEs and mapping")
+    ap.add_argument("--small", action="store_true",
+                    help="also run the 2x2 small-buffer calibration passes on the RTL (Verilator)")
+    a = ap.parse_args(argv)
+    nx, ny = parse_pes(a.pes)
+    cfg = ChipletConfig(nx=nx, ny=ny).validate()
+    entries = []
+    for L in layers():
+        entries += run_layer(L, cfg, seed=0, samples=300, passes=None if a.all else a.passes,
+                             out_dir=None, rtl=not a.no_rtl, sim=a.sim)
+    merged = 0
+    for f in a.rtl_from:
+        for r in json.loads(Path(f).read_text())["entries"]:
+            if r.get("rtl_cycles") is None:
+                continue
+            for e in entries:
+                if all(e[k] == r[k] for k in ("layer", "pass", "pes", "mapping", "model_cycles")):
+                    for k in ("bit_exact", "rtl_cycles", "utilization", "noc_flits", "error",
+                              "rtl_status", "rtl_events", "rtl_seconds", "rtl_command"):
+                        if k in r:
+                            e[k] = r[k]
+                    e["rtl_source"] = str(f)
+                    merged += 1
+    small = run_small(a.sim) if a.small else []
+    print()
+    print(f"{'layer':20s} {'pass':>4s} {'golden':>6s} {'bit_ex':>6s} {'rtl_cyc':>8s} {'model_cyc':>9s} "
+          f"{'error':>7s} {'util':>6s} {'m_util':>6s} {'noc_fl':>7s} {'m_noc_fl':>8s}  bound")
+    f = lambda v, fmt: "-" if v is None else format(v, fmt)
+    for e in entries:
+        print(f"{e['layer']:20s} {e['pass']:4d} {str(e['golden_bit_exact']):>6s} {f(e['bit_exact'], ''):>6s} "
+              f"{f(e['rtl_cycles'], 'd'):>8s} {e['model_cycles']:9.0f} {f(e['error'], '+.1%'):>7s} "
+              f"{f(e['utilization'], '.1%'):>6s} {e['model_utilization']:6.1%} {f(e['noc_flits'], 'd'):>7s} "
+              f"{e['model_noc_flits']:8d}  {e['model_period_bound']}")
+    rtl = [e for e in entries if e["rtl_cycles"] is not None]
+    for e in small:
+        print(f"2x2 {e['layer']:16s} {e['pass']:4d} {str(e['bit_exact']):>6s} {e['rtl_cycles']:8d} "
+              f"{e['model_cycles']:9.0f} {e['error']:+7.1%} {e['utilization']:6.1%} noc {e['noc_flits']} "
+              f"(model {e['model_noc_flits']}); one input region: {e['model_cycles_one_input_region']:.0f} "
+              f"({(e['model_cycles_one_input_region'] - e['rtl_cycles']) / e['rtl_cycles']:+.1%})")
+    doc = {"doc": __doc__.strip().splitlines()[0], "pes": a.pes, "keys": list(ENTRY_KEYS),
+           "rtl_run": bool(rtl), "entries": entries, "small_2x2": small}
+    if not rtl:
+        doc["note"] = ("RTL not run (--no-rtl, or no chiplet RTL in the tree): bit_exact, rtl_cycles, "
+                       "utilization, noc_flits, error are null")
+        print("\n" + doc["note"])
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "chiplet_layer.json").write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {out / 'chiplet_layer.json'}")
+    bad = [e for e in entries if not e["golden_bit_exact"] or e["bit_exact"] is False] + \
+        [e for e in small if not e["bit_exact"]]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,281 @@
+"""Cycle model of one compiled chiplet pass (Simba §3.1 chiplet: PEs, Global PE, NoC,
+controller; §3.3 mapping) and the mapper adapter for one chiplet.
+
+Predicts the cycles from the controller's ``start`` to its ``done`` (what the RTL bench
+measures, contract item 6) of a pass produced by ``hdl/chiplet/compiler.py``.  Every term,
+with its source (to be calibrated against the RTL chiplet when it runs):
+
+* ``prologue``: TMO + RECV-input + BAR (host cue) + WAIT instructions (``instr_cycles`` = 3 per instruction: the
+  controller docstring's fetch/decode/execute) + the Global PE decoder (``gpe_cmd_cycles`` = 5,
+  hdl/global_pe/README "a command reaches its unit 5 cycles after it enters the register") +
+  the host's input packets (in_words + one head per ``max_tile`` words) at
+  ``host_flits_per_cycle`` = 1 (assumption: one flit per cycle on ``host_in``) + NoC latency
+  gateway -> Global PE (XY hops x ``hop_cycles``, arch ``noc_hop_cycles``: RTL bench
+  ``noc_throughput.json`` when present) + a WAIT.
+* ``config``: the CFG / GROUP / RECV-output instructions, ``instr_cycles`` each (the
+  controller sends one CFG flit per instruction; the NoC is idle then).
+* ``first_delivery``: the first tile of every multicast set, sent one after the other by the
+  Global PE at ``send_flits_per_cycle`` = 1 flit/cycle over all lanes (its one injection port;
+  README/bench gpe_bandwidth: 1.00 flits/cycle unicast and multicast, head flits included; a
+  multicast packet is injected once and replicated by the routers) + the farthest PE's hops.
+* ``steady``: (tiles - 1) x ``period``; period = the slowest of
+  - PE tile: ``pe_cycles.tile_cycles`` (RTL-measured visited MACs + fill/drain per role) of
+    the pass's PEConfig, or the PE's result stream if slower (a non-LAST PE's K1 P1 Q1 psum
+    beats as ``psum_flits`` = 3 flits each + a head per ``psum_beats`` beats; a LAST PE's
+    beats + a head per ``out_words``: one flit per cycle on its NoC port);
+  - Global PE injection: flits of one tile of every set (one round) at 1 flit/cycle;
+  - Global PE ejection: OUT words of one round (+ heads) at ``recv_words_per_cycle`` = 0.94
+    (README RECV bench 0.9377 words/cycle);
+  - controller issue: instructions per round (CMDW + CMD per SEND, GROUP re-writes) x
+    max(``instr_cycles``, ``gpe_cmd_cycles`` per command).
+* ``last_tile``: one tile of the slowest PE, + the reduction chain: (cp - 1) x (hop latency +
+  one k1 burst of psums, P1 Q1 beats x 3 flits) + the LAST PE's OUT packet to the Global PE.
+* ``epilogue``: WAIT (DONEs), the readback SEND (out_words + heads at 1 flit/cycle, + hops to
+  the gateway), its completion, WAIT, END (instructions x ``instr_cycles``).
+
+Calibration status (RTL runs of ``bench/chiplet_layer.py --small`` and ``tessera run-layer``,
+cocotb/Verilator): NoC flits match the RTL counter to one flit (the host's last CREDIT, in flight
+when the counter is read) on every pass run; cycles: res3b_branch2b pass 0 on 2x2 PEs (default
+buffers, one set of 4) 81569 vs RTL 82185 (-0.8 %); on 16 PEs (one multicast set of 16) 32748 vs
+RTL 41543 (-21 %); the 8 small-buffer 2x2 passes -27 % .. +0.3 %.  Experiment: the same model with
+one input region per PE (``slots=1``: the next tile loads only while the PE is idle) gives -5.0 % on
+the 16-PE pass, i.e. there the next tile's multicast does not overlap the compute as the NI/PE
+contract intends (it does on 2x2); the model keeps the contract's double buffer until the RTL
+side is understood.
+Left out: NoC link contention other than the Global PE's own ports (e.g. psum and DATA sharing a
+link), bank conflicts, credit round trips (the PE input double buffer + the NI's
+credit_window-packet FIFO hide them when the period exceeds a round trip), the host's reaction
+time after the input RECV opens.  Utilisation = useful MACs / (cycles x K0 C0 x PEs).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from .pe_cycles import PECycles, load_pe_cycles, tile_cycles
+
+
+@dataclass(frozen=True)
+class ChipletCycles:
+    instr_cycles: float = 3.0          # controller: fetch, decode, execute (hdl/chiplet/controller.py)
+    gpe_cmd_cycles: float = 5.0        # Global PE decoder: one command per 5 cycles (README)
+    send_flits_per_cycle: float = 1.0  # Global PE SEND (bench gpe_bandwidth: 1.00)
+    recv_words_per_cycle: float = 0.94 # Global PE RECV (bench gpe_bandwidth: 0.9377)
+    host_flits_per_cycle: float = 1.0  # host_in port (assumption)
+    hop_cycles: float = 2.0            # NoC router + link per hop (arch noc_hop_cycles)
+    psum_flits: int = 3                # K0 x acc_width = 192 bits in 64-bit flits (contract item 1)
+    psum_beats: int = 5                # beats per PSUM packet (PeNodeConfig.psum_beats)
+    out_words: int = 16                # beats per OUT packet (PeNodeConfig.out_words)
+    pcredit_rtt_cycles: float = 10.0   # PCREDIT round trip between chain neighbours (assumption)
+    tile_start_cycles: float = 4.0     # PE node per tile: region full -> PE start, done -> next (fitted)
+    send_overhead_cycles: float = 0.0  # Global PE per SEND on the round's critical path (fitted)
+    source: str = ""
+
+
+def default_constants(bench_dir=None) -> tuple[ChipletCycles, PECycles]:
+    """Constants (NoC hop from the RTL bench when present) and the PE tile constants."""
+    from .arch import load_arch
+    arch = load_arch(bench_dir=bench_dir)
+    try:
+        from tessera.hdl.chiplet.packets import PeNodeConfig
+        n = PeNodeConfig()
+        extra = dict(psum_flits=n.psum_flits, psum_beats=n.psum_beats, out_words=n.out_words)
+    except ImportError:                                           # pragma: no cover
+        extra = {}
+    cc = ChipletCycles(hop_cycles=float(arch.noc_hop_cycles),
+                       source=f"noc_hop_cycles: {arch.provenance.get('noc_hop_cycles', 'arch')}", **extra)
+    return cc, load_pe_cycles(bench_dir)
+
+
+def cfg_get(cfg, name, default):
+    return getattr(cfg, name, default)
+
+
+def ibuf_slots(cfg, tile_words: int) -> int:
+    """Input regions the PE node fills ahead: the NI's ``ibuf_slots`` when it has one (1: the
+    PE's single buffer), else 2 when a tile fits half the input buffer (double buffer)."""
+    try:
+        from tessera.hdl.chiplet import pe_node
+    except ImportError:                                          # pragma: no cover
+        pe_node = None
+    f = getattr(pe_node, "ibuf_slots", None)
+    if f is not None:
+        return int(f(cfg.pe))
+    return 2 if tile_words <= cfg.pe.ibuf_words // 2 else 1
+
+
+def _hops(a, b) -> int:
+    return abs(a[0] - b[0]) + abs(a[1] - b[1])
+
+
+def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = None,
+                slots: int | None = None) -> dict:
+    """Predicted cycles of a compiled pass, term by term (see the module docstring).
+    ``slots``: input regions per PE node (default :func:`ibuf_slots`; 1 = the experiment
+    without input/compute overlap)."""
+    from tessera.hdl.chiplet.config import node_map
+    if cc is None or pc is None:
+        d_cc, d_pc = default_constants()
+        cc, pc = cc or d_cc, pc or d_pc
+    nm = node_map(cfg)
+    mt = cfg.max_tile
+    cc = replace(cc, psum_beats=cfg_get(cfg, "psum_beats", cc.psum_beats),
+                 out_words=cfg_get(cfg, "out_words", cc.out_words),
+                 psum_flits=-(-cfg.pe.K0 * cfg.pe.acc_width // cfg.word_bits))
+    ins = lambda n: n * cc.instr_cycles
+    # instruction counts per phase, from the assembled program (CMD = one command)
+    words = ps.program.words
+    ops = ps.ops
+    # phases by op index: prologue = up to the first "wait"; config = until the first SEND;
+    # steady = SENDs; epilogue = rest.  Instructions are counted by re-assembling each phase.
+    from tessera.hdl.chiplet.asm import Program
+    from tessera.hdl.global_pe.packets import command_layout
+    from tessera.hdl.chiplet.compiler import TAG_SEND, pack_nested
+    lay = command_layout(cfg.gpe)
+    prog = Program(nm.mesh, lay)
+    counts = {"prologue": 0, "config": 0, "send": 0, "epilogue": 0}
+    ncmd = {"prologue": 0, "config": 0, "send": 0, "epilogue": 0}
+    phase, seen_wait = "prologue", False
+    for op in ops:
+        k = op[0]
+        if phase == "prologue" and seen_wait:
+            phase = "config"
+        if k == "send" and op[1].tag == TAG_SEND:
+            phase = "send"
+        if phase == "send" and k == "wait":
+            phase = "epilogue"
+        before = len(prog.words)
+        if k == "tmo":
+            prog.tmo(op[1])
+        elif k == "cfg":
+            prog.cfg(op[1][0], op[1][1], op[2], op[3])
+        elif k == "wait":
+            prog.wait(op[1], op[2])
+            seen_wait = True
+        elif k == "bar":
+            prog.bar(op[1])
+        elif k == "end":
+            prog.end()
+        else:
+            prog.cmd(pack_nested(lay, op[1].fields(nm.mesh[0])))
+            ncmd[phase] += 1
+        counts[phase] += len(prog.words) - before
+    assert len(prog.words) == len(words)
+    g0 = ps.jobs[0].cfg
+    rounds = max(j.ntiles for j in ps.jobs)
+    # per-round flits at the Global PE
+    tile_words = g0.C1 * g0.H_in * g0.W_in
+    tile_flits = tile_words + g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in))
+    n_sets = len(ps.sets)
+    inj_round = n_sets * (tile_flits / cc.send_flits_per_cycle + cc.send_overhead_cycles)
+    beats = g0.K1 * g0.P1 * g0.Q1
+    lasts = [j for j in ps.jobs if int(j.cfg.role) in (2, 3)]
+    out_round = len(lasts) * (beats + math.ceil(beats / cc.out_words)) / cc.recv_words_per_cycle
+    # PE tile (slowest role present): compute, stretched by a slower result stream; with one
+    # input region (no double buffer) the next tile's words load while the PE is idle
+    slots = ibuf_slots(cfg, tile_words) if slots is None else slots
+    cp = ps.mapping.cp
+    psum_link = beats * cc.psum_flits + math.ceil(beats / cc.psum_beats)
+    t_pe = 0.0
+    for j in ps.jobs:
+        t = tile_cycles(j.cfg.as_dict(), pc)
+        if cp > 1:
+            # a chain member's drain runs at the psum link's pace (3 flits per beat); when the
+            # receiver's psum FIFO (psum_window packets) holds less than a tile, the producer
+            # also waits for PCREDITs from the receiver's drain (one round trip)
+            t += psum_link - beats
+            if beats > cfg_get(cfg, "psum_window", 2) * cc.psum_beats:
+                t += cc.pcredit_rtt_cycles
+        else:
+            t = max(t, beats + math.ceil(beats / cc.out_words))
+        t += cc.tile_start_cycles
+        if slots == 1:
+            t += tile_words
+        t_pe = max(t_pe, t)
+    ctrl_round = (counts["send"] * cc.instr_cycles) / rounds
+    ctrl_round = max(ctrl_round, ncmd["send"] / rounds * cc.gpe_cmd_cycles)
+    period = max(t_pe, inj_round, out_round, ctrl_round)
+    far = max(_hops(nm.gpe, j.node) for j in ps.jobs)
+    chain = (cp - 1) * (cc.hop_cycles * 1 + g0.P1 * g0.Q1 * cc.psum_flits) if cp > 1 else 0.0
+    out_lat = max(_hops(j.node, nm.gpe) for j in lasts) * cc.hop_cycles + min(beats, cc.out_words)
+    in_flits = ps.in_words + math.ceil(ps.in_words / mt)
+    out_flits = ps.out_words + math.ceil(ps.out_words / mt)
+    terms = {
+        "prologue": ins(counts["prologue"]) + cc.gpe_cmd_cycles + in_flits / cc.host_flits_per_cycle
+        + _hops(nm.gateway, nm.gpe) * cc.hop_cycles,
+        "config": ins(counts["config"]),
+        "first_delivery": inj_round + far * cc.hop_cycles,
+        "steady": (rounds - 1) * period,
+        "last_tile": t_pe + chain + max(out_lat, out_round),
+        "epilogue": ins(counts["epilogue"]) + cc.gpe_cmd_cycles + out_flits / cc.send_flits_per_cycle
+        + _hops(nm.gpe, nm.gateway) * cc.hop_cycles,
+    }
+    total = sum(terms.values())
+    bound = {"pe_tile": t_pe, "gpe_send": inj_round, "gpe_recv": out_round, "controller": ctrl_round}
+    macs_total = cfg.npes * cfg.pe.K0 * cfg.pe.C0
+    return {"cycles": total, "terms": terms, "period": period, "period_bound": max(bound, key=bound.get),
+            "period_terms": bound, "rounds": rounds,
+            "utilization": ps.useful_macs / (total * macs_total),
+            "compute_utilization": ps.useful_macs / ((terms["first_delivery"] + terms["steady"]
+                                                       + terms["last_tile"]) * macs_total),
+            "noc_flits": noc_flits(ps, cfg, cc), "ibuf_slots": slots}
+
+
+def noc_flits(ps, cfg, cc: ChipletCycles) -> int:
+    """Flits injected into the NoC during the pass (host input + CFG + DATA (multicast counted
+    once) + CREDIT + PSUM + PCREDIT + OUT + DONE + readback + its CREDITs)."""
+    mt = cfg.max_tile
+    g0 = ps.jobs[0].cfg
+    beats = g0.K1 * g0.P1 * g0.Q1
+    n = ps.in_words + math.ceil(ps.in_words / mt)
+    n += sum(1 for op in ps.ops if op[0] == "cfg")
+    for s in ps.sets:
+        pk_tile = g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in))
+        n += len(s.tiles) * (g0.C1 * g0.H_in * g0.W_in + pk_tile)
+        n += len(s.tiles) * pk_tile * len(s.members)            # one CREDIT per packet per member
+    for j in ps.jobs:
+        if int(j.cfg.role) in (0, 1):
+            pk = math.ceil(beats / cc.psum_beats)
+            n += j.ntiles * (beats * cc.psum_flits + pk + pk)   # PSUM + PCREDIT
+        else:
+            n += j.ntiles * (beats + math.ceil(beats / cc.out_words))
+        n += 1                                                   # DONE
+    n += 2 * math.ceil(ps.out_words / mt) + ps.out_words         # readback + host CREDITs
+    return int(n)
+
+
+# ---------------------------------------------------------------------- mapper adapter
+def chiplet_arch(cfg, bench_dir=None):
+    """The package model's Arch for one chiplet of ``cfg``: its PE count, PE buffers, 64-bit
+    NoC flits (8 B per cycle); the Global PE capacity is not a mapper constraint (the compiler
+    splits a layer into passes that fit it)."""
+    from .arch import load_arch
+    pe = cfg.pe
+    return load_arch(bench_dir=bench_dir, pes_per_chiplet=cfg.npes, k0=pe.K0, c0=pe.C0,
+                     weight_buffer_bytes=pe.wbuf_bytes, input_buffer_bytes=pe.ibuf_bytes,
+                     accum_entries=pe.abuf_entries, gpe_buffer_bytes=1 << 40,
+                     noc_link_bytes_per_cycle=cfg.word_bits // 8)
+
+
+def map_for_chiplet(layer, cfg, samples: int = 300, seed: int = 0, bench_dir=None):
+    """Best single-chiplet mapping from the Simba mapper (sim_models/simba/mapper.py).  When
+    the layer's weights do not fit the chiplet's PEs (the mapper has no K tiling above the PE),
+    the mapper maps a K slice (K/n: n from the weight volume over the PEs' weight buffers, then
+    n + 1, ... until a mapping is valid), the compiler then runs n or more passes over
+    K.  Returns (LayerResult of the mapped (sub)layer, n)."""
+    from .mapper import search
+    from .model import MappingError
+    arch = chiplet_arch(cfg, bench_dir)
+    K0 = cfg.pe.K0
+    # first guess: the layer's weights over the chiplet's weight buffers, then one more slice
+    # at a time until the mapper finds a valid mapping
+    n = max(1, -(-layer.R * layer.S * layer.C * layer.K // (cfg.npes * cfg.pe.wbuf_bytes)))
+    while True:
+        kb = -(-(-(-layer.K // n)) // K0) * K0
+        sub = replace(layer, K=min(layer.K, kb))
+        try:
+            return search(sub, arch, 1, samples=samples, seed=seed), n
+        except MappingError:
+            if kb <= K0:
+                raise
+            n += 1
