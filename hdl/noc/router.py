@@ -305,16 +305,27 @@ class Router(wiring.Component):
         cw = _bits(D + 1)          # counters 0..D
         NI = 5 * V                 # input VCs, index p*V+v
         FW = c.flit.size
-        EW = FW + 1 + 5            # buffer entry: flit, drop mark, route (lookahead)
+        PW = c.payload_width
+        RB = 9                     # entry framing: head, tail, mcast, drop, route (5)
+        EW = RB + PW               # buffer entry: framing + payload
+        HW = FW - 2 - PW           # header: mclass, mcast, dest, src (head flits only)
+        LQ = 4                     # local output queue entries
+
+        def header_of(f):
+            return Cat(f.mclass, f.mcast, f.dest.as_value(), f.src.as_value())
 
         in_links = [getattr(self, f"in_{n}") for n in PORTS]
         out_links = [getattr(self, f"out_{n}") for n in PORTS]
         err_events = []
 
-        # per input VC state (control: reset; datapath: the SRAM and its read register)
-        front = [[None] * V for _ in range(5)]
+        # per input VC state (control: reset; datapath: the buffer memories, no reset)
+        fhead = [[None] * V for _ in range(5)]
+        ftail = [[None] * V for _ in range(5)]
+        fmc = [[None] * V for _ in range(5)]
         fdrop = [[None] * V for _ in range(5)]
         froute = [[None] * V for _ in range(5)]
+        fpay = [[None] * V for _ in range(5)]
+        fhdr = [[None] * V for _ in range(5)]
         fv = [[Signal(name=f"fv_{p}_{v}") for v in range(V)] for p in range(5)]
         pop = [[Signal(name=f"pop_{p}_{v}") for v in range(V)] for p in range(5)]
         tails = [[Signal(_bits(D + 2), name=f"tails_{p}_{v}") for v in range(V)] for p in range(5)]
@@ -322,6 +333,9 @@ class Router(wiring.Component):
         self._fv, self._pop = fv, pop
         self._write = [[None] * V for _ in range(5)]
         self._req, self._fdrop = None, fdrop
+
+        def inc(x):
+            return Mux(x == D - 1, 0, x + 1) if D > 1 else Const(0, len(x))
 
         # ---------------- write side: validate, route (lookahead), buffer ----------------
         for p in range(5):
@@ -352,23 +366,30 @@ class Router(wiring.Component):
             route, route_ok = self._route(m, f, p, f"{p}")
             dest_ok = Signal(name=f"dok_{p}")
             m.d.comb += dest_ok.eq(self._dest_valid(m, f) & route_ok)
+            pname = PORTS[p] if p != L else "l"
             for v in range(V):
-                mem = SRAM(max(2, D), EW)
-                m.submodules[f"buf_{PORTS[p] if p != L else 'l'}{v}"] = mem
+                # entries: framing + route + payload; headers: one entry per stored packet
+                mem = SRAM(max(2, D), EW, read_latency=0)
+                hmem = SRAM(max(2, D), HW, read_latency=0)
+                m.submodules[f"buf_{pname}{v}"] = mem
+                m.submodules[f"hdr_{pname}{v}"] = hmem
                 aw = len(mem.w_addr)
                 wr = Signal(aw, name=f"wr_{p}_{v}")
                 rd = Signal(aw, name=f"rd_{p}_{v}")
-                mcnt = Signal(cw, name=f"mcnt_{p}_{v}")        # entries in the SRAM
+                hwr = Signal(aw, name=f"hwr_{p}_{v}")
+                hrd = Signal(aw, name=f"hrd_{p}_{v}")
+                mcnt = Signal(cw, name=f"mcnt_{p}_{v}")        # entries in the buffer
                 self._mcnt[p][v] = mcnt
                 we = Signal(name=f"we_{p}_{v}")
                 m.d.comb += we.eq(valid & _eqc(vcin, v) if V > 1 else valid)
                 in_pkt = Signal(name=f"inpkt_{p}_{v}")
                 dropping = Signal(name=f"dropping_{p}_{v}")
                 pcnt = Signal(_bits(c.max_len + 1), name=f"pcnt_{p}_{v}")
-                wflit = Signal(c.flit, name=f"wflit_{p}_{v}")
+                whead = Signal(name=f"whead_{p}_{v}")
+                wtail = Signal(name=f"wtail_{p}_{v}")
                 wdrop = Signal(name=f"wdrop_{p}_{v}")
                 err = Signal(name=f"err_{p}_{v}")
-                m.d.comb += wflit.eq(f)
+                m.d.comb += [whead.eq(f.head), wtail.eq(f.tail)]
                 full = mcnt == D
                 if p == L:
                     lin_space.append(mcnt != D)
@@ -385,7 +406,7 @@ class Router(wiring.Component):
                         with m.Else():
                             m.d.sync += pcnt.eq(1)
                             if c.max_len == 1:
-                                m.d.comb += wflit.tail.eq(1)
+                                m.d.comb += wtail.eq(1)
                                 with m.If(~f.tail):
                                     m.d.comb += err.eq(1)
                                     m.d.sync += [in_pkt.eq(1), dropping.eq(1)]
@@ -396,7 +417,7 @@ class Router(wiring.Component):
                         with m.If(f.tail):
                             m.d.sync += [in_pkt.eq(0), dropping.eq(0)]
                     with m.Else():
-                        m.d.comb += wflit.head.eq(0)
+                        m.d.comb += whead.eq(0)
                         m.d.sync += pcnt.eq(pcnt + 1)
                         with m.If(f.head):
                             m.d.comb += err.eq(1)
@@ -404,39 +425,43 @@ class Router(wiring.Component):
                             m.d.sync += in_pkt.eq(0)
                         with m.Elif(pcnt == c.max_len - 1):
                             # over-long: truncate here, drop the rest
-                            m.d.comb += [wflit.tail.eq(1)]
+                            m.d.comb += [wtail.eq(1)]
                             m.d.sync += dropping.eq(1)
                             m.d.comb += err.eq(1)
                 err_events.append(err)
                 write = Signal(name=f"write_{p}_{v}")
                 m.d.comb += write.eq(we & ~full)
+                hwrite = Signal(name=f"hwrite_{p}_{v}")
+                m.d.comb += hwrite.eq(write & whead & ~wdrop)
                 self._write[p][v] = write
-                # read: the SRAM's read register is the buffer front (no copy, no reset)
-                rfire = Signal(name=f"rfire_{p}_{v}")
-                m.d.comb += rfire.eq((~fv[p][v] | pop[p][v]) & _nz(mcnt))
                 m.d.comb += [mem.w_en.eq(write), mem.w_addr.eq(wr),
-                             mem.w_data.eq(Cat(wflit.as_value(), wdrop, route)),
-                             mem.r_en.eq(rfire), mem.r_addr.eq(rd)]
-                front[p][v] = c.flit(mem.r_data[:FW])
-                fdrop[p][v] = mem.r_data[FW]
-                froute[p][v] = mem.r_data[FW + 1:]
-
-                def inc(x):
-                    return Mux(x == D - 1, 0, x + 1) if D > 1 else Const(0, len(x))
+                             mem.w_data.eq(Cat(whead, wtail, f.mcast, wdrop, route, f.payload)),
+                             mem.r_addr.eq(rd),
+                             hmem.w_en.eq(hwrite), hmem.w_addr.eq(hwr),
+                             hmem.w_data.eq(header_of(f)), hmem.r_addr.eq(hrd)]
+                # the buffer front is an asynchronous read at the read pointer
+                e = mem.r_data
+                fhead[p][v], ftail[p][v], fmc[p][v], fdrop[p][v] = e[0], e[1], e[2], e[3]
+                froute[p][v], fpay[p][v] = e[4:RB], e[RB:]
+                fhdr[p][v] = hmem.r_data
+                m.d.comb += fv[p][v].eq(_nz(mcnt))
                 with m.If(write):
                     m.d.sync += wr.eq(inc(wr))
-                with m.If(rfire):
+                with m.If(hwrite):
+                    m.d.sync += hwr.eq(inc(hwr))
+                with m.If(pop[p][v]):
                     m.d.sync += rd.eq(inc(rd))
+                    with m.If(ftail[p][v] & ~fdrop[p][v]):
+                        # the header stays at the front until its packet's tail leaves
+                        m.d.sync += hrd.eq(inc(hrd))
                 m.d.sync += [
-                    mcnt.eq(mcnt + write - rfire),
-                    fv[p][v].eq(rfire | (fv[p][v] & ~pop[p][v])),
-                    tails[p][v].eq(tails[p][v] + (write & wflit.tail & ~wdrop)
-                                   - (pop[p][v] & front[p][v].tail & ~fdrop[p][v])),
+                    mcnt.eq(mcnt + write - pop[p][v]),
+                    tails[p][v].eq(tails[p][v] + (write & wtail & ~wdrop)
+                                   - (pop[p][v] & ftail[p][v] & ~fdrop[p][v])),
                 ]
                 if p != L:
-                    # a credit goes back when a flit leaves the SRAM (the read register is
-                    # an extra slot the upstream does not count)
-                    m.d.comb += in_links[p].credit[v].eq(rfire)
+                    # a credit goes back when a flit leaves the buffer
+                    m.d.comb += in_links[p].credit[v].eq(pop[p][v])
             if p == L:
                 m.d.comb += self.local_in.ready.eq(_pick(m, vsel, lin_space, "lin_space", 1))
 
@@ -445,12 +470,15 @@ class Router(wiring.Component):
         obusy = [[Signal(name=f"obusy_{o}_{v}") for v in range(V)] for o in range(4)]
         self._credits = credits
         lbusy = Signal(name="lbusy")
-        lq = [Signal(FW, name=f"lq_{k}", reset_less=True) for k in range(2)]
-        lq_rd, lq_wr, lq_n = Signal(1), Signal(1), Signal(2)
+        lq_res = Signal(range(LQ + 1), name="lq_res")      # granted, not yet popped
         lq_space = Signal(name="lq_space")
-        m.d.comb += lq_space.eq(~lq_n[1])
-        cr_nz = [[_nz(credits[o][v]) for v in range(V)] for o in range(4)]
-        cr_pkt = [[credits[o][v] >= c.max_len for v in range(V)] for o in range(4)]
+        m.d.comb += lq_space.eq(lq_res != LQ)
+        # a credit arriving this cycle counts at once (the credit round trip stays 2L+2)
+        cr_nz = [[_nz(credits[o][v]) | out_links[o].credit[v] for v in range(V)]
+                 for o in range(4)]
+        cr_pkt = [[(credits[o][v] >= c.max_len) |
+                   ((credits[o][v] == c.max_len - 1) & out_links[o].credit[v])
+                   for v in range(V)] for o in range(4)]
 
         # ---------------- per input VC requests ----------------
         active = [[Signal(5, name=f"active_{p}_{v}") for v in range(V)] for p in range(5)]
@@ -462,17 +490,17 @@ class Router(wiring.Component):
         for p in range(5):
             for v in range(V):
                 i = p * V + v
-                fr = front[p][v]
                 live = fv[p][v] & ~fdrop[p][v]
-                hd = fr.head
+                hd = fhead[p][v]
                 m.d.comb += [
-                    is_mc[p][v].eq(Mux(hd, fr.mcast, in_mc[p][v])),
-                    req[p][v].eq(Mux(live, Mux(hd, Mux(fr.mcast & _z(tails[p][v]), 0, froute[p][v]),
+                    is_mc[p][v].eq(Mux(hd, fmc[p][v], in_mc[p][v])),
+                    req[p][v].eq(Mux(live, Mux(hd, Mux(fmc[p][v] & _z(tails[p][v]), 0,
+                                                       froute[p][v]),
                                                active[p][v]), 0)),
                 ]
                 r = req[p][v]
                 # per-output acceptance for this input VC
-                okm, oku = [], []
+                okm = []
                 for o in range(5):
                     if o == L:
                         a_u = lq_space & (~hd | ~lbusy)
@@ -486,33 +514,45 @@ class Router(wiring.Component):
                     m.d.comb += uni_ok[o][i].eq(r[o] & ~is_mc[p][v] & a_u)
                 m.d.comb += mc_ok[i].eq(is_mc[p][v] & _nz(r) & Cat(*okm).all())
 
-        # ---------------- allocation (separable, input first) ----------------
-        # 1. every input port picks one of its VCs that can move (round-robin), so the
-        #    crossbar has one input per port; 2. one multicast per cycle router-wide (it takes
-        #    all its branches at once); 3. per output round-robin over the input ports.
+        # ---------------- switch allocation (stage A) ----------------
+        # 1. every input port offers one VC, chosen in the previous cycle (``cv``, a
+        #    register: round-robin over the VCs that could move then), so the crossbar has
+        #    one input per port; 2. one multicast per cycle router-wide (it takes all its
+        #    branches at once); 3. per output round-robin over the input ports.
         cv = [Signal(_bits(V), name=f"cv_{p}") for p in range(5)]
-        p_mc = Signal(5, name="p_mc")                  # port's chosen VC is a ready multicast
+        p_mc = Signal(5, name="p_mc")                  # port's offered VC is a ready multicast
         p_req = [Signal(5, name=f"preq_{p}") for p in range(5)]
         p_uni = [Signal(5, name=f"puni_{o}") for o in range(5)]
-        cv_en = [Signal(name=f"cven_{p}") for p in range(5)]
+        ptail = Signal(5, name="ptail")                # tail mark of each port's offered flit
         for p in range(5):
             cand = Signal(V, name=f"vcand_{p}")
             m.d.comb += cand.eq(Cat(*[mc_ok[p * V + v] | Cat(*[uni_ok[o][p * V + v]
                                                              for o in range(5)]).any()
                                       for v in range(V)]))
             if V > 1:
-                _, g = self._rr(m, cand, f"in{p}", enable=cv_en[p])
-                m.d.comb += cv[p].eq(g)
+                # next offered VC: the first candidate after the current one (itself last)
+                order = Signal(_bits(V), name=f"cvnext_{p}")
+                with m.Switch(cv[p]):
+                    for cur in range(V):
+                        with m.Case(cur):
+                            for k in reversed(range(1, V + 1)):
+                                with m.If(cand[(cur + k) % V]):
+                                    m.d.comb += order.eq((cur + k) % V)
+                            with m.If(~cand.any()):
+                                m.d.comb += order.eq(cur)
+                m.d.sync += cv[p].eq(order)
             m.d.comb += [p_mc[p].eq(_pick(m, cv[p], [mc_ok[p * V + v] for v in range(V)],
                                           f"pmc_{p}", 1)),
                          p_req[p].eq(_pick(m, cv[p], [req[p][v] for v in range(V)],
-                                           f"preqv_{p}", 5))]
+                                           f"preqv_{p}", 5)),
+                         ptail[p].eq(_pick(m, cv[p], [ftail[p][v] for v in range(V)],
+                                           f"ptailv_{p}", 1))]
             for o in range(5):
                 m.d.comb += p_uni[o][p].eq(_pick(m, cv[p], [uni_ok[o][p * V + v]
                                                             for v in range(V)], f"pu_{p}_{o}", 1))
         mc_any, mc_gnt = self._rr(m, p_mc, "mc")
         mc_route = _pick(m, mc_gnt, p_req, "mc_route", 5)
-        take = Signal(5, name="take")                 # output sends this cycle
+        take = Signal(5, name="take")                 # output granted this cycle
         src = [Signal(3, name=f"src_{o}") for o in range(5)]      # input port (for checks)
         sel = []                                      # crossbar select: index into _LEGAL_IN[o]
         psent = Signal(5, name="psent")
@@ -531,63 +571,90 @@ class Router(wiring.Component):
             for k, p in enumerate(legal):
                 sent_terms[p].append(~by_mc & u_any & _eqc(u_gnt, k))
         for p in range(5):
-            m.d.comb += [psent[p].eq(Cat(*sent_terms[p]).any()), cv_en[p].eq(psent[p])]
+            m.d.comb += psent[p].eq(Cat(*sent_terms[p]).any())
         sent = Signal(NI, name="sent")
         for i in range(NI):
             m.d.comb += sent[i].eq(psent[i // V] & (_eqc(cv[i // V], i % V) if V > 1 else 1))
         self._take, self._src, self._sent, self._req = take, src, sent, req
         self._err_events = err_events
 
-        # ---------------- traversal: per port VC mux, then XY-legal crossbar ----------------
-        pflit = [_pick(m, cv[p], [front[p][v].as_value() for v in range(V)], f"pflit_{p}", FW)
-                 for p in range(5)]
+        # grant bookkeeping (stage A): credits, output VC ownership, local queue space
+        otail = [_pick(m, sel[o], [ptail[p] for p in _LEGAL_IN[o]], f"otail_{o}", 1)
+                 for o in range(5)]
+        ovc = [_pick(m, src[o], cv, f"ovcs_{o}", _bits(V)) if V > 1 else Const(0, 1)
+               for o in range(5)]
+        for o in range(4):
+            for v in range(V):
+                t = take[o] & _eqc(ovc[o], v) if V > 1 else take[o]
+                m.d.sync += credits[o][v].eq(credits[o][v] - t + out_links[o].credit[v])
+                with m.If(t):
+                    m.d.sync += obusy[o][v].eq(~otail[o])
+        with m.If(take[L]):
+            m.d.sync += lbusy.eq(~otail[L])
+
+        # ---------------- switch traversal (stage T, the next cycle) ----------------
+        # each port's offered flit is registered (no reset, loaded every cycle); the grants
+        # are registered; the crossbar muxes the registered flits onto the outputs.
+        # Body flits leave with their packet's header (the header a source puts on a body
+        # flit is not stored).
+        pflit = []
+        for p in range(5):
+            ff = c.flit(Signal(FW, name=f"pflit_{p}", reset_less=True))
+            hdr = _pick(m, cv[p], [fhdr[p][v] for v in range(V)], f"phdr_{p}", HW)
+            pay = _pick(m, cv[p], [fpay[p][v] for v in range(V)], f"ppay_{p}", PW)
+            hdt = _pick(m, cv[p], [Cat(fhead[p][v], ftail[p][v]) for v in range(V)],
+                        f"phdt_{p}", 2)
+            hv = c.flit(Signal(FW, name=f"pflitn_{p}"))
+            m.d.comb += [hv.head.eq(hdt[0]), hv.tail.eq(hdt[1]), hv.payload.eq(pay),
+                         Cat(hv.mclass, hv.mcast, hv.dest.as_value(), hv.src.as_value()).eq(hdr)]
+            m.d.sync += ff.eq(hv)
+            pflit.append(ff)
+        take_r = Signal(5, name="take_r")
+        m.d.sync += take_r.eq(take)
+        self._take_r = take_r
         for o in range(5):
             legal = _LEGAL_IN[o]
+            sel_r = Signal(len(sel[o]), name=f"sel_r_{o}")
+            m.d.sync += sel_r.eq(sel[o])
             ofl = c.flit(Signal(FW, name=f"oflit_{o}"))
-            with m.Switch(sel[o]):
+            with m.Switch(sel_r):
                 for k, p in enumerate(legal[:-1]):
                     with m.Case(k):
                         m.d.comb += ofl.eq(pflit[p])
                 with m.Default():
                     m.d.comb += ofl.eq(pflit[legal[-1]])
-            ovc_src = _pick(m, src[o], cv, f"ovcs_{o}", _bits(V))
-            ovc = Signal(_bits(V), name=f"ovc_{o}")
-            m.d.comb += ovc.eq(ovc_src if V > 1 else 0)
             if o == L:
-                with m.If(take[o]):
-                    m.d.sync += lbusy.eq(~ofl.tail)
-                    with m.If(lq_wr):
-                        m.d.sync += lq[1].eq(ofl)
-                    with m.Else():
-                        m.d.sync += lq[0].eq(ofl)
-                    m.d.sync += lq_wr.eq(~lq_wr)
+                lq = SRAM(LQ, FW, read_latency=0)
+                m.submodules.lq = lq
+                lq_wr = Signal(range(LQ), name="lq_wr")
+                lq_rd = Signal(range(LQ), name="lq_rd")
+                lq_n = Signal(range(LQ + 1), name="lq_n")   # flits in the queue
+                lq_pop = Signal(name="lq_pop")
+                m.d.comb += [lq.w_en.eq(take_r[L]), lq.w_addr.eq(lq_wr), lq.w_data.eq(ofl),
+                             lq.r_addr.eq(lq_rd),
+                             self.local_out.valid.eq(_nz(lq_n)),
+                             self.local_out.payload.eq(lq.r_data),
+                             lq_pop.eq(self.local_out.valid & self.local_out.ready)]
+                with m.If(take_r[L]):
+                    m.d.sync += lq_wr.eq(lq_wr + 1)
+                with m.If(lq_pop):
+                    m.d.sync += lq_rd.eq(lq_rd + 1)
+                m.d.sync += [lq_n.eq(lq_n + take_r[L] - lq_pop),
+                             lq_res.eq(lq_res + take[L] - lq_pop)]
             else:
+                ovc_r = Signal(_bits(V), name=f"ovc_r_{o}")
+                m.d.sync += ovc_r.eq(ovc[o])
                 lk = out_links[o]
-                m.d.comb += [lk.valid.eq(take[o]), lk.flit.eq(ofl), lk.vc.eq(ovc)]
-                for v in range(V):
-                    t = take[o] & _eqc(ovc, v) if V > 1 else take[o]
-                    m.d.sync += credits[o][v].eq(credits[o][v] - t + lk.credit[v])
-                    with m.If(t):
-                        m.d.sync += obusy[o][v].eq(~ofl.tail)
-
-        # local output stream
-        lq_pop = Signal()
-        m.d.comb += [self.local_out.valid.eq(_nz(lq_n)),
-                     self.local_out.payload.eq(Mux(lq_rd, lq[1], lq[0])),
-                     lq_pop.eq(self.local_out.valid & self.local_out.ready)]
-        with m.If(lq_pop):
-            m.d.sync += lq_rd.eq(~lq_rd)
-        m.d.sync += lq_n.eq(lq_n + take[L] - lq_pop)
+                m.d.comb += [lk.valid.eq(take_r[o]), lk.flit.eq(ofl), lk.vc.eq(ovc_r)]
 
         # ---------------- input VC state ----------------
         for p in range(5):
             for v in range(V):
                 i = p * V + v
-                fr = front[p][v]
                 m.d.comb += pop[p][v].eq(fv[p][v] & (fdrop[p][v] | sent[i]))
-                with m.If(fv[p][v] & ~fdrop[p][v] & sent[i] & fr.head):
-                    m.d.sync += [active[p][v].eq(Mux(fr.tail, 0, froute[p][v])),
-                                 in_mc[p][v].eq(fr.mcast)]
+                with m.If(fv[p][v] & ~fdrop[p][v] & sent[i] & fhead[p][v]):
+                    m.d.sync += [active[p][v].eq(Mux(ftail[p][v], 0, froute[p][v])),
+                                 in_mc[p][v].eq(fmc[p][v])]
 
         # ---------------- error counter (saturating) ----------------
         total = Signal(_bits(len(err_events) + 1) + 1)
