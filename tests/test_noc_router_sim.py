@@ -188,3 +188,42 @@ def test_local_output_backpressure_loses_nothing():
 
     _sim(r, tb)
     assert got == list(range(6)), got
+
+
+def test_head_flits_keep_their_header():
+    """Headers are stored once per packet (not per flit): a W -> E stream of back-to-back
+    packets of 1..4 flits, each with its own source field, must leave with every head flit
+    carrying its own packet's header and every flit its payload, in order."""
+    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1)
+    lens = [1, 3, 2, 4, 1, 1, 4, 2, 3, 1] * 2
+    sent, got = [], []
+    for n, ln in enumerate(lens):
+        for i in range(ln):
+            sent.append((i == 0, i == ln - 1, (n % 4, n // 4 % 4), len(sent) % 256))
+
+    async def tb(ctx):
+        ctx.set(r.my, r.cfg.addr.const({"node": {"x": 1, "y": 1}}))
+        todo, cred = list(sent), 4
+        for cyc in range(len(sent) + 40):
+            if cred and todo:
+                hd, tl, src, pl = todo.pop(0)
+                ctx.set(r.in_w.flit, _flit(r, hd, tl, (2, 1), pl=pl,
+                                           src=src if hd else (3, 3)))
+                ctx.set(r.in_w.valid, 1)
+                cred -= 1
+            else:
+                ctx.set(r.in_w.valid, 0)
+            v = ctx.get(r.out_e.valid)
+            ctx.set(r.out_e.credit, v)
+            if v:
+                fl = ctx.get(r.out_e.flit)
+                got.append((fl.head, fl.tail, (fl.src.node.x, fl.src.node.y), fl.payload))
+            await ctx.tick()
+            cred += ctx.get(r.in_w.credit)
+
+    _sim(r, tb)
+    assert len(got) == len(sent), (len(got), len(sent))
+    for g, s in zip(got, sent):
+        assert g[0] == s[0] and g[1] == s[1] and g[3] == s[3], (g, s)
+        if s[0]:
+            assert g[2] == s[2], (g, s)
