@@ -8,33 +8,49 @@
   on chiplet coordinates and delivers to its local port (the gateway node).
   The route is computed when a head flit is written into the input buffer
   and stored next to it (5 bits), so allocation starts from registers.
-* Input buffers: one :class:`~tessera.hdl.sram.SRAM` per input VC
-  (``buffer_flits`` deep, one read port, no reset; DPR16X4 LUT RAM on ECP5).
-  Its read register is the buffer front; a credit goes upstream when a flit
-  moves from the SRAM into the front register.
+* Input buffers, per input VC: one :class:`~tessera.hdl.sram.SRAM` of entries
+  (head/tail/multicast/drop marks, the 5-bit route and the payload;
+  ``buffer_flits`` deep) and one of headers (class, multicast bit,
+  destination, source: written for head flits only, one entry per stored
+  packet), both with an asynchronous read at the read pointer (``read_latency=0``:
+  DPR16X4 LUT RAM on ECP5), no reset.  A credit goes upstream when a flit
+  leaves the buffer.  Body flits leave with their packet's header (the
+  header bits a source puts on a body flit are not stored: don't-care on
+  input; the golden model, the tb monitors, the Global PE and the chiplet
+  read the header of head flits only).
+* Pipeline (``ROUTER_CYCLES`` = 2 in ``golden/noc.py``): cycle 1 buffer write
+  (route computed on the way in: look-ahead of this router's route, so no
+  route stage); cycle 2 switch allocation from registered state (buffer front,
+  credits, output VC owners), whose grants and each port's offered flit are
+  registered; cycle 3 switch traversal: the crossbar muxes the registered
+  flits onto the output links (the link registers live in the mesh), so a
+  hop is 2 router cycles + ``link_latency``.  A credit arriving from
+  downstream counts in the cycle it arrives, so the credit round trip stays
+  ``2*link_latency + 2`` cycles.
 * Unicast: wormhole; an output VC is held from head to tail.
 * Multicast: cut-through.  The whole packet must be in the input buffer before
-  it competes, and it starts only when every branch's downstream VC has room
+  it competes (the head is allocated the cycle after the tail was written), and
+  it starts only when every branch's downstream VC has room
   for a maximum-length packet.  Replication is an XY tree (the branch set is
   computed from the destination mask *and the input port*, so every link
   carries one copy).  All branches take each flit in the same cycle (one read
   port per buffer); at most one multicast moves per cycle router-wide.  Taking
   all branches at once (nothing is held while waiting) keeps it free of
   hold-and-wait deadlock.
-* Allocation: separable, input first.  Each input port picks one of its VCs
-  that can move (round-robin), one multicast wins router-wide (round-robin),
-  and every output arbitrates round-robin over the input ports.  The crossbar
-  has one input per port (a VC mux per port) and each output only muxes the
-  ports XY routing can send to it.
+* Allocation: separable, input first.  Each input port offers one of its VCs,
+  chosen the cycle before (a register: the next VC after the current one, in
+  round-robin order, that could move then), one multicast wins router-wide
+  (round-robin), and every output arbitrates round-robin over the input ports.
+  The crossbar has one input per port (a VC mux per port into the port's flit
+  register) and each output only muxes the ports XY routing can send to it.
 * Credit-based flow control per VC; a flit keeps its VC on every hop (so the
   packets of one source/destination flow stay in order).  The injection VC is
   chosen from the message class (class -> VC set; ``vcs >= classes`` is
   required, classes never share a VC) and a hash of the destination (unicast)
   or source (multicast).  The credit round trip is ``2*link_latency + 2``
   cycles (validated by the mesh).
-* Router latency: 2 cycles (write into the input buffer; read into the front
-  register, then route lookup, allocation and traversal in the read-out
-  cycle).  The link registers live in the mesh.
+* Local output: a 4-entry queue (LUT RAM) that space is reserved in at
+  allocation; ``local_out`` is valid the cycle after traversal.
 * Bad input (dropped and counted in ``errors``, saturating): head with a
   destination outside the mesh (or, in a two-level system, at a gateway node) / empty or out-of-range mask / class >=
   ``classes`` / an XY-illegal turn: whole packet dropped; body/tail flit without a head: dropped;
