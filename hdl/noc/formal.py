@@ -122,7 +122,7 @@ class _ArbiterHarness(wiring.Component):
         init = Signal(reset_less=True)          # 0 in cycle 0 only: reset then
         m.d.sync += init.eq(1)
         m.d.comb += Assume(ResetSignal() == ~init)
-        any_, gnt = Router._rr(m, self.req, "f")
+        any_, gnt, _ = Router._rr(m, self.req, "f")
         prev = Signal(self.N)
         pgnt = Signal(self.N)
         m.d.sync += [prev.eq(self.req), pgnt.eq(0)]

@@ -39,8 +39,11 @@
   hold-and-wait deadlock.
 * Allocation: separable, input first.  Each input port offers one of its VCs,
   chosen the cycle before (a register: the next VC after the current one, in
-  round-robin order, that could move then), one multicast wins router-wide
-  (round-robin), and every output arbitrates round-robin over the input ports.
+  round-robin order, that could move then); one multicast may move per cycle
+  router-wide, from the port holding the multicast token (a register: it stays
+  while that port has a multicast under way and then passes, in port order, to
+  the next port with a multicast waiting or arriving); every output arbitrates
+  round-robin over the input ports (one-hot pointer, grant in two LUT levels).
   The crossbar has one input per port (a VC mux per port into the port's flit
   register) and each output only muxes the ports XY routing can send to it.
 * Credit-based flow control per VC; a flit keeps its VC on every hop (so the
@@ -323,7 +326,6 @@ class Router(wiring.Component):
         FW = c.flit.size
         PW = c.payload_width
         RB = 9                     # entry framing: head, tail, mcast, drop, route (5)
-        EW = RB + PW               # buffer entry: framing + payload
         HW = FW - 2 - PW           # header: mclass, mcast, dest, src (head flits only)
         LQ = 4                     # local output queue entries
 
@@ -349,6 +351,8 @@ class Router(wiring.Component):
         self._fv, self._pop = fv, pop
         self._write = [[None] * V for _ in range(5)]
         self._req, self._fdrop = None, fdrop
+        mc_in = Signal(5, name="mc_in")            # a multicast head is written this cycle
+        mc_in_terms = [[] for _ in range(5)]
 
         def inc(x):
             return Mux(x == D - 1, 0, x + 1) if D > 1 else Const(0, len(x))
@@ -384,14 +388,19 @@ class Router(wiring.Component):
             m.d.comb += dest_ok.eq(self._dest_valid(m, f) & route_ok)
             pname = PORTS[p] if p != L else "l"
             for v in range(V):
-                # entries: framing + route + payload; headers: one entry per stored packet
-                mem = SRAM(max(2, D), EW, read_latency=0)
+                # payloads; framing + route (read one entry ahead into the front control
+                # register); headers: one entry per stored packet
+                mem = SRAM(max(2, D), PW, read_latency=0)
+                cmem = SRAM(max(2, D), RB, read_latency=0)
                 hmem = SRAM(max(2, D), HW, read_latency=0)
                 m.submodules[f"buf_{pname}{v}"] = mem
+                m.submodules[f"ctl_{pname}{v}"] = cmem
                 m.submodules[f"hdr_{pname}{v}"] = hmem
                 aw = len(mem.w_addr)
                 wr = Signal(aw, name=f"wr_{p}_{v}")
                 rd = Signal(aw, name=f"rd_{p}_{v}")
+                rd1 = Signal(aw, name=f"rd1_{p}_{v}", init=1 % max(2, D))     # rd + 1
+                fc = Signal(RB, name=f"fctl_{p}_{v}")     # framing + route of the front entry
                 hwr = Signal(aw, name=f"hwr_{p}_{v}")
                 hrd = Signal(aw, name=f"hrd_{p}_{v}")
                 mcnt = Signal(cw, name=f"mcnt_{p}_{v}")        # entries in the buffer
@@ -450,23 +459,33 @@ class Router(wiring.Component):
                 hwrite = Signal(name=f"hwrite_{p}_{v}")
                 m.d.comb += hwrite.eq(write & whead & ~wdrop)
                 self._write[p][v] = write
-                m.d.comb += [mem.w_en.eq(write), mem.w_addr.eq(wr),
-                             mem.w_data.eq(Cat(whead, wtail, f.mcast, wdrop, route, f.payload)),
+                mc_in_terms[p].append(hwrite & f.mcast)
+                wctl = Cat(whead, wtail, f.mcast, wdrop, route)
+                m.d.comb += [mem.w_en.eq(write), mem.w_addr.eq(wr), mem.w_data.eq(f.payload),
                              mem.r_addr.eq(rd),
+                             cmem.w_en.eq(write), cmem.w_addr.eq(wr), cmem.w_data.eq(wctl),
+                             cmem.r_addr.eq(rd1),
                              hmem.w_en.eq(hwrite), hmem.w_addr.eq(hwr),
                              hmem.w_data.eq(header_of(f)), hmem.r_addr.eq(hrd)]
-                # the buffer front is an asynchronous read at the read pointer
-                e = mem.r_data
-                fhead[p][v], ftail[p][v], fmc[p][v], fdrop[p][v] = e[0], e[1], e[2], e[3]
-                froute[p][v], fpay[p][v] = e[4:RB], e[RB:]
+                # the front's payload and header are asynchronous reads at the read pointers;
+                # its framing and route are a register (allocation starts from flip-flops),
+                # loaded from the entry after it on a pop or from the write into an empty slot
+                fhead[p][v], ftail[p][v], fmc[p][v], fdrop[p][v] = fc[0], fc[1], fc[2], fc[3]
+                froute[p][v], fpay[p][v] = fc[4:RB], mem.r_data
                 fhdr[p][v] = hmem.r_data
                 m.d.comb += fv[p][v].eq(_nz(mcnt))
+                two = Signal(name=f"two_{p}_{v}")
+                m.d.comb += two.eq(mcnt >= 2)
+                with m.If(pop[p][v] & two):
+                    m.d.sync += fc.eq(cmem.r_data)
+                with m.Elif(write & Mux(pop[p][v], ~two, ~fv[p][v])):
+                    m.d.sync += fc.eq(wctl)
                 with m.If(write):
                     m.d.sync += wr.eq(inc(wr))
                 with m.If(hwrite):
                     m.d.sync += hwr.eq(inc(hwr))
                 with m.If(pop[p][v]):
-                    m.d.sync += rd.eq(inc(rd))
+                    m.d.sync += [rd.eq(rd1), rd1.eq(inc(rd1))]
                     with m.If(ftail[p][v] & ~fdrop[p][v]):
                         # the header stays at the front until its packet's tail leaves
                         m.d.sync += hrd.eq(inc(hrd))
@@ -478,6 +497,7 @@ class Router(wiring.Component):
                 if p != L:
                     # a credit goes back when a flit leaves the buffer
                     m.d.comb += in_links[p].credit[v].eq(pop[p][v])
+            m.d.comb += mc_in[p].eq(Cat(*mc_in_terms[p]).any())
             if p == L:
                 m.d.comb += self.local_in.ready.eq(_pick(m, vsel, lin_space, "lin_space", 1))
 
@@ -566,8 +586,38 @@ class Router(wiring.Component):
             for o in range(5):
                 m.d.comb += p_uni[o][p].eq(_pick(m, cv[p], [uni_ok[o][p * V + v]
                                                             for v in range(V)], f"pu_{p}_{o}", 1))
-        mc_any, mc_gnt = self._rr(m, p_mc, "mc")
-        mc_route = _pick(m, mc_gnt, p_req, "mc_route", 5)
+        # one multicast per cycle router-wide: a token (register) names the port that may send
+        # one; it stays while that port has a multicast packet under way and moves on (to
+        # the next port with a multicast at its offered VC's front) when the port has none
+        # pending or has just sent a multicast tail
+        mc_tok = Signal(range(5), name="mc_tok")
+        mc_any = Signal(name="mc_any")
+        mc_gnt = mc_tok
+        m.d.comb += mc_any.eq(_pick(m, mc_tok, [p_mc[p] for p in range(5)], "mc_go", 1))
+        mc_route = _pick(m, mc_tok, p_req, "mc_route", 5)
+        mid_mc = Signal(5, name="mid_mc")              # a multicast packet under way
+        pend_mc = Signal(5, name="pend_mc")            # a VC's front is a multicast flit
+        want_mc = Signal(5, name="want_mc")            # ... or a multicast head comes in
+        for p in range(5):
+            m.d.comb += [
+                mid_mc[p].eq(Cat(*[in_mc[p][v] & _nz(active[p][v]) for v in range(V)]).any()),
+                pend_mc[p].eq(Cat(*[is_mc[p][v] & fv[p][v] & ~fdrop[p][v]
+                                    for v in range(V)]).any()),
+                want_mc[p].eq(pend_mc[p] | mc_in[p])]
+        tok_next = Signal(range(5), name="mc_tok_next")
+        with m.Switch(mc_tok):
+            for cur in range(5):
+                with m.Case(cur):
+                    m.d.comb += tok_next.eq(cur)
+                    for k in reversed(range(1, 5)):
+                        with m.If(want_mc[(cur + k) % 5]):
+                            m.d.comb += tok_next.eq((cur + k) % 5)
+        tok_tail = Signal(name="mc_tok_tail")
+        m.d.comb += tok_tail.eq(mc_any & _pick(m, mc_tok, [ptail[p] for p in range(5)],
+                                              "mc_tailp", 1))
+        with m.If(~_pick(m, mc_tok, [mid_mc[p] for p in range(5)], "mc_mid", 1) &
+                  (~_pick(m, mc_tok, [pend_mc[p] for p in range(5)], "mc_pend", 1) | tok_tail)):
+            m.d.sync += mc_tok.eq(tok_next)
         take = Signal(5, name="take")                 # output granted this cycle
         src = [Signal(3, name=f"src_{o}") for o in range(5)]      # input port (for checks)
         sel = []                                      # crossbar select: index into _LEGAL_IN[o]
@@ -577,7 +627,7 @@ class Router(wiring.Component):
             legal = _LEGAL_IN[o]
             by_mc = mc_any & mc_route[o]
             lreq = Cat(*[p_uni[o][p] for p in legal])
-            u_any, u_gnt = self._rr(m, lreq, f"o{o}", enable=~by_mc)
+            u_any, u_gnt, u_oh = self._rr(m, lreq, f"o{o}", enable=~by_mc)
             mc_pos = _pick(m, mc_gnt, [legal.index(p) if p in legal else 0 for p in range(5)],
                            f"mcpos_{o}", len(u_gnt))
             so = Signal(len(u_gnt), name=f"sel_{o}")
@@ -585,7 +635,7 @@ class Router(wiring.Component):
                          src[o].eq(_pick(m, so, list(legal), f"srcp_{o}", 3))]
             sel.append(so)
             for k, p in enumerate(legal):
-                sent_terms[p].append(~by_mc & u_any & _eqc(u_gnt, k))
+                sent_terms[p].append(u_any & u_oh[k])
         for p in range(5):
             m.d.comb += psent[p].eq(Cat(*sent_terms[p]).any())
         sent = Signal(NI, name="sent")
@@ -685,23 +735,26 @@ class Router(wiring.Component):
 
     @staticmethod
     def _rr(m, req, tag, enable=1):
-        """Round-robin arbiter: first request at or after the pointer; the pointer moves
-        past the grant when a grant is used (``enable``)."""
+        """Round-robin arbiter: first request at or after the pointer (a one-hot register:
+        two LUT levels from requests to grant); the pointer moves past the grant when a grant
+        is used (``enable``).  Returns (any grant, grant index, one-hot grant)."""
         n = len(req)
-        ptr = Signal(range(n), name=f"rrptr_{tag}")
+        ptr = Signal(n, name=f"rrptr_{tag}", init=1)
         gnt = Signal(range(n), name=f"gnt_{tag}")
+        goh = Signal(n, name=f"gntoh_{tag}")
         any_ = Signal(name=f"gany_{tag}")
         m.d.comb += any_.eq(req.any() & enable)
-        upper = Signal(n, name=f"upper_{tag}")
-        m.d.comb += upper.eq(req & ~((Const(1, n + 1) << ptr) - 1)[:n])
-        with m.If(upper.any()):
-            for i in reversed(range(n)):
-                with m.If(upper[i]):
-                    m.d.comb += gnt.eq(i)
-        with m.Else():
-            for i in reversed(range(n)):
-                with m.If(req[i]):
-                    m.d.comb += gnt.eq(i)
+        for i in range(n):
+            # i wins if it requests and no request lies cyclically from the pointer up to it
+            blocked = []
+            for k in range(n):
+                ahead = [(k + j) % n for j in range((i - k) % n)]
+                if ahead:
+                    blocked.append(ptr[k] & Cat(*[req[j] for j in ahead]).any())
+            m.d.comb += goh[i].eq(req[i] & ~Cat(*blocked).any() if blocked else req[i])
+        for i in range(1, n):
+            with m.If(goh[i]):
+                m.d.comb += gnt.eq(i)
         with m.If(any_):
-            m.d.sync += ptr.eq(Mux(gnt == n - 1, 0, gnt + 1))
-        return any_, gnt
+            m.d.sync += ptr.eq(Cat(goh[n - 1], goh[:n - 1]) if n > 1 else 1)
+        return any_, gnt, goh
