@@ -227,3 +227,41 @@ def test_head_flits_keep_their_header():
         assert g[0] == s[0] and g[1] == s[1] and g[3] == s[3], (g, s)
         if s[0]:
             assert g[2] == s[2], (g, s)
+
+
+def test_multicast_token_passes_after_a_multi_flit_multicast():
+    """Two 4-flit multicasts from different inputs (local, then west) to east and south: the
+    one-multicast-per-cycle token must pass to the west port once the local packet's tail has
+    left (a token stuck at a finished packet hangs the router)."""
+    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1)
+    got = []
+
+    async def tb(ctx):
+        ctx.set(r.my, r.cfg.addr.const({"node": {"x": 1, "y": 1}}))
+        loc = [_flit(r, i == 0, i == 3, [(2, 1), (1, 2)], mc=True, pl=i, src=(1, 1))
+               for i in range(4)]
+        west = [_flit(r, i == 0, i == 3, [(2, 1), (1, 2)], mc=True, pl=10 + i, src=(0, 1))
+                for i in range(4)]
+        cred = 4
+        for cyc in range(60):
+            ctx.set(r.local_in.valid, bool(loc))
+            if loc:
+                ctx.set(r.local_in.payload, loc[0])
+            wv = bool(west) and cyc >= 6 and cred > 0
+            ctx.set(r.in_w.valid, wv)
+            if wv:
+                ctx.set(r.in_w.flit, west.pop(0))
+                cred -= 1
+            for o in (r.out_e, r.out_s):
+                v = ctx.get(o.valid)
+                ctx.set(o.credit, v)
+                if v:
+                    got.append(ctx.get(o.flit.payload))
+            rdy = ctx.get(r.local_in.ready)
+            await ctx.tick()
+            cred += ctx.get(r.in_w.credit)
+            if loc and rdy:
+                loc.pop(0)
+
+    _sim(r, tb)
+    assert sorted(got) == sorted([0, 1, 2, 3, 10, 11, 12, 13] * 2), got

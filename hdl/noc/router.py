@@ -721,6 +721,8 @@ class Router(wiring.Component):
                 with m.If(fv[p][v] & ~fdrop[p][v] & sent[i] & fhead[p][v]):
                     m.d.sync += [active[p][v].eq(Mux(ftail[p][v], 0, froute[p][v])),
                                  in_mc[p][v].eq(fmc[p][v])]
+                with m.Elif(fv[p][v] & ~fdrop[p][v] & sent[i] & ftail[p][v]):
+                    m.d.sync += active[p][v].eq(0)     # no packet under way (multicast token)
 
         # ---------------- error counter (saturating) ----------------
         total = Signal(_bits(len(err_events) + 1) + 1)
