@@ -474,12 +474,13 @@ class Router(wiring.Component):
                 froute[p][v], fpay[p][v] = fc[4:RB], mem.r_data
                 fhdr[p][v] = hmem.r_data
                 m.d.comb += fv[p][v].eq(_nz(mcnt))
-                two = Signal(name=f"two_{p}_{v}")
-                m.d.comb += two.eq(mcnt >= 2)
-                with m.If(pop[p][v] & two):
-                    m.d.sync += fc.eq(cmem.r_data)
-                with m.Elif(write & Mux(pop[p][v], ~two, ~fv[p][v])):
-                    m.d.sync += fc.eq(wctl)
+                # next front control with and without a pop, so the pop (the end of
+                # switch allocation) is the last 2:1 select
+                fc_pop = Signal(RB, name=f"fcpop_{p}_{v}")
+                fc_hold = Signal(RB, name=f"fchold_{p}_{v}")
+                m.d.comb += [fc_pop.eq(Mux(mcnt >= 2, cmem.r_data, wctl)),
+                             fc_hold.eq(Mux(fv[p][v], fc, wctl))]
+                m.d.sync += fc.eq(Mux(pop[p][v], fc_pop, fc_hold))
                 with m.If(write):
                     m.d.sync += wr.eq(inc(wr))
                 with m.If(hwrite):
@@ -490,7 +491,7 @@ class Router(wiring.Component):
                         # the header stays at the front until its packet's tail leaves
                         m.d.sync += hrd.eq(inc(hrd))
                 m.d.sync += [
-                    mcnt.eq(mcnt + write - pop[p][v]),
+                    mcnt.eq(Mux(pop[p][v], mcnt + write - 1, mcnt + write)),
                     tails[p][v].eq(tails[p][v] + (write & wtail & ~wdrop)
                                    - (pop[p][v] & ftail[p][v] & ~fdrop[p][v])),
                 ]
@@ -635,7 +636,7 @@ class Router(wiring.Component):
                          src[o].eq(_pick(m, so, list(legal), f"srcp_{o}", 3))]
             sel.append(so)
             for k, p in enumerate(legal):
-                sent_terms[p].append(u_any & u_oh[k])
+                sent_terms[p].append(u_oh[k] & ~by_mc)
         for p in range(5):
             m.d.comb += psent[p].eq(Cat(*sent_terms[p]).any())
         sent = Signal(NI, name="sent")
@@ -652,7 +653,8 @@ class Router(wiring.Component):
         for o in range(4):
             for v in range(V):
                 t = take[o] & _eqc(ovc[o], v) if V > 1 else take[o]
-                m.d.sync += credits[o][v].eq(credits[o][v] - t + out_links[o].credit[v])
+                m.d.sync += credits[o][v].eq(Mux(t, credits[o][v] - 1, credits[o][v])
+                                             + out_links[o].credit[v])
                 with m.If(t):
                     m.d.sync += obusy[o][v].eq(~otail[o])
         with m.If(take[L]):
