@@ -13,15 +13,16 @@ and a free local-output ready.  Proven (k-induction unless marked BMC):
   ghost counters) equals the buffer occupancy; every popped live flit leaves on exactly the
   outputs of its route in that cycle, and every output that sends carries a popped flit
   (no flit lost or duplicated inside the router);
-* ``noc_rr_arbiter_bound``: the round-robin arbiter all router arbiters use grants a held
-  request within n-1 cycles of contention (n = requesters).
+* ``noc_rr_arbiter_bound``: the round-robin arbiter all router output arbiters use grants a
+  held request within n-1 cycles of contention (n = requesters); its one-hot pointer stays
+  one-hot and its one-hot grant equals its index grant.
 
 Left out: multi-router properties (deadlock freedom of the mesh), liveness under unbounded
 back-pressure, bad-input dropping (the harness assumes legal packets for conservation).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Assume, Module, ResetSignal, Signal
+from amaranth.hdl import Assert, Assume, Module, Mux, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
@@ -122,7 +123,13 @@ class _ArbiterHarness(wiring.Component):
         init = Signal(reset_less=True)          # 0 in cycle 0 only: reset then
         m.d.sync += init.eq(1)
         m.d.comb += Assume(ResetSignal() == ~init)
-        any_, gnt, _ = Router._rr(m, self.req, "f")
+        probe = {}
+        any_, gnt, goh = Router._rr(m, self.req, "f", probe=probe)
+        ptr = probe["ptr"]
+        # the pointer stays one-hot (also the induction invariant); the one-hot grant the
+        # router uses for its pops is the index grant the bound is proven on
+        m.d.comb += Assert((ptr != 0) & ((ptr & (ptr - 1)) == 0))
+        m.d.comb += Assert(goh == Mux(self.req.any(), (1 << gnt)[:self.N], 0))
         prev = Signal(self.N)
         pgnt = Signal(self.N)
         m.d.sync += [prev.eq(self.req), pgnt.eq(0)]

@@ -738,7 +738,7 @@ class Router(wiring.Component):
         return m
 
     @staticmethod
-    def _rr(m, req, tag, enable=1):
+    def _rr(m, req, tag, enable=1, probe=None):
         """Round-robin arbiter: first request at or after the pointer (a one-hot register:
         two LUT levels from requests to grant); the pointer moves past the grant when a grant
         is used (``enable``).  Returns (any grant, grant index, one-hot grant)."""
@@ -761,4 +761,6 @@ class Router(wiring.Component):
                 m.d.comb += gnt.eq(i)
         with m.If(any_):
             m.d.sync += ptr.eq(Cat(goh[n - 1], goh[:n - 1]) if n > 1 else 1)
+        if probe is not None:
+            probe["ptr"] = ptr                  # for the formal harness
         return any_, gnt, goh
