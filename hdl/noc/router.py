@@ -41,8 +41,10 @@
   chosen the cycle before (a register: the next VC after the current one, in
   round-robin order, that could move then); one multicast may move per cycle
   router-wide, from the port holding the multicast token (a register: it stays
-  while that port has a multicast under way and then passes, in port order, to
-  the next port with a multicast waiting or arriving); every output arbitrates
+  only while that port has a multicast under way, i.e. its head went and its
+  tail has not, otherwise it passes, in port order, to the next port with a
+  multicast waiting or arriving, so a blocked multicast never holds up a ready
+  one); every output arbitrates
   round-robin over the input ports (one-hot pointer, grant in two LUT levels).
   The crossbar has one input per port (a VC mux per port into the port's flit
   register) and each output only muxes the ports XY routing can send to it.
@@ -562,9 +564,12 @@ class Router(wiring.Component):
         p_uni = [Signal(5, name=f"puni_{o}") for o in range(5)]
         ptail = Signal(5, name="ptail")                # tail mark of each port's offered flit
         for p in range(5):
+            # candidates for the next cycle's offer: VCs that could move now, or that get a
+            # flit now (so a flit arriving at an idle VC is offered the cycle after)
             cand = Signal(V, name=f"vcand_{p}")
             m.d.comb += cand.eq(Cat(*[mc_ok[p * V + v] | Cat(*[uni_ok[o][p * V + v]
                                                              for o in range(5)]).any()
+                                      | self._write[p][v]
                                       for v in range(V)]))
             if V > 1:
                 # next offered VC: the first candidate after the current one (itself last)
@@ -616,8 +621,15 @@ class Router(wiring.Component):
         tok_tail = Signal(name="mc_tok_tail")
         m.d.comb += tok_tail.eq(mc_any & _pick(m, mc_tok, [ptail[p] for p in range(5)],
                                               "mc_tailp", 1))
-        with m.If(~_pick(m, mc_tok, [mid_mc[p] for p in range(5)], "mc_mid", 1) &
-                  (~_pick(m, mc_tok, [pend_mc[p] for p in range(5)], "mc_pend", 1) | tok_tail)):
+        # the token stays only while its port's multicast is under way (a head that went and
+        # its tail has not): the body then never waits for credits (the head reserved a whole
+        # packet downstream).  A holder that cannot start one passes it on, so a blocked
+        # multicast never keeps a ready one waiting (a cycle of such waits across routers
+        # would deadlock).
+        keep = Signal(name="mc_tok_keep")
+        m.d.comb += keep.eq((_pick(m, mc_tok, [mid_mc[p] for p in range(5)], "mc_mid", 1) |
+                             mc_any) & ~tok_tail)
+        with m.If(~keep):
             m.d.sync += mc_tok.eq(tok_next)
         take = Signal(5, name="take")                 # output granted this cycle
         src = [Signal(3, name=f"src_{o}") for o in range(5)]      # input port (for checks)
