@@ -265,3 +265,43 @@ def test_multicast_token_passes_after_a_multi_flit_multicast():
 
     _sim(r, tb)
     assert sorted(got) == sorted([0, 1, 2, 3, 10, 11, 12, 13] * 2), got
+
+
+def test_blocked_multicast_does_not_hold_up_a_ready_one():
+    """The local port's 4-flit multicast to east and south is blocked (east's downstream VC
+    keeps 2 of its 4 flits and never frees them); a 1-flit multicast from the west port to
+    south and local must still go (the token passes on; across routers such waits could
+    close a cycle and deadlock)."""
+    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1)
+    got = []
+
+    async def tb(ctx):
+        ctx.set(r.my, r.cfg.addr.const({"node": {"x": 1, "y": 1}}))
+        ctx.set(r.local_out.ready, 1)
+        loc = [_flit(r, 1, 1, (2, 1), pl=1), _flit(r, 1, 1, (2, 1), pl=2)] + \
+              [_flit(r, i == 0, i == 3, [(2, 1), (1, 2)], mc=True, pl=10 + i, src=(1, 1))
+               for i in range(4)]
+        for cyc in range(40):
+            ctx.set(r.local_in.valid, bool(loc))
+            if loc:
+                ctx.set(r.local_in.payload, loc[0])
+            wv = cyc == 10
+            ctx.set(r.in_w.valid, wv)
+            if wv:
+                ctx.set(r.in_w.flit, _flit(r, 1, 1, [(1, 2), (1, 1)], mc=True, pl=50,
+                                           src=(0, 1)))
+            vs = ctx.get(r.out_s.valid)
+            ctx.set(r.out_s.credit, vs)
+            ctx.set(r.out_e.credit, 0)
+            if vs:
+                got.append(("s", ctx.get(r.out_s.flit.payload)))
+            if ctx.get(r.local_out.valid):
+                got.append(("l", ctx.get(r.local_out.payload.payload)))
+            rdy = ctx.get(r.local_in.ready)
+            await ctx.tick()
+            if loc and rdy:
+                loc.pop(0)
+
+    _sim(r, tb)
+    assert ("s", 50) in got and ("l", 50) in got, got
+    assert not any(pl >= 10 and pl < 50 for _, pl in got), got
