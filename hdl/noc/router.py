@@ -582,6 +582,8 @@ class Router(wiring.Component):
                                     m.d.comb += order.eq((cur + k) % V)
                             with m.If(~cand.any()):
                                 m.d.comb += order.eq(cur)
+                    with m.Default():
+                        m.d.comb += order.eq(0)
                 m.d.sync += cv[p].eq(order)
             m.d.comb += [p_mc[p].eq(_pick(m, cv[p], [mc_ok[p * V + v] for v in range(V)],
                                           f"pmc_{p}", 1)),
@@ -618,6 +620,8 @@ class Router(wiring.Component):
                     for k in reversed(range(1, 5)):
                         with m.If(want_mc[(cur + k) % 5]):
                             m.d.comb += tok_next.eq((cur + k) % 5)
+            with m.Default():
+                m.d.comb += tok_next.eq(0)
         tok_tail = Signal(name="mc_tok_tail")
         m.d.comb += tok_tail.eq(mc_any & _pick(m, mc_tok, [ptail[p] for p in range(5)],
                                               "mc_tailp", 1))
