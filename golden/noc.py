@@ -15,11 +15,12 @@ NoC (XY tree over the node mask, plus the gateway on the source chiplet when
 other chiplets are named).
 
 Timing spec (design choices stated in ``hdl/noc/router.py``): a router costs
-``ROUTER_CYCLES`` = 2 cycles (input-buffer write, buffer read; allocation and
-traversal happen in the read cycle), a link ``L`` cycles, every local output
-queue 1 cycle (ejection at a node; the gateway<->NoP hand-over).  Multicasts
-are cut-through: at each router the head leaves no earlier than the tail
-arrives, so a router costs ``max(ROUTER_CYCLES, flits)`` for a multicast.
+``ROUTER_CYCLES`` = 2 cycles (input-buffer write; switch allocation, then switch
+traversal onto the link), a link ``L`` cycles, every local output queue 1 cycle
+(ejection at a node; the gateway<->NoP hand-over).  Multicasts are cut-through:
+at each router the head is allocated the cycle after the tail is written into
+the buffer and traverses the cycle after that, so a router costs
+``max(ROUTER_CYCLES, flits + MCAST_TAIL_CYCLES)`` for a multicast.
 Left out: contention (the golden model only gives zero-load timing).
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 
 Coord = tuple  # (x, y)
 ROUTER_CYCLES = 2    # was 1 before the router was pipelined (issue 20)
+MCAST_TAIL_CYCLES = 1    # multicast head leaves this long after the tail arrives (was 0)
 
 
 def xy_path(src: Coord, dst: Coord) -> list:
@@ -80,7 +82,7 @@ def coords_to_mask(coords, kx: int) -> int:
 def router_cost(flits: int = 1, multicast: bool = False, router_cycles: int = ROUTER_CYCLES) -> int:
     """Zero-load cycles one router adds to a packet's head (cut-through multicast: the head
     waits for the tail)."""
-    return max(router_cycles, flits) if multicast else router_cycles
+    return max(router_cycles, flits + MCAST_TAIL_CYCLES) if multicast else router_cycles
 
 
 def zero_load_latency(h: int, link_latency: int = 1, flits: int = 1, multicast: bool = False,

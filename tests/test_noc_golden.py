@@ -25,8 +25,9 @@ def test_zero_load_latency():
     assert G.zero_load_latency(0) == 3
     assert G.zero_load_latency(3, link_latency=1) == 12
     assert G.zero_load_latency(3, link_latency=4) == 21
-    # cut-through multicast: every router on the path waits for the tail (4 flits > 2 cycles)
-    assert G.zero_load_latency(2, 1, flits=4, multicast=True) == 3 * 4 + 2 + 1
+    # cut-through multicast: every router on the path waits for the tail, then allocates
+    # and traverses (4 flits: the head leaves 5 cycles after it arrived; was 4)
+    assert G.zero_load_latency(2, 1, flits=4, multicast=True) == 3 * 5 + 2 + 1
     assert G.zero_load_latency(2, 1, flits=1, multicast=True) == G.zero_load_latency(2, 1)
 
 

@@ -188,3 +188,120 @@ def test_local_output_backpressure_loses_nothing():
 
     _sim(r, tb)
     assert got == list(range(6)), got
+
+
+def test_head_flits_keep_their_header():
+    """Headers are stored once per packet (not per flit): a W -> E stream of back-to-back
+    packets of 1..4 flits, each with its own source field, must leave with every head flit
+    carrying its own packet's header and every flit its payload, in order."""
+    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1)
+    lens = [1, 3, 2, 4, 1, 1, 4, 2, 3, 1] * 2
+    sent, got = [], []
+    for n, ln in enumerate(lens):
+        for i in range(ln):
+            sent.append((i == 0, i == ln - 1, (n % 4, n // 4 % 4), len(sent) % 256))
+
+    async def tb(ctx):
+        ctx.set(r.my, r.cfg.addr.const({"node": {"x": 1, "y": 1}}))
+        todo, cred = list(sent), 4
+        for cyc in range(len(sent) + 40):
+            if cred and todo:
+                hd, tl, src, pl = todo.pop(0)
+                ctx.set(r.in_w.flit, _flit(r, hd, tl, (2, 1), pl=pl,
+                                           src=src if hd else (3, 3)))
+                ctx.set(r.in_w.valid, 1)
+                cred -= 1
+            else:
+                ctx.set(r.in_w.valid, 0)
+            v = ctx.get(r.out_e.valid)
+            ctx.set(r.out_e.credit, v)
+            if v:
+                fl = ctx.get(r.out_e.flit)
+                got.append((fl.head, fl.tail, (fl.src.node.x, fl.src.node.y), fl.payload))
+            await ctx.tick()
+            cred += ctx.get(r.in_w.credit)
+
+    _sim(r, tb)
+    assert len(got) == len(sent), (len(got), len(sent))
+    for g, s in zip(got, sent):
+        assert g[0] == s[0] and g[1] == s[1] and g[3] == s[3], (g, s)
+        if s[0]:
+            assert g[2] == s[2], (g, s)
+
+
+def test_multicast_token_passes_after_a_multi_flit_multicast():
+    """Two 4-flit multicasts from different inputs (local, then west) to east and south: the
+    one-multicast-per-cycle token must pass to the west port once the local packet's tail has
+    left (a token stuck at a finished packet hangs the router)."""
+    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1)
+    got = []
+
+    async def tb(ctx):
+        ctx.set(r.my, r.cfg.addr.const({"node": {"x": 1, "y": 1}}))
+        loc = [_flit(r, i == 0, i == 3, [(2, 1), (1, 2)], mc=True, pl=i, src=(1, 1))
+               for i in range(4)]
+        west = [_flit(r, i == 0, i == 3, [(2, 1), (1, 2)], mc=True, pl=10 + i, src=(0, 1))
+                for i in range(4)]
+        cred = 4
+        for cyc in range(60):
+            ctx.set(r.local_in.valid, bool(loc))
+            if loc:
+                ctx.set(r.local_in.payload, loc[0])
+            wv = bool(west) and cyc >= 6 and cred > 0
+            ctx.set(r.in_w.valid, wv)
+            if wv:
+                ctx.set(r.in_w.flit, west.pop(0))
+                cred -= 1
+            for o in (r.out_e, r.out_s):
+                v = ctx.get(o.valid)
+                ctx.set(o.credit, v)
+                if v:
+                    got.append(ctx.get(o.flit.payload))
+            rdy = ctx.get(r.local_in.ready)
+            await ctx.tick()
+            cred += ctx.get(r.in_w.credit)
+            if loc and rdy:
+                loc.pop(0)
+
+    _sim(r, tb)
+    assert sorted(got) == sorted([0, 1, 2, 3, 10, 11, 12, 13] * 2), got
+
+
+def test_blocked_multicast_does_not_hold_up_a_ready_one():
+    """The local port's 4-flit multicast to east and south is blocked (east's downstream VC
+    keeps 2 of its 4 flits and never frees them); a 1-flit multicast from the west port to
+    south and local must still go (the token passes on; across routers such waits could
+    close a cycle and deadlock)."""
+    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1)
+    got = []
+
+    async def tb(ctx):
+        ctx.set(r.my, r.cfg.addr.const({"node": {"x": 1, "y": 1}}))
+        ctx.set(r.local_out.ready, 1)
+        loc = [_flit(r, 1, 1, (2, 1), pl=1), _flit(r, 1, 1, (2, 1), pl=2)] + \
+              [_flit(r, i == 0, i == 3, [(2, 1), (1, 2)], mc=True, pl=10 + i, src=(1, 1))
+               for i in range(4)]
+        for cyc in range(40):
+            ctx.set(r.local_in.valid, bool(loc))
+            if loc:
+                ctx.set(r.local_in.payload, loc[0])
+            wv = cyc == 10
+            ctx.set(r.in_w.valid, wv)
+            if wv:
+                ctx.set(r.in_w.flit, _flit(r, 1, 1, [(1, 2), (1, 1)], mc=True, pl=50,
+                                           src=(0, 1)))
+            vs = ctx.get(r.out_s.valid)
+            ctx.set(r.out_s.credit, vs)
+            ctx.set(r.out_e.credit, 0)
+            if vs:
+                got.append(("s", ctx.get(r.out_s.flit.payload)))
+            if ctx.get(r.local_out.valid):
+                got.append(("l", ctx.get(r.local_out.payload.payload)))
+            rdy = ctx.get(r.local_in.ready)
+            await ctx.tick()
+            if loc and rdy:
+                loc.pop(0)
+
+    _sim(r, tb)
+    assert ("s", 50) in got and ("l", 50) in got, got
+    assert not any(pl >= 10 and pl < 50 for _, pl in got), got

@@ -176,18 +176,20 @@ def test_placement_sequential_and_greedy():
 
 # ---------------- performance / energy: hand-computed ----------------
 SMALL = Layer("t", C=16, K=16, R=3, S=3, H=6, W=6, stride=1, pad=1)
+HOP = 3            # NoC cycles per hop, RTL-measured (simba_arch.json noc_hop_cycles; was 2)
 
 
 def test_one_pe_hand_computed():
     """1 chiplet, 1 PE, one 6x6 tile: K1 = C1 = 2, compute 9*2*2*36 = 1296 cycles + fill/drain.
-    IA (16 ch x 8 x 8 = 1024 B) is local: GPE port 1024/16 = 64 cycles, latency 6 hops x 2.
+    IA (16 ch x 8 x 8 = 1024 B) is local: GPE port 1024/16 = 64 cycles, latency 6 hops x 3
+    (RTL-measured cycles per NoC hop; was an assumed 2).
     OA (16 x 36 = 576 B) goes to chiplet 1 (sequential placement): 1 NoP link at 5.34 B/cycle,
-    latency 2*(6+1) + 20; sync 300 cycles."""
+    latency 3*(6+1) + 20; sync 300 cycles."""
     r = evaluate(SMALL, ARCH20, Mapping(1, 1, 1, 1, 1, 1, 1, 1, 6, 6), placement="sequential")
     nop_bw = 4 * 11 / 8 / 1.03
-    own = 12 + 64 + 1296 + OV_PPU + 36 * WSW        # + RTL per-tile overhead (PPU role), 36 blocks
+    own = 6 * HOP + 64 + 1296 + OV_PPU + 36 * WSW   # + RTL per-tile overhead (PPU role), 36 blocks
     assert r.own == [pytest.approx(own)]
-    assert r.latency_cycles == pytest.approx(own + 34 + 576 / nop_bw + 300)
+    assert r.latency_cycles == pytest.approx(own + 41 + 576 / nop_bw + 300)
     macs = 16 * 16 * 9 * 36
     assert r.energy["mac"] == pytest.approx(macs * 0.10 * ES)
     assert r.energy["input_buffer"] == pytest.approx((1296 * 8 + 1024) * 0.25 * ES)
@@ -205,7 +207,7 @@ def test_temporal_tiles_and_halo():
     st = build_structure(SMALL, ARCH, 1, 1, 1, 1)
     r = evaluate_batch(st, ARCH, [1], [1], [1], [1], [3], [3])
     t_in = 1600 / 16
-    lat_in = 12
+    lat_in = 6 * HOP
     comp = 1296 + 4 * (OV_PPU + 36 * WSW)             # every one of the 4 tiles pays its overhead
     assert r.comp[0, 0] == pytest.approx(comp)
     period = max(comp / 4, (2 * lat_in + t_in / 4) / 2)
@@ -222,8 +224,8 @@ def test_remote_multicast_link_sharing():
     nop_bw = 4 * 11 / 8 / 1.03
     comp = 9 * 1 * 2 * 36 + OV_PPU + 18 * WSW            # K per chiplet 8 -> K1 = 1
     assert r.comp[0].tolist() == [pytest.approx(comp), pytest.approx(comp)]
-    assert r.own[0, 0] == pytest.approx(12 + 64 + comp)
-    lat1 = 2 * (1 + 6) + 20
+    assert r.own[0, 0] == pytest.approx(6 * HOP + 64 + comp)
+    lat1 = HOP * (1 + 6) + 20
     t1 = (1024 + 288) / nop_bw
     assert r.own[0, 1] == pytest.approx(lat1 + t1 + comp)          # one step: deliver, then compute
 
@@ -290,12 +292,12 @@ def test_reduction_chain_hand_computed():
     bw = 4 * 11 / 8 / 1.03
     comp = 9 * 2 * 1 * 36 + 18 * WSW                    # K1 = 2, C1 = 1
     link = (512 + 1728) / bw                             # 0->1 link load
-    own0 = 12 + 1024 / 16 + comp + OV_PSUM               # GPE 0 sends 2 x 512 B; psum hand-off
-    lat1 = 2 * (1 + 6) + 20
+    own0 = 6 * HOP + 1024 / 16 + comp + OV_PSUM               # GPE 0 sends 2 x 512 B; psum hand-off
+    lat1 = HOP * (1 + 6) + 20
     own1 = lat1 + link + comp + OV_PPU                   # last of the chain: PPU
     assert r.own[0].tolist() == [pytest.approx(own0), pytest.approx(own1)]
-    chain = max(own0, own1) + (2 * (6 + 6) + 20) + link  # psum hop: latency + transfer
-    tail = 12 + 576 / 16                                  # OA to the local GPE
+    chain = max(own0, own1) + (HOP * (6 + 6) + 20) + link  # psum hop: latency + transfer
+    tail = 6 * HOP + 576 / 16                                  # OA to the local GPE
     sync = 300 + 2 * 20 * 1
     assert r.latency[0] == pytest.approx(chain + tail + sync)
 

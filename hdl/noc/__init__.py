@@ -61,7 +61,8 @@ def _sys_verilog(p):
 
 def _flit_doc(p):
     from .flit import flit_layout
-    return {"flit_layout": "hdl/noc/flit.py; every flit carries the header; mask bit of node "
+    return {"flit_layout": "hdl/noc/flit.py; every flit carries the header (body flits: don't-care "
+                           "on input, the packet head's header on output); mask bit of node "
                            "(x,y) is y*kx+x; north is y-1, east is x+1",
             "flit_width": flit_layout(p.get("payload_width", 64), p.get("classes", 2),
                                       (p.get("max_node", 8),) * 2,

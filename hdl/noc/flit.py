@@ -8,9 +8,10 @@ multicasting a tile to PEs on several chiplets).
 
 Every flit carries the full header (``head``/``tail`` marks, class, type,
 destination, source) next to its payload.  Routers only *act* on the header
-of head flits (body/tail flits follow the head's route), but keeping it on
-every flit makes monitors and error checks simple; synthesis removes unused
-bits where a design ignores them.  A one-flit packet has ``head = tail = 1``.
+of head flits (body/tail flits follow the head's route) and store it once per
+packet: a body flit's header bits are don't-care on a router input, and on a
+router output they repeat the packet head's header (monitors may read them).
+A one-flit packet has ``head = tail = 1``.
 
 This file is a data definition (shared by RTL, golden models and testbenches);
 it holds no logic.  Left out: ECC/parity, flit compression.

@@ -6,20 +6,23 @@ credits it is given, downstream buffers that return a credit only for a flit the
 and a free local-output ready.  Proven (k-induction unless marked BMC):
 
 * ``noc_router_credits``: every output credit counter stays in 0..buffer_flits and equals
-  buffer_flits minus the flits held downstream (no underflow, no overflow, no leak);
+  buffer_flits minus the flits granted to that output and not yet returned (on the link
+  after the grant, or held downstream): no underflow, no overflow, no leak; a grant only
+  takes a credit that is there;
 * ``noc_router_conservation`` (BMC, depth 20): per input VC, flits written minus flits popped (free-running
   ghost counters) equals the buffer occupancy; every popped live flit leaves on exactly the
   outputs of its route in that cycle, and every output that sends carries a popped flit
   (no flit lost or duplicated inside the router);
-* ``noc_rr_arbiter_bound``: the round-robin arbiter all router arbiters use grants a held
-  request within n-1 cycles of contention (n = requesters).
+* ``noc_rr_arbiter_bound``: the round-robin arbiter all router output arbiters use grants a
+  held request within n-1 cycles of contention (n = requesters); its one-hot pointer stays
+  one-hot and its one-hot grant equals its index grant.
 
 Left out: multi-router properties (deadlock freedom of the mesh), liveness under unbounded
 back-pressure, bad-input dropping (the harness assumes legal packets for conservation).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Assume, Module, ResetSignal, Signal
+from amaranth.hdl import Assert, Assume, Module, Mux, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
@@ -73,8 +76,9 @@ class _RouterHarness(wiring.Component):
             with m.If(init & ~ResetSignal()):
                 if self.what == "credits":
                     m.d.comb += Assert(r._credits[o][0] <= D)
-                    m.d.comb += Assert(r._credits[o][0] + dc == D)
-                    m.d.comb += Assert(~olk.valid | (r._credits[o][0] != 0))
+                    # a grant (stage A) takes the credit; the flit is on the link a cycle later
+                    m.d.comb += Assert(r._credits[o][0] + r._take_r[o] + dc == D)
+                    m.d.comb += Assert(~r._take[o] | (r._credits[o][0] != 0) | olk.credit[0])
                     m.d.comb += Assert(hc + r._mcnt[o][0] <= D)
         if self.what == "conservation":
             # legal packets only (bad input is dropped and counted, checked by the tb)
@@ -86,7 +90,7 @@ class _RouterHarness(wiring.Component):
                 gin = Signal(4, name=f"gin_{p}")
                 gout = Signal(4, name=f"gout_{p}")
                 m.d.sync += [gin.eq(gin + r._write[p][0]), gout.eq(gout + r._pop[p][0])]
-                occ = r._mcnt[p][0] + r._fv[p][0]
+                occ = r._mcnt[p][0]
                 with m.If(init & ~ResetSignal()):
                     m.d.comb += Assert((gin - gout)[:4] == occ[:4])
                     m.d.comb += Assert(~r._fv[p][0] | ~r._fdrop[p][0])
@@ -119,7 +123,13 @@ class _ArbiterHarness(wiring.Component):
         init = Signal(reset_less=True)          # 0 in cycle 0 only: reset then
         m.d.sync += init.eq(1)
         m.d.comb += Assume(ResetSignal() == ~init)
-        any_, gnt = Router._rr(m, self.req, "f")
+        probe = {}
+        any_, gnt, goh = Router._rr(m, self.req, "f", probe=probe)
+        ptr = probe["ptr"]
+        # the pointer stays one-hot (also the induction invariant); the one-hot grant the
+        # router uses for its pops is the index grant the bound is proven on
+        m.d.comb += Assert((ptr != 0) & ((ptr & (ptr - 1)) == 0))
+        m.d.comb += Assert(goh == Mux(self.req.any(), (1 << gnt)[:self.N], 0))
         prev = Signal(self.N)
         pgnt = Signal(self.N)
         m.d.sync += [prev.eq(self.req), pgnt.eq(0)]

@@ -8,33 +8,54 @@
   on chiplet coordinates and delivers to its local port (the gateway node).
   The route is computed when a head flit is written into the input buffer
   and stored next to it (5 bits), so allocation starts from registers.
-* Input buffers: one :class:`~tessera.hdl.sram.SRAM` per input VC
-  (``buffer_flits`` deep, one read port, no reset; DPR16X4 LUT RAM on ECP5).
-  Its read register is the buffer front; a credit goes upstream when a flit
-  moves from the SRAM into the front register.
+* Input buffers, per input VC: one :class:`~tessera.hdl.sram.SRAM` of entries
+  (head/tail/multicast/drop marks, the 5-bit route and the payload;
+  ``buffer_flits`` deep) and one of headers (class, multicast bit,
+  destination, source: written for head flits only, one entry per stored
+  packet), both with an asynchronous read at the read pointer (``read_latency=0``:
+  DPR16X4 LUT RAM on ECP5), no reset.  A credit goes upstream when a flit
+  leaves the buffer.  Body flits leave with their packet's header (the
+  header bits a source puts on a body flit are not stored: don't-care on
+  input; the golden model, the tb monitors, the Global PE and the chiplet
+  read the header of head flits only).
+* Pipeline (``ROUTER_CYCLES`` = 2 in ``golden/noc.py``): cycle 1 buffer write
+  (route computed on the way in: look-ahead of this router's route, so no
+  route stage); cycle 2 switch allocation from registered state (buffer front,
+  credits, output VC owners), whose grants and each port's offered flit are
+  registered; cycle 3 switch traversal: the crossbar muxes the registered
+  flits onto the output links (the link registers live in the mesh), so a
+  hop is 2 router cycles + ``link_latency``.  A credit arriving from
+  downstream counts in the cycle it arrives, so the credit round trip stays
+  ``2*link_latency + 2`` cycles.
 * Unicast: wormhole; an output VC is held from head to tail.
 * Multicast: cut-through.  The whole packet must be in the input buffer before
-  it competes, and it starts only when every branch's downstream VC has room
+  it competes (the head is allocated the cycle after the tail was written), and
+  it starts only when every branch's downstream VC has room
   for a maximum-length packet.  Replication is an XY tree (the branch set is
   computed from the destination mask *and the input port*, so every link
   carries one copy).  All branches take each flit in the same cycle (one read
   port per buffer); at most one multicast moves per cycle router-wide.  Taking
   all branches at once (nothing is held while waiting) keeps it free of
   hold-and-wait deadlock.
-* Allocation: separable, input first.  Each input port picks one of its VCs
-  that can move (round-robin), one multicast wins router-wide (round-robin),
-  and every output arbitrates round-robin over the input ports.  The crossbar
-  has one input per port (a VC mux per port) and each output only muxes the
-  ports XY routing can send to it.
+* Allocation: separable, input first.  Each input port offers one of its VCs,
+  chosen the cycle before (a register: the next VC after the current one, in
+  round-robin order, that could move then); one multicast may move per cycle
+  router-wide, from the port holding the multicast token (a register: it stays
+  only while that port has a multicast under way, i.e. its head went and its
+  tail has not, otherwise it passes, in port order, to the next port with a
+  multicast waiting or arriving, so a blocked multicast never holds up a ready
+  one); every output arbitrates
+  round-robin over the input ports (one-hot pointer, grant in two LUT levels).
+  The crossbar has one input per port (a VC mux per port into the port's flit
+  register) and each output only muxes the ports XY routing can send to it.
 * Credit-based flow control per VC; a flit keeps its VC on every hop (so the
   packets of one source/destination flow stay in order).  The injection VC is
   chosen from the message class (class -> VC set; ``vcs >= classes`` is
   required, classes never share a VC) and a hash of the destination (unicast)
   or source (multicast).  The credit round trip is ``2*link_latency + 2``
   cycles (validated by the mesh).
-* Router latency: 2 cycles (write into the input buffer; read into the front
-  register, then route lookup, allocation and traversal in the read-out
-  cycle).  The link registers live in the mesh.
+* Local output: a 4-entry queue (LUT RAM) that space is reserved in at
+  allocation; ``local_out`` is valid the cycle after traversal.
 * Bad input (dropped and counted in ``errors``, saturating): head with a
   destination outside the mesh (or, in a two-level system, at a gateway node) / empty or out-of-range mask / class >=
   ``classes`` / an XY-illegal turn: whole packet dropped; body/tail flit without a head: dropped;
@@ -305,16 +326,26 @@ class Router(wiring.Component):
         cw = _bits(D + 1)          # counters 0..D
         NI = 5 * V                 # input VCs, index p*V+v
         FW = c.flit.size
-        EW = FW + 1 + 5            # buffer entry: flit, drop mark, route (lookahead)
+        PW = c.payload_width
+        RB = 9                     # entry framing: head, tail, mcast, drop, route (5)
+        HW = FW - 2 - PW           # header: mclass, mcast, dest, src (head flits only)
+        LQ = 4                     # local output queue entries
+
+        def header_of(f):
+            return Cat(f.mclass, f.mcast, f.dest.as_value(), f.src.as_value())
 
         in_links = [getattr(self, f"in_{n}") for n in PORTS]
         out_links = [getattr(self, f"out_{n}") for n in PORTS]
         err_events = []
 
-        # per input VC state (control: reset; datapath: the SRAM and its read register)
-        front = [[None] * V for _ in range(5)]
+        # per input VC state (control: reset; datapath: the buffer memories, no reset)
+        fhead = [[None] * V for _ in range(5)]
+        ftail = [[None] * V for _ in range(5)]
+        fmc = [[None] * V for _ in range(5)]
         fdrop = [[None] * V for _ in range(5)]
         froute = [[None] * V for _ in range(5)]
+        fpay = [[None] * V for _ in range(5)]
+        fhdr = [[None] * V for _ in range(5)]
         fv = [[Signal(name=f"fv_{p}_{v}") for v in range(V)] for p in range(5)]
         pop = [[Signal(name=f"pop_{p}_{v}") for v in range(V)] for p in range(5)]
         tails = [[Signal(_bits(D + 2), name=f"tails_{p}_{v}") for v in range(V)] for p in range(5)]
@@ -322,6 +353,11 @@ class Router(wiring.Component):
         self._fv, self._pop = fv, pop
         self._write = [[None] * V for _ in range(5)]
         self._req, self._fdrop = None, fdrop
+        mc_in = Signal(5, name="mc_in")            # a multicast head is written this cycle
+        mc_in_terms = [[] for _ in range(5)]
+
+        def inc(x):
+            return Mux(x == D - 1, 0, x + 1) if D > 1 else Const(0, len(x))
 
         # ---------------- write side: validate, route (lookahead), buffer ----------------
         for p in range(5):
@@ -352,23 +388,35 @@ class Router(wiring.Component):
             route, route_ok = self._route(m, f, p, f"{p}")
             dest_ok = Signal(name=f"dok_{p}")
             m.d.comb += dest_ok.eq(self._dest_valid(m, f) & route_ok)
+            pname = PORTS[p] if p != L else "l"
             for v in range(V):
-                mem = SRAM(max(2, D), EW)
-                m.submodules[f"buf_{PORTS[p] if p != L else 'l'}{v}"] = mem
+                # payloads; framing + route (read one entry ahead into the front control
+                # register); headers: one entry per stored packet
+                mem = SRAM(max(2, D), PW, read_latency=0)
+                cmem = SRAM(max(2, D), RB, read_latency=0)
+                hmem = SRAM(max(2, D), HW, read_latency=0)
+                m.submodules[f"buf_{pname}{v}"] = mem
+                m.submodules[f"ctl_{pname}{v}"] = cmem
+                m.submodules[f"hdr_{pname}{v}"] = hmem
                 aw = len(mem.w_addr)
                 wr = Signal(aw, name=f"wr_{p}_{v}")
                 rd = Signal(aw, name=f"rd_{p}_{v}")
-                mcnt = Signal(cw, name=f"mcnt_{p}_{v}")        # entries in the SRAM
+                rd1 = Signal(aw, name=f"rd1_{p}_{v}", init=1 % max(2, D))     # rd + 1
+                fc = Signal(RB, name=f"fctl_{p}_{v}")     # framing + route of the front entry
+                hwr = Signal(aw, name=f"hwr_{p}_{v}")
+                hrd = Signal(aw, name=f"hrd_{p}_{v}")
+                mcnt = Signal(cw, name=f"mcnt_{p}_{v}")        # entries in the buffer
                 self._mcnt[p][v] = mcnt
                 we = Signal(name=f"we_{p}_{v}")
                 m.d.comb += we.eq(valid & _eqc(vcin, v) if V > 1 else valid)
                 in_pkt = Signal(name=f"inpkt_{p}_{v}")
                 dropping = Signal(name=f"dropping_{p}_{v}")
                 pcnt = Signal(_bits(c.max_len + 1), name=f"pcnt_{p}_{v}")
-                wflit = Signal(c.flit, name=f"wflit_{p}_{v}")
+                whead = Signal(name=f"whead_{p}_{v}")
+                wtail = Signal(name=f"wtail_{p}_{v}")
                 wdrop = Signal(name=f"wdrop_{p}_{v}")
                 err = Signal(name=f"err_{p}_{v}")
-                m.d.comb += wflit.eq(f)
+                m.d.comb += [whead.eq(f.head), wtail.eq(f.tail)]
                 full = mcnt == D
                 if p == L:
                     lin_space.append(mcnt != D)
@@ -385,7 +433,7 @@ class Router(wiring.Component):
                         with m.Else():
                             m.d.sync += pcnt.eq(1)
                             if c.max_len == 1:
-                                m.d.comb += wflit.tail.eq(1)
+                                m.d.comb += wtail.eq(1)
                                 with m.If(~f.tail):
                                     m.d.comb += err.eq(1)
                                     m.d.sync += [in_pkt.eq(1), dropping.eq(1)]
@@ -396,7 +444,7 @@ class Router(wiring.Component):
                         with m.If(f.tail):
                             m.d.sync += [in_pkt.eq(0), dropping.eq(0)]
                     with m.Else():
-                        m.d.comb += wflit.head.eq(0)
+                        m.d.comb += whead.eq(0)
                         m.d.sync += pcnt.eq(pcnt + 1)
                         with m.If(f.head):
                             m.d.comb += err.eq(1)
@@ -404,39 +452,55 @@ class Router(wiring.Component):
                             m.d.sync += in_pkt.eq(0)
                         with m.Elif(pcnt == c.max_len - 1):
                             # over-long: truncate here, drop the rest
-                            m.d.comb += [wflit.tail.eq(1)]
+                            m.d.comb += [wtail.eq(1)]
                             m.d.sync += dropping.eq(1)
                             m.d.comb += err.eq(1)
                 err_events.append(err)
                 write = Signal(name=f"write_{p}_{v}")
                 m.d.comb += write.eq(we & ~full)
+                hwrite = Signal(name=f"hwrite_{p}_{v}")
+                m.d.comb += hwrite.eq(write & whead & ~wdrop)
                 self._write[p][v] = write
-                # read: the SRAM's read register is the buffer front (no copy, no reset)
-                rfire = Signal(name=f"rfire_{p}_{v}")
-                m.d.comb += rfire.eq((~fv[p][v] | pop[p][v]) & _nz(mcnt))
-                m.d.comb += [mem.w_en.eq(write), mem.w_addr.eq(wr),
-                             mem.w_data.eq(Cat(wflit.as_value(), wdrop, route)),
-                             mem.r_en.eq(rfire), mem.r_addr.eq(rd)]
-                front[p][v] = c.flit(mem.r_data[:FW])
-                fdrop[p][v] = mem.r_data[FW]
-                froute[p][v] = mem.r_data[FW + 1:]
-
-                def inc(x):
-                    return Mux(x == D - 1, 0, x + 1) if D > 1 else Const(0, len(x))
+                mc_in_terms[p].append(hwrite & f.mcast)
+                wctl = Cat(whead, wtail, f.mcast, wdrop, route)
+                m.d.comb += [mem.w_en.eq(write), mem.w_addr.eq(wr), mem.w_data.eq(f.payload),
+                             mem.r_addr.eq(rd),
+                             cmem.w_en.eq(write), cmem.w_addr.eq(wr), cmem.w_data.eq(wctl),
+                             cmem.r_addr.eq(rd1),
+                             hmem.w_en.eq(hwrite), hmem.w_addr.eq(hwr),
+                             hmem.w_data.eq(header_of(f)), hmem.r_addr.eq(hrd)]
+                # the front's payload and header are asynchronous reads at the read pointers;
+                # its framing and route are a register (allocation starts from flip-flops),
+                # loaded from the entry after it on a pop or from the write into an empty slot
+                fhead[p][v], ftail[p][v], fmc[p][v], fdrop[p][v] = fc[0], fc[1], fc[2], fc[3]
+                froute[p][v], fpay[p][v] = fc[4:RB], mem.r_data
+                fhdr[p][v] = hmem.r_data
+                m.d.comb += fv[p][v].eq(_nz(mcnt))
+                # next front control with and without a pop, so the pop (the end of
+                # switch allocation) is the last 2:1 select
+                fc_pop = Signal(RB, name=f"fcpop_{p}_{v}")
+                fc_hold = Signal(RB, name=f"fchold_{p}_{v}")
+                m.d.comb += [fc_pop.eq(Mux(mcnt >= 2, cmem.r_data, wctl)),
+                             fc_hold.eq(Mux(fv[p][v], fc, wctl))]
+                m.d.sync += fc.eq(Mux(pop[p][v], fc_pop, fc_hold))
                 with m.If(write):
                     m.d.sync += wr.eq(inc(wr))
-                with m.If(rfire):
-                    m.d.sync += rd.eq(inc(rd))
+                with m.If(hwrite):
+                    m.d.sync += hwr.eq(inc(hwr))
+                with m.If(pop[p][v]):
+                    m.d.sync += [rd.eq(rd1), rd1.eq(inc(rd1))]
+                    with m.If(ftail[p][v] & ~fdrop[p][v]):
+                        # the header stays at the front until its packet's tail leaves
+                        m.d.sync += hrd.eq(inc(hrd))
                 m.d.sync += [
-                    mcnt.eq(mcnt + write - rfire),
-                    fv[p][v].eq(rfire | (fv[p][v] & ~pop[p][v])),
-                    tails[p][v].eq(tails[p][v] + (write & wflit.tail & ~wdrop)
-                                   - (pop[p][v] & front[p][v].tail & ~fdrop[p][v])),
+                    mcnt.eq(Mux(pop[p][v], mcnt + write - 1, mcnt + write)),
+                    tails[p][v].eq(tails[p][v] + (write & wtail & ~wdrop)
+                                   - (pop[p][v] & ftail[p][v] & ~fdrop[p][v])),
                 ]
                 if p != L:
-                    # a credit goes back when a flit leaves the SRAM (the read register is
-                    # an extra slot the upstream does not count)
-                    m.d.comb += in_links[p].credit[v].eq(rfire)
+                    # a credit goes back when a flit leaves the buffer
+                    m.d.comb += in_links[p].credit[v].eq(pop[p][v])
+            m.d.comb += mc_in[p].eq(Cat(*mc_in_terms[p]).any())
             if p == L:
                 m.d.comb += self.local_in.ready.eq(_pick(m, vsel, lin_space, "lin_space", 1))
 
@@ -445,12 +509,15 @@ class Router(wiring.Component):
         obusy = [[Signal(name=f"obusy_{o}_{v}") for v in range(V)] for o in range(4)]
         self._credits = credits
         lbusy = Signal(name="lbusy")
-        lq = [Signal(FW, name=f"lq_{k}", reset_less=True) for k in range(2)]
-        lq_rd, lq_wr, lq_n = Signal(1), Signal(1), Signal(2)
+        lq_res = Signal(range(LQ + 1), name="lq_res")      # granted, not yet popped
         lq_space = Signal(name="lq_space")
-        m.d.comb += lq_space.eq(~lq_n[1])
-        cr_nz = [[_nz(credits[o][v]) for v in range(V)] for o in range(4)]
-        cr_pkt = [[credits[o][v] >= c.max_len for v in range(V)] for o in range(4)]
+        m.d.comb += lq_space.eq(lq_res != LQ)
+        # a credit arriving this cycle counts at once (the credit round trip stays 2L+2)
+        cr_nz = [[_nz(credits[o][v]) | out_links[o].credit[v] for v in range(V)]
+                 for o in range(4)]
+        cr_pkt = [[(credits[o][v] >= c.max_len) |
+                   ((credits[o][v] == c.max_len - 1) & out_links[o].credit[v])
+                   for v in range(V)] for o in range(4)]
 
         # ---------------- per input VC requests ----------------
         active = [[Signal(5, name=f"active_{p}_{v}") for v in range(V)] for p in range(5)]
@@ -462,17 +529,17 @@ class Router(wiring.Component):
         for p in range(5):
             for v in range(V):
                 i = p * V + v
-                fr = front[p][v]
                 live = fv[p][v] & ~fdrop[p][v]
-                hd = fr.head
+                hd = fhead[p][v]
                 m.d.comb += [
-                    is_mc[p][v].eq(Mux(hd, fr.mcast, in_mc[p][v])),
-                    req[p][v].eq(Mux(live, Mux(hd, Mux(fr.mcast & _z(tails[p][v]), 0, froute[p][v]),
+                    is_mc[p][v].eq(Mux(hd, fmc[p][v], in_mc[p][v])),
+                    req[p][v].eq(Mux(live, Mux(hd, Mux(fmc[p][v] & _z(tails[p][v]), 0,
+                                                       froute[p][v]),
                                                active[p][v]), 0)),
                 ]
                 r = req[p][v]
                 # per-output acceptance for this input VC
-                okm, oku = [], []
+                okm = []
                 for o in range(5):
                     if o == L:
                         a_u = lq_space & (~hd | ~lbusy)
@@ -486,33 +553,89 @@ class Router(wiring.Component):
                     m.d.comb += uni_ok[o][i].eq(r[o] & ~is_mc[p][v] & a_u)
                 m.d.comb += mc_ok[i].eq(is_mc[p][v] & _nz(r) & Cat(*okm).all())
 
-        # ---------------- allocation (separable, input first) ----------------
-        # 1. every input port picks one of its VCs that can move (round-robin), so the
-        #    crossbar has one input per port; 2. one multicast per cycle router-wide (it takes
-        #    all its branches at once); 3. per output round-robin over the input ports.
+        # ---------------- switch allocation (stage A) ----------------
+        # 1. every input port offers one VC, chosen in the previous cycle (``cv``, a
+        #    register: round-robin over the VCs that could move then), so the crossbar has
+        #    one input per port; 2. one multicast per cycle router-wide (it takes all its
+        #    branches at once); 3. per output round-robin over the input ports.
         cv = [Signal(_bits(V), name=f"cv_{p}") for p in range(5)]
-        p_mc = Signal(5, name="p_mc")                  # port's chosen VC is a ready multicast
+        p_mc = Signal(5, name="p_mc")                  # port's offered VC is a ready multicast
         p_req = [Signal(5, name=f"preq_{p}") for p in range(5)]
         p_uni = [Signal(5, name=f"puni_{o}") for o in range(5)]
-        cv_en = [Signal(name=f"cven_{p}") for p in range(5)]
+        ptail = Signal(5, name="ptail")                # tail mark of each port's offered flit
         for p in range(5):
+            # candidates for the next cycle's offer: VCs that could move now, or that get a
+            # flit now (so a flit arriving at an idle VC is offered the cycle after)
             cand = Signal(V, name=f"vcand_{p}")
             m.d.comb += cand.eq(Cat(*[mc_ok[p * V + v] | Cat(*[uni_ok[o][p * V + v]
                                                              for o in range(5)]).any()
+                                      | self._write[p][v]
                                       for v in range(V)]))
             if V > 1:
-                _, g = self._rr(m, cand, f"in{p}", enable=cv_en[p])
-                m.d.comb += cv[p].eq(g)
+                # next offered VC: the first candidate after the current one (itself last)
+                order = Signal(_bits(V), name=f"cvnext_{p}")
+                with m.Switch(cv[p]):
+                    for cur in range(V):
+                        with m.Case(cur):
+                            for k in reversed(range(1, V + 1)):
+                                with m.If(cand[(cur + k) % V]):
+                                    m.d.comb += order.eq((cur + k) % V)
+                            with m.If(~cand.any()):
+                                m.d.comb += order.eq(cur)
+                    with m.Default():
+                        m.d.comb += order.eq(0)
+                m.d.sync += cv[p].eq(order)
             m.d.comb += [p_mc[p].eq(_pick(m, cv[p], [mc_ok[p * V + v] for v in range(V)],
                                           f"pmc_{p}", 1)),
                          p_req[p].eq(_pick(m, cv[p], [req[p][v] for v in range(V)],
-                                           f"preqv_{p}", 5))]
+                                           f"preqv_{p}", 5)),
+                         ptail[p].eq(_pick(m, cv[p], [ftail[p][v] for v in range(V)],
+                                           f"ptailv_{p}", 1))]
             for o in range(5):
                 m.d.comb += p_uni[o][p].eq(_pick(m, cv[p], [uni_ok[o][p * V + v]
                                                             for v in range(V)], f"pu_{p}_{o}", 1))
-        mc_any, mc_gnt = self._rr(m, p_mc, "mc")
-        mc_route = _pick(m, mc_gnt, p_req, "mc_route", 5)
-        take = Signal(5, name="take")                 # output sends this cycle
+        # one multicast per cycle router-wide: a token (register) names the port that may send
+        # one; it stays while that port has a multicast packet under way and moves on (to
+        # the next port with a multicast at its offered VC's front) when the port has none
+        # pending or has just sent a multicast tail
+        mc_tok = Signal(range(5), name="mc_tok")
+        mc_any = Signal(name="mc_any")
+        mc_gnt = mc_tok
+        m.d.comb += mc_any.eq(_pick(m, mc_tok, [p_mc[p] for p in range(5)], "mc_go", 1))
+        mc_route = _pick(m, mc_tok, p_req, "mc_route", 5)
+        mid_mc = Signal(5, name="mid_mc")              # a multicast packet under way
+        pend_mc = Signal(5, name="pend_mc")            # a VC's front is a multicast flit
+        want_mc = Signal(5, name="want_mc")            # ... or a multicast head comes in
+        for p in range(5):
+            m.d.comb += [
+                mid_mc[p].eq(Cat(*[in_mc[p][v] & _nz(active[p][v]) for v in range(V)]).any()),
+                pend_mc[p].eq(Cat(*[is_mc[p][v] & fv[p][v] & ~fdrop[p][v]
+                                    for v in range(V)]).any()),
+                want_mc[p].eq(pend_mc[p] | mc_in[p])]
+        tok_next = Signal(range(5), name="mc_tok_next")
+        with m.Switch(mc_tok):
+            for cur in range(5):
+                with m.Case(cur):
+                    m.d.comb += tok_next.eq(cur)
+                    for k in reversed(range(1, 5)):
+                        with m.If(want_mc[(cur + k) % 5]):
+                            m.d.comb += tok_next.eq((cur + k) % 5)
+            with m.Default():
+                m.d.comb += tok_next.eq(0)
+        tok_tail = Signal(name="mc_tok_tail")
+        m.d.comb += tok_tail.eq(mc_any & _pick(m, mc_tok, [ptail[p] for p in range(5)],
+                                              "mc_tailp", 1))
+        # the token stays only while its port's multicast is under way (a head that went and
+        # its tail has not): the body then never waits for credits (the head reserved a whole
+        # packet downstream).  A holder that cannot start one passes it on, so a blocked
+        # multicast never keeps a ready one waiting (a cycle of such waits across routers
+        # would deadlock).
+        keep = Signal(name="mc_tok_keep")
+        m.d.comb += keep.eq((_pick(m, mc_tok, [mid_mc[p] for p in range(5)], "mc_mid", 1) |
+                             mc_any) & ~tok_tail)
+        with m.If(~keep):
+            m.d.sync += mc_tok.eq(tok_next)
+        take = Signal(5, name="take")                 # output granted this cycle
         src = [Signal(3, name=f"src_{o}") for o in range(5)]      # input port (for checks)
         sel = []                                      # crossbar select: index into _LEGAL_IN[o]
         psent = Signal(5, name="psent")
@@ -521,7 +644,7 @@ class Router(wiring.Component):
             legal = _LEGAL_IN[o]
             by_mc = mc_any & mc_route[o]
             lreq = Cat(*[p_uni[o][p] for p in legal])
-            u_any, u_gnt = self._rr(m, lreq, f"o{o}", enable=~by_mc)
+            u_any, u_gnt, u_oh = self._rr(m, lreq, f"o{o}", enable=~by_mc)
             mc_pos = _pick(m, mc_gnt, [legal.index(p) if p in legal else 0 for p in range(5)],
                            f"mcpos_{o}", len(u_gnt))
             so = Signal(len(u_gnt), name=f"sel_{o}")
@@ -529,65 +652,95 @@ class Router(wiring.Component):
                          src[o].eq(_pick(m, so, list(legal), f"srcp_{o}", 3))]
             sel.append(so)
             for k, p in enumerate(legal):
-                sent_terms[p].append(~by_mc & u_any & _eqc(u_gnt, k))
+                sent_terms[p].append(u_oh[k] & ~by_mc)
         for p in range(5):
-            m.d.comb += [psent[p].eq(Cat(*sent_terms[p]).any()), cv_en[p].eq(psent[p])]
+            m.d.comb += psent[p].eq(Cat(*sent_terms[p]).any())
         sent = Signal(NI, name="sent")
         for i in range(NI):
             m.d.comb += sent[i].eq(psent[i // V] & (_eqc(cv[i // V], i % V) if V > 1 else 1))
         self._take, self._src, self._sent, self._req = take, src, sent, req
         self._err_events = err_events
 
-        # ---------------- traversal: per port VC mux, then XY-legal crossbar ----------------
-        pflit = [_pick(m, cv[p], [front[p][v].as_value() for v in range(V)], f"pflit_{p}", FW)
-                 for p in range(5)]
+        # grant bookkeeping (stage A): credits, output VC ownership, local queue space
+        otail = [_pick(m, sel[o], [ptail[p] for p in _LEGAL_IN[o]], f"otail_{o}", 1)
+                 for o in range(5)]
+        ovc = [_pick(m, src[o], cv, f"ovcs_{o}", _bits(V)) if V > 1 else Const(0, 1)
+               for o in range(5)]
+        for o in range(4):
+            for v in range(V):
+                t = take[o] & _eqc(ovc[o], v) if V > 1 else take[o]
+                m.d.sync += credits[o][v].eq(Mux(t, credits[o][v] - 1, credits[o][v])
+                                             + out_links[o].credit[v])
+                with m.If(t):
+                    m.d.sync += obusy[o][v].eq(~otail[o])
+        with m.If(take[L]):
+            m.d.sync += lbusy.eq(~otail[L])
+
+        # ---------------- switch traversal (stage T, the next cycle) ----------------
+        # each port's offered flit is registered (no reset, loaded every cycle); the grants
+        # are registered; the crossbar muxes the registered flits onto the outputs.
+        # Body flits leave with their packet's header (the header a source puts on a body
+        # flit is not stored).
+        pflit = []
+        for p in range(5):
+            ff = c.flit(Signal(FW, name=f"pflit_{p}", reset_less=True))
+            hdr = _pick(m, cv[p], [fhdr[p][v] for v in range(V)], f"phdr_{p}", HW)
+            pay = _pick(m, cv[p], [fpay[p][v] for v in range(V)], f"ppay_{p}", PW)
+            hdt = _pick(m, cv[p], [Cat(fhead[p][v], ftail[p][v]) for v in range(V)],
+                        f"phdt_{p}", 2)
+            hv = c.flit(Signal(FW, name=f"pflitn_{p}"))
+            m.d.comb += [hv.head.eq(hdt[0]), hv.tail.eq(hdt[1]), hv.payload.eq(pay),
+                         Cat(hv.mclass, hv.mcast, hv.dest.as_value(), hv.src.as_value()).eq(hdr)]
+            m.d.sync += ff.eq(hv)
+            pflit.append(ff)
+        take_r = Signal(5, name="take_r")
+        m.d.sync += take_r.eq(take)
+        self._take_r = take_r
         for o in range(5):
             legal = _LEGAL_IN[o]
+            sel_r = Signal(len(sel[o]), name=f"sel_r_{o}")
+            m.d.sync += sel_r.eq(sel[o])
             ofl = c.flit(Signal(FW, name=f"oflit_{o}"))
-            with m.Switch(sel[o]):
+            with m.Switch(sel_r):
                 for k, p in enumerate(legal[:-1]):
                     with m.Case(k):
                         m.d.comb += ofl.eq(pflit[p])
                 with m.Default():
                     m.d.comb += ofl.eq(pflit[legal[-1]])
-            ovc_src = _pick(m, src[o], cv, f"ovcs_{o}", _bits(V))
-            ovc = Signal(_bits(V), name=f"ovc_{o}")
-            m.d.comb += ovc.eq(ovc_src if V > 1 else 0)
             if o == L:
-                with m.If(take[o]):
-                    m.d.sync += lbusy.eq(~ofl.tail)
-                    with m.If(lq_wr):
-                        m.d.sync += lq[1].eq(ofl)
-                    with m.Else():
-                        m.d.sync += lq[0].eq(ofl)
-                    m.d.sync += lq_wr.eq(~lq_wr)
+                lq = SRAM(LQ, FW, read_latency=0)
+                m.submodules.lq = lq
+                lq_wr = Signal(range(LQ), name="lq_wr")
+                lq_rd = Signal(range(LQ), name="lq_rd")
+                lq_n = Signal(range(LQ + 1), name="lq_n")   # flits in the queue
+                lq_pop = Signal(name="lq_pop")
+                m.d.comb += [lq.w_en.eq(take_r[L]), lq.w_addr.eq(lq_wr), lq.w_data.eq(ofl),
+                             lq.r_addr.eq(lq_rd),
+                             self.local_out.valid.eq(_nz(lq_n)),
+                             self.local_out.payload.eq(lq.r_data),
+                             lq_pop.eq(self.local_out.valid & self.local_out.ready)]
+                with m.If(take_r[L]):
+                    m.d.sync += lq_wr.eq(lq_wr + 1)
+                with m.If(lq_pop):
+                    m.d.sync += lq_rd.eq(lq_rd + 1)
+                m.d.sync += [lq_n.eq(lq_n + take_r[L] - lq_pop),
+                             lq_res.eq(lq_res + take[L] - lq_pop)]
             else:
+                ovc_r = Signal(_bits(V), name=f"ovc_r_{o}")
+                m.d.sync += ovc_r.eq(ovc[o])
                 lk = out_links[o]
-                m.d.comb += [lk.valid.eq(take[o]), lk.flit.eq(ofl), lk.vc.eq(ovc)]
-                for v in range(V):
-                    t = take[o] & _eqc(ovc, v) if V > 1 else take[o]
-                    m.d.sync += credits[o][v].eq(credits[o][v] - t + lk.credit[v])
-                    with m.If(t):
-                        m.d.sync += obusy[o][v].eq(~ofl.tail)
-
-        # local output stream
-        lq_pop = Signal()
-        m.d.comb += [self.local_out.valid.eq(_nz(lq_n)),
-                     self.local_out.payload.eq(Mux(lq_rd, lq[1], lq[0])),
-                     lq_pop.eq(self.local_out.valid & self.local_out.ready)]
-        with m.If(lq_pop):
-            m.d.sync += lq_rd.eq(~lq_rd)
-        m.d.sync += lq_n.eq(lq_n + take[L] - lq_pop)
+                m.d.comb += [lk.valid.eq(take_r[o]), lk.flit.eq(ofl), lk.vc.eq(ovc_r)]
 
         # ---------------- input VC state ----------------
         for p in range(5):
             for v in range(V):
                 i = p * V + v
-                fr = front[p][v]
                 m.d.comb += pop[p][v].eq(fv[p][v] & (fdrop[p][v] | sent[i]))
-                with m.If(fv[p][v] & ~fdrop[p][v] & sent[i] & fr.head):
-                    m.d.sync += [active[p][v].eq(Mux(fr.tail, 0, froute[p][v])),
-                                 in_mc[p][v].eq(fr.mcast)]
+                with m.If(fv[p][v] & ~fdrop[p][v] & sent[i] & fhead[p][v]):
+                    m.d.sync += [active[p][v].eq(Mux(ftail[p][v], 0, froute[p][v])),
+                                 in_mc[p][v].eq(fmc[p][v])]
+                with m.Elif(fv[p][v] & ~fdrop[p][v] & sent[i] & ftail[p][v]):
+                    m.d.sync += active[p][v].eq(0)     # no packet under way (multicast token)
 
         # ---------------- error counter (saturating) ----------------
         total = Signal(_bits(len(err_events) + 1) + 1)
@@ -601,24 +754,29 @@ class Router(wiring.Component):
         return m
 
     @staticmethod
-    def _rr(m, req, tag, enable=1):
-        """Round-robin arbiter: first request at or after the pointer; the pointer moves
-        past the grant when a grant is used (``enable``)."""
+    def _rr(m, req, tag, enable=1, probe=None):
+        """Round-robin arbiter: first request at or after the pointer (a one-hot register:
+        two LUT levels from requests to grant); the pointer moves past the grant when a grant
+        is used (``enable``).  Returns (any grant, grant index, one-hot grant)."""
         n = len(req)
-        ptr = Signal(range(n), name=f"rrptr_{tag}")
+        ptr = Signal(n, name=f"rrptr_{tag}", init=1)
         gnt = Signal(range(n), name=f"gnt_{tag}")
+        goh = Signal(n, name=f"gntoh_{tag}")
         any_ = Signal(name=f"gany_{tag}")
         m.d.comb += any_.eq(req.any() & enable)
-        upper = Signal(n, name=f"upper_{tag}")
-        m.d.comb += upper.eq(req & ~((Const(1, n + 1) << ptr) - 1)[:n])
-        with m.If(upper.any()):
-            for i in reversed(range(n)):
-                with m.If(upper[i]):
-                    m.d.comb += gnt.eq(i)
-        with m.Else():
-            for i in reversed(range(n)):
-                with m.If(req[i]):
-                    m.d.comb += gnt.eq(i)
+        for i in range(n):
+            # i wins if it requests and no request lies cyclically from the pointer up to it
+            blocked = []
+            for k in range(n):
+                ahead = [(k + j) % n for j in range((i - k) % n)]
+                if ahead:
+                    blocked.append(ptr[k] & Cat(*[req[j] for j in ahead]).any())
+            m.d.comb += goh[i].eq(req[i] & ~Cat(*blocked).any() if blocked else req[i])
+        for i in range(1, n):
+            with m.If(goh[i]):
+                m.d.comb += gnt.eq(i)
         with m.If(any_):
-            m.d.sync += ptr.eq(Mux(gnt == n - 1, 0, gnt + 1))
-        return any_, gnt
+            m.d.sync += ptr.eq(Cat(goh[n - 1], goh[:n - 1]) if n > 1 else 1)
+        if probe is not None:
+            probe["ptr"] = ptr                  # for the formal harness
+        return any_, gnt, goh

@@ -20,6 +20,11 @@ undefined after power-up, as in a real macro):
                  earlier (read latency 1); held while ``r_en`` is low
 ========== ===== =====================================================
 
+``read_latency=0`` (small buffers only, e.g. router input FIFOs): an
+asynchronous read, ``r_data = cells[r_addr]`` in the same cycle, no ``r_en``
+port; a write is visible from the next cycle.  FPGA: distributed RAM (ECP5
+DPR16X4); ASIC: a flip-flop/latch register-file macro.
+
 Same-address read and write in one cycle (``collision``):
 
 * ``"undefined"`` (default): ``r_data`` is undefined.  Yosys gets the
@@ -47,7 +52,9 @@ COLLISIONS = ("undefined", "old", "new")
 
 class SRAM(wiring.Component):
     def __init__(self, depth: int, width: int, *, granularity: int | None = None,
-                 collision: str = "undefined"):
+                 collision: str = "undefined", read_latency: int = 1):
+        if read_latency not in (0, 1):
+            raise ValueError(f"SRAM read_latency must be 0 or 1, got {read_latency}")
         if depth < 2:
             raise ValueError(f"SRAM depth must be >= 2, got {depth}")
         if width < 1:
@@ -58,11 +65,13 @@ class SRAM(wiring.Component):
         if collision not in COLLISIONS:
             raise ValueError(f"SRAM collision must be one of {COLLISIONS}, got {collision!r}")
         self.depth, self.width, self.granularity, self.collision = depth, width, granularity, collision
+        self.read_latency = read_latency
         abits = max(1, (depth - 1).bit_length())
-        super().__init__({
-            "w_en": In(width // granularity), "w_addr": In(abits), "w_data": In(width),
-            "r_en": In(1), "r_addr": In(abits), "r_data": Out(width),
-        })
+        ports = {"w_en": In(width // granularity), "w_addr": In(abits), "w_data": In(width),
+                 "r_en": In(1), "r_addr": In(abits), "r_data": Out(width)}
+        if read_latency == 0:
+            del ports["r_en"]
+        super().__init__(ports)
 
     @property
     def bits(self) -> int:
@@ -70,7 +79,7 @@ class SRAM(wiring.Component):
 
     def describe(self) -> dict:
         return {"depth": self.depth, "width": self.width, "bits": self.bits,
-                "ports": "1w1r", "read_latency": 1, "write_granularity": self.granularity,
+                "ports": "1w1r", "read_latency": self.read_latency, "write_granularity": self.granularity,
                 "collision": self.collision}
 
     def elaborate(self, platform):
@@ -82,9 +91,13 @@ class SRAM(wiring.Component):
                                                attrs=attrs)
         g = None if self.granularity == self.width else self.granularity
         wp = mem.write_port(granularity=g)
-        rp = mem.read_port(transparent_for=(wp,) if self.collision == "new" else ())
-        m.d.comb += [wp.en.eq(self.w_en), wp.addr.eq(self.w_addr), wp.data.eq(self.w_data),
-                     rp.en.eq(self.r_en), rp.addr.eq(self.r_addr), self.r_data.eq(rp.data)]
+        m.d.comb += [wp.en.eq(self.w_en), wp.addr.eq(self.w_addr), wp.data.eq(self.w_data)]
+        if self.read_latency == 0:
+            rp = mem.read_port(domain="comb")
+        else:
+            rp = mem.read_port(transparent_for=(wp,) if self.collision == "new" else ())
+            m.d.comb += rp.en.eq(self.r_en)
+        m.d.comb += [rp.addr.eq(self.r_addr), self.r_data.eq(rp.data)]
         return m
 
 
