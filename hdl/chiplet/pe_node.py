@@ -541,9 +541,11 @@ class PeNode(wiring.Component):
                 m.d.sync += fs.eq(fs ^ dbl)
             with m.Else():
                 m.d.sync += fill.eq(fill + 1)
-        # start the PE on the oldest full region when it is idle
+        # start the PE on the oldest full region as soon as it takes a start: when
+        # idle, or (double-buffered, same cfg but ibuf_half) while the previous
+        # tile drains -- the PE's back-to-back start (``start_ready``)
         go = Signal()
-        m.d.comb += go.eq(running & Mux(ss, full[1], full[0]) & ~pe.busy)
+        m.d.comb += go.eq(running & Mux(ss, full[1], full[0]) & pe.start_ready)
         m.d.comb += pe.start.eq(go)
         with m.If(go):
             m.d.comb += [clr_full.eq(1 << ss), set_busy.eq(1 << ss)]
