@@ -1,0 +1,51 @@
+"""Schedule of the suite under pytest-xdist (``make test``: ``-n 2 --dist loadgroup
+--no-loadscope-reorder``), from the timing record ``tests/durations.json``
+(tessera.pytest_cpu; ``make durations`` regenerates it).
+
+* Tests that ran the same Verilator build (one parameter set, one build dir) get one
+  ``xdist_group``: they run on one worker, after its one build, and the other worker never
+  waits on that build's lock.
+* Work units (a group or a single test) are ordered longest first (recorded CPU seconds), so
+  the long cosimulations start at once and the short tests fill the end; tests missing from
+  the record (new ones) count as 2 s and keep their file order.
+
+Only the order and the worker placement change: every test is collected and run as before.
+Build infrastructure: no paper section, no model.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+DURATIONS = Path(__file__).with_name("durations.json")
+NEW_TEST_S = 2.0
+
+
+def _record() -> dict:
+    try:
+        return json.loads(DURATIONS.read_text())["tests"]
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    rec = _record()
+    if not rec:
+        return
+    unit_of, cost = {}, {}
+    for it in items:
+        r = rec.get(it.nodeid, {})
+        build = r.get("build", "").split("/")[0]        # <block>-<param hash>
+        unit = f"build:{build}" if build else it.nodeid
+        unit_of[it.nodeid] = unit
+        cost[unit] = cost.get(unit, 0.0) + float(r.get("cpu_s", NEW_TEST_S))
+        if build:
+            it.add_marker(pytest.mark.xdist_group(build))
+    first = {}
+    for i, it in enumerate(items):
+        first.setdefault(unit_of[it.nodeid], i)
+    order = {id(it): i for i, it in enumerate(items)}
+    items.sort(key=lambda it: (-cost[unit_of[it.nodeid]], first[unit_of[it.nodeid]], order[id(it)]))
