@@ -172,8 +172,10 @@ def run(block: str, params: dict | None, module: str, *, testcase: str | None = 
         result_file: str | os.PathLike | None = None, timeout_s: int | None = None,
         public: str = "all", opt: str | None = None) -> Path:
     """Build (cached) and run cocotb ``module`` against ``block``; raises on any failure.
-    ``opt``: C++ optimisation level of the model (e.g. ``"-O0"``), own build dir."""
+    ``opt``: C++ optimisation level of the model (e.g. ``"-O0"``), own build dir; default
+    ``$TESSERA_SIM_OPT`` (the test suite sets ``-O0``, see tests/conftest.py), else Verilator's."""
     ensure_path()
+    opt = opt or os.environ.get("TESSERA_SIM_OPT") or None
     spec, params, sim_dir = _sim_dir(block, params)
     if waves is None:
         waves = os.environ.get("WAVES", "0") not in ("", "0")

@@ -10,14 +10,21 @@
   the record (new ones) count as 2 s and keep their file order.
 
 Only the order and the worker placement change: every test is collected and run as before.
-Build infrastructure: no paper section, no model.
+
+The suite's Verilated models are compiled at ``-O0`` (``TESSERA_SIM_OPT``, read by
+tessera.tb.runner.run; build dirs ``obj_O0``, shared with ``make demo``): the cosimulations are
+bound by cocotb's Python side, so the C++ build is most of a model's cost; the benches keep
+Verilator's optimised default.  Build infrastructure: no paper section, no model.
 """
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+
+os.environ.setdefault("TESSERA_SIM_OPT", "-O0")
 
 DURATIONS = Path(__file__).with_name("durations.json")
 NEW_TEST_S = 2.0
