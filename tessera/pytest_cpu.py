@@ -48,6 +48,18 @@ def pytest_runtest_protocol(item, nextitem):
     if used:
         row["builds"] = list(dict.fromkeys(used))
     _rows[item.nodeid.split("@")[0]] = row
+    _write(item.config)             # after every test: an interrupted run keeps its record
+
+
+def _write(config):
+    path = config.getoption("--cpu-json")
+    wid = os.environ.get("PYTEST_XDIST_WORKER")
+    if path and _rows:
+        p = f"{path}.{wid}" if wid else path
+        os.makedirs(os.path.dirname(os.path.abspath(p)), exist_ok=True)
+        with open(p + ".tmp", "w") as fh:
+            json.dump(_rows, fh, indent=1)
+        os.replace(p + ".tmp", p)
 
 
 def report(rows: dict, top: int, out=sys.stdout):
@@ -68,11 +80,7 @@ def report(rows: dict, top: int, out=sys.stdout):
 def pytest_sessionfinish(session):
     path = session.config.getoption("--cpu-json")
     wid = os.environ.get("PYTEST_XDIST_WORKER")
-    if path and _rows:
-        p = f"{path}.{wid}" if wid else path
-        os.makedirs(os.path.dirname(os.path.abspath(p)), exist_ok=True)
-        with open(p, "w") as fh:
-            json.dump(_rows, fh, indent=1)
+    _write(session.config)
     if not wid and _rows and path:
         report(_rows, session.config.getoption("--cpu-top"))
 
