@@ -76,6 +76,7 @@ def test_schedule_groups_tests_of_one_build_longest_first(monkeypatch, tmp_path)
     rec.write_text('{"tests": {"a": {"cpu_s": 1, "build": "pe-1/obj"}, "b": {"cpu_s": 9},'
                    ' "c": {"cpu_s": 5, "build": "pe-1/obj_O0"}, "d": {"cpu_s": 7}}}')
     monkeypatch.setattr(conftest, "DURATIONS", rec)
+    monkeypatch.setattr(conftest, "_RECORD", None)
 
     class Item:
         def __init__(self, nodeid):
@@ -84,6 +85,8 @@ def test_schedule_groups_tests_of_one_build_longest_first(monkeypatch, tmp_path)
         def add_marker(self, m):
             self.marks.append(m)
     items = [Item(n) for n in "abcde"]
+    for it in items:
+        conftest.pytest_itemcollected(it)
     conftest.pytest_collection_modifyitems(None, items)
     assert [i.nodeid for i in items] == ["b", "d", "a", "c", "e"]    # the pe-1 unit: 6 s
     assert [m.args for m in items[2].marks] == [("pe-1",)] == [m.args for m in items[3].marks]
