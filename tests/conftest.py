@@ -81,7 +81,7 @@ def pytest_collection_finish(session):
     it by writing ``item._nodeid``, which pytest 9 no longer reads (structured node ids), so
     every test would run as its own unit (pytest-dev/pytest-xdist#1386, fix pending in #1388);
     set it here, before the worker reports its collection."""
-    if not session.config.getvalue("loadgroup"):
+    if not getattr(session.config.option, "loadgroup", False):      # (set on xdist workers)
         return
     for item in session.items:
         names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
