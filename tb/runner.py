@@ -3,8 +3,10 @@
 ``run(block, params, module, ...)`` exports the block's Verilog for that
 parameter set into ``build/sim/<block>-<hash>/`` (rewritten only when it
 changes), and runs the cocotb module there.  One build directory per parameter
-set: runs with the same set reuse the compiled model and are serialised by a
-file lock; different sets run in parallel under pytest-xdist.
+set: elaboration and build happen once, under the set's file lock; simulations
+of the same model then run in parallel under pytest-xdist (waves runs keep the
+lock, one ``dump.vcd`` per dir).  The Verilator runtime's objects are shared by
+every build with the same flags (``build/sim/.objcache``, tessera.tb.objcache).
 
 The testbench gets ``TESSERA_PARAMS`` (JSON), ``TESSERA_SEED`` and
 ``TESSERA_RESULT`` (a JSON file it appends its check/cycle counts to, read by
