@@ -10,7 +10,7 @@ JOBS    ?= 2
 WAVES   ?= 0
 export WAVES
 
-.PHONY: setup verilog test demo report lint bench mutation soak synth formal clean
+.PHONY: setup verilog test durations demo report lint bench mutation soak synth formal clean
 
 setup: $(STAMP)
 
@@ -30,8 +30,19 @@ lint: $(STAMP)
 	$(VPY) -m tessera.flows lint --out build/verilog
 
 # The test suite (golden unit tests, cocotb on Verilator, model tests), in parallel.
+# loadgroup: tests sharing a Verilator build run on one worker (tests/conftest.py groups and
+# orders them longest first from tests/durations.json; --no-loadscope-reorder keeps that order).
+XDIST   := -n $(JOBS) --dist loadgroup --no-loadscope-reorder
 test: $(STAMP)
-	$(VPY) -m pytest -n $(JOBS) -m "not slow" tests
+	$(VPY) -m pytest $(XDIST) -m "not slow" tests
+
+# Re-record tests/durations.json (CPU seconds per test and the build it shares) from a serial
+# run of make test's tests on fresh builds; also prints the CPU profile (top tests, per file).
+durations: $(STAMP)
+	rm -rf build/durations
+	TESSERA_BUILD=build/durations $(VPY) -m pytest -p no:xdist -p tessera.pytest_cpu \
+	    --cpu-json build/durations/test_cpu.json -q -m "not slow" tests
+	$(VPY) -m tessera.pytest_cpu --durations build/durations/test_cpu.json
 
 # The main flow: export every block, short cosimulation of each against its
 # golden model ($(JOBS) in parallel, -O0 C++ builds), summary table, then the report page.
@@ -62,8 +73,10 @@ synth: $(STAMP)
 formal: $(STAMP)
 	$(VPY) -m tessera.formal
 
+# The long runs: parameter sweeps and soaks moved out of make test (each keeps a fast
+# representative there), marker ``slow``.
 soak: $(STAMP)
-	$(VPY) -m pytest -n $(JOBS) -m slow tests
+	$(VPY) -m pytest $(XDIST) -m slow tests
 	@echo "NoC soak (4x4 mesh, mixed traffic):"; cat $${TESSERA_BUILD:-build}/soak/noc_soak.json
 
 clean:

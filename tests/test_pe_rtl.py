@@ -38,8 +38,9 @@ def test_waves_write_a_vcd():
     """``WAVES=1`` / ``waves=True``: the run writes dump.vcd with the top's ports in it."""
     from tessera.tb.runner import prepare
     sim_dir, _, _ = prepare("pe", SMALL)
-    (sim_dir / "obj_waves" / "dump.vcd").unlink(missing_ok=True)
+    for d in sim_dir.glob("obj_waves*"):
+        (d / "dump.vcd").unlink(missing_ok=True)
     build = run("pe", SMALL, "tessera.tb.pe.test_pe", testcase="ppu_corners", seed=23, waves=True)
-    assert build == sim_dir / "obj_waves"
+    assert build.parent == sim_dir and build.name.startswith("obj_waves")   # (+ _O0 in the suite)
     head = (build / "dump.vcd").read_text(errors="replace")[:200000]
     assert "$enddefinitions" in head and "psum_out" in head

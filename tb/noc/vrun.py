@@ -11,7 +11,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from tessera.tb.runner import (BUILD, SIM_COMPILE_ARGS, _locked, _write_if_changed,
+from tessera.tb.runner import (BUILD, BUILDS_USED, SIM_COMPILE_ARGS, _write_if_changed,
                                 cocotb_verilator, make_flags)
 from tessera.toolchain import ensure_path
 
@@ -25,16 +25,17 @@ def run_text(name: str, text: str, toplevel: str, module: str, env: dict | None 
     vpath = sim_dir / f"{toplevel}.v"
     _write_if_changed(vpath, text)
     build_dir = sim_dir / "obj"
+    BUILDS_USED.append(f"{sim_dir.name}/{build_dir.name}")
     old = os.environ.get("MAKEFLAGS")
     os.environ["MAKEFLAGS"] = make_flags(opt)
     try:
-        with _locked(sim_dir / ".lock"):
-            cocotb_verilator(public="top", toplevel=toplevel, module=module, testcase=testcase,
-                       verilog_sources=[str(vpath)], toplevel_lang="verilog",
-                       sim_build=str(build_dir), work_dir=str(build_dir),
-                       compile_args=SIM_COMPILE_ARGS,
-                       make_args=["-j2"], extra_env=dict(env or {}), waves=False,
-                       timescale="1ns/1ps")
+        # build under the lock (once per text), simulation outside it
+        cocotb_verilator(public="top", lock=sim_dir / ".lock", toplevel=toplevel, module=module,
+                         testcase=testcase, verilog_sources=[str(vpath)], toplevel_lang="verilog",
+                         sim_build=str(build_dir), work_dir=str(build_dir),
+                         compile_args=SIM_COMPILE_ARGS,
+                         make_args=["-j2"], extra_env=dict(env or {}), waves=False,
+                         timescale="1ns/1ps")
     finally:
         if old is None:
             os.environ.pop("MAKEFLAGS", None)
