@@ -20,15 +20,15 @@ CONFIGS = [
 
 
 def _stream(rng, c, n, thr):
-    """Updates of at most ``ways + overflow + 1`` live tiles (``ways + overflow`` with one way),
-    in one set of a small Tracker, so that it evicts; each tile gets exactly ``thr`` elements
-    and is not reused.  (More live tiles can livelock: victim records of two tiles evicting each
-    other in turn -- a known limit of the victim FIFO, see the report of issue 20.)"""
+    """About ``n`` updates of at most ``ways + overflow + 1`` live tiles (``ways + overflow``
+    with one way: two tiles' victim records can evict each other in turn forever there), in one
+    set of a small Tracker, so that it evicts; each tile gets exactly ``thr`` elements and is
+    not reused."""
     out, live = [], {}
     tiles = [(wg, wf) for wg in range(256) for wf in range(2) if wg % c["sets"] == 0 or c["sets"] > 8]
     rng.shuffle(tiles)
-    while len(out) < n:
-        if len(live) < c["ways"] + c["overflow"] + (c["ways"] > 1):
+    while len(out) < n or live:
+        if len(out) < n and len(live) < c["ways"] + c["overflow"] + (c["ways"] > 1):
             live[tiles.pop()] = thr
         t = rng.choice(list(live))
         k = min(live[t], rng.randint(1, 3))
