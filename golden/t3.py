@@ -127,7 +127,13 @@ class TrackerModel:
         if o["trig"] is not None:
             self.tfifo.append(o["trig"])
         if o["victim"] is not None:
-            self.vfifo.append(o["victim"])
+            v = o["victim"]
+            k = next((i for i, r in enumerate(self.vfifo) if r[:2] == v[:2]), None)
+            if k is None:
+                self.vfifo.append(v)
+            else:                       # one record per tile: merge into the waiting one
+                r = self.vfifo[k]
+                self.vfifo[k] = (r[0], r[1], min(r[2], v[2]), r[3] + v[3], SRC_VICTIM)
         self.err = min(self.err + o["err"], 0xFFFF)
         self.conflicts = min(self.conflicts + o["conf"], 0xFFFF)
         self.evictions = min(self.evictions + o["evict"], 0xFFFF)

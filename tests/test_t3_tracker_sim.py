@@ -12,7 +12,7 @@ from tessera.golden.t3 import TrackerModel
 from tessera.hdl.t3.tracker import Tracker
 
 CONFIGS = [
-    dict(sets=4, ways=2, overflow=1, trig_depth=1, victims=1),
+    dict(sets=4, ways=2, overflow=1, trig_depth=1, victims=3),
     dict(sets=2, ways=1, overflow=1, trig_depth=2, victims=2),
     dict(sets=1, ways=3, overflow=2, trig_depth=1, victims=1),
     dict(sets=64, ways=2, overflow=1, trig_depth=2, victims=2),     # SRAM set memory (> 1 kbit)

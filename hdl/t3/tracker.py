@@ -12,41 +12,56 @@ paper's 19 KB Tracker.
 
 Micro-architecture (the golden model ``tessera.golden.t3.TrackerModel`` implements the same cycle
 behaviour from this description).  The set memory is one :class:`tessera.hdl.sram.SRAM` word per
-set (all ways; read latency 1), so it maps to block RAM; three pipeline stages, one item per cycle:
+set (all ways; read latency 1), so it maps to block RAM; five pipeline stages, one item per cycle
+(for >= 100 MHz on ECP5: block-RAM read data goes straight into a register, the read-modify-write
+loop is one stage and the 608-bit set write comes from registers):
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
 * S0: an *item* -- an input update or a victim record (below) -- enters and its set is read.
-* S1: the set word arrives (a read that collided with the write of that cycle takes the written
-  set from a register instead); the tile's tag is compared with every way and with ``overflow``
-  fully-associative overflow entries (registers shared by all sets, tagged by set index and tag),
-  and the hit entry's count and address are selected.
-* S2: the result is corrected for the write of the item one ahead (same set / same tile, from
-  registers), then: hit -> add the element count; the count reaching ``threshold`` pushes a
-  trigger and frees the entry; exceeding it is an over-count: the item is discarded, the error
+* S1: the set word arrives and is registered as it is; against that register S2 will need the
+  sets written one and two cycles before (a *write log* of two full set words, which also covers
+  the read that collided with a write) and this cycle's S3 item, so their set/tag matches and
+  tag compares are registered here.
+* S2: the set as it is now: the newest of write log / memory word, with the way the S4 write of
+  this cycle changes replaced; the tag is compared with every way and with ``overflow``
+  fully-associative overflow entries (registers shared by all sets, tagged by set index and tag,
+  also corrected for this cycle's write), and the hit entry's count and address are selected.
+* S3: the result is corrected for the write of the item one ahead (in S4 now; same set / same
+  tile, from registers), then: hit -> add the element count; the count reaching ``threshold``
+  triggers and frees the entry; exceeding it is an over-count: the item is discarded, the error
   counter/flag is raised and the entry is unchanged.  Miss -> an item that alone reaches the
   threshold triggers without allocating, one that exceeds it is an over-count; otherwise it
   allocates the lowest free way of its set, else the lowest free overflow entry (``conflicts``
   counts these), else it *evicts* a victim way (round-robin pointer, ``evictions``): the item
   takes the way and the victim's tile leaves as a record ``(wg, wf, start address, count)`` that
-  re-enters at S0 like an update carrying ``count`` elements.
+  re-enters at S0 like an update carrying ``count`` elements.  The decision is registered.
+* S4: the set word (the set before the write with the item's way replaced) and the overflow
+  entry are written, the trigger / victim record pushed into its FIFO, the counters updated.
 
 Progress guarantee (a set conflict never blocks): nothing in the pipeline ever stalls -- every item
-leaves S2 two cycles after S0, applied -- because space is reserved at S0: an item enters only if
-the trigger FIFO (``trig_depth`` + 2 entries) and, for an input update, the victim FIFO
-(``victims`` + 2 entries) have room for every item in flight.  Victim records re-enter every other
+is applied in S3 three cycles after S0 -- because space is reserved at S0: an item enters only if
+the trigger FIFO (``trig_depth`` + 4 entries) and, for an input update, the victim FIFO
+(``victims`` + 4) have room for every item in flight (S1..S4).  Victim records re-enter every other
 cycle (alternating with the input), so each is absorbed within 2 x its FIFO position + 2 cycles
-while ``trig.ready`` is high.  Element counts are conserved (a tile's count may be split between
-an entry and victim records; the merge that reaches the threshold triggers it), so every tile
-still triggers exactly once, with its smallest address, after all its updates.  The input is held
-(``stall``) only while the victim FIFO is full, i.e. while the producer keeps more live tiles in
-one set than ``ways`` + ``overflow`` + ``victims`` can hold -- a finite Tracker must refuse input
-then (it cannot store more partial counts than it has entries) -- and with at most ``ways`` live
-tiles per set no eviction happens at all.  Evictions, overflow entries and the victim FIFO are our
-additions, not in the paper (which sizes the Tracker for a GEMM stage, §4.2.1).
+while ``trig.ready`` is high.  The victim FIFO keeps one record per tile: a victim whose tile
+already has a record waiting (not being popped) merges into it (counts added, smaller address).
+Element counts are conserved (a tile's count may be split between an entry, a waiting record and
+one in flight; the merge that reaches the threshold triggers it, and a record holding all of a
+tile's elements triggers on re-entry without allocating), so every tile still triggers exactly
+once, with its smallest address, after all its updates.  The input is held (``stall``) only while
+the victim FIFO and the pipeline hold ``victims`` + 4 items, which needs waiting records of
+``victims`` distinct tiles, each a live tile that was evicted: a producer with fewer than
+``victims`` live tiles in sets that overflow is never held (and with at most ``ways`` live tiles
+per set no eviction happens at all).  Beyond that a finite Tracker must refuse input (it cannot
+store more partial counts than it has entries), and while the input is held re-entering records
+can keep evicting each other's tiles until reset -- size ``victims`` for the producer.  Without
+the merge, records of one tile multiplied and two live tiles in a one-way set could livelock so
+(found by ``tests/test_t3_tracker_sim.py``).  Evictions, overflow entries and the victim FIFO
+are our additions, not in the paper (which sizes the Tracker for a GEMM stage, §4.2.1).
 
 Latency: an update accepted in cycle t that completes its tile makes ``trig.valid`` rise in cycle
-t+3.  Left out: address translation, per-entry thresholds (one programmable threshold; clipped edge
+t+5 (t+3 with the earlier three-stage pipeline, 55 MHz).  Left out: address translation, per-entry thresholds (one programmable threshold; clipped edge
 tiles need per-entry thresholds), and the source field is carried but not used (all sources count
 the same, §4.2.1); over-count detection sees only the entry, not a tile's victim records.
 """
@@ -139,6 +154,52 @@ class _RegFIFO(wiring.Component):
         return m
 
 
+class _VictimFIFO(wiring.Component):
+    """First-word-fall-through FIFO of victim records in registers that keeps one record per
+    tile: a record pushed while another of its tile waits (and is not being popped) merges into
+    it (counts added, smaller address kept) instead of taking a slot.  Ports as
+    :class:`_RegFIFO`."""
+
+    def __init__(self, layout, depth):
+        self.layout, self.depth = layout, depth
+        super().__init__({"w_en": In(1), "w_data": In(layout), "r_en": In(1),
+                          "r_data": Out(layout), "r_rdy": Out(1),
+                          "level": Out(range(depth + 1))})
+
+    def elaborate(self, platform):
+        m = Module()
+        D = self.depth
+        q = [Signal(self.layout, name=f"q{i}") for i in range(D)]
+        pop = self.r_en & self.r_rdy
+        w = self.w_data
+        m.d.comb += [self.r_rdy.eq(self.level != 0), self.r_data.eq(q[0])]
+        match = Signal(D)
+        merged = []
+        for i in range(D):
+            keep = (self.level > i) & ~(pop & (i == 0))
+            m.d.comb += match[i].eq(keep & (q[i].wg == w.wg) & (q[i].wf == w.wf))
+            mq = Signal(self.layout, name=f"merged{i}")
+            m.d.comb += [mq.eq(q[i]), mq.n.eq(q[i].n + w.n),
+                         mq.addr.eq(Mux(w.addr < q[i].addr, w.addr, q[i].addr))]
+            merged.append(mq)
+        merge = self.w_en & match.any()
+        append = self.w_en & ~match.any()
+        after = self.level - pop                 # entries kept
+        for k in range(D):
+            # the entry that ends up at position k: q[k + pop], merged if it matched
+            nxt = Mux(pop, q[k + 1] if k + 1 < D else q[k], q[k])
+            nxt_m = Mux(pop, match[k + 1] if k + 1 < D else 0, match[k])
+            nxt_v = Mux(pop, merged[k + 1] if k + 1 < D else merged[k], merged[k])
+            with m.If(append & (after == k)):
+                m.d.sync += q[k].eq(w)
+            with m.Elif(merge & nxt_m):
+                m.d.sync += q[k].eq(nxt_v)
+            with m.Elif(pop):
+                m.d.sync += q[k].eq(nxt)
+        m.d.sync += self.level.eq(self.level + append - pop)
+        return m
+
+
 def _fifo(width, depth):
     return _RegFIFO(width, depth) if depth <= 4 else fifo.SyncFIFO(width=width, depth=depth)
 
@@ -198,7 +259,7 @@ class Tracker(wiring.Component):
         set_layout = data.ArrayLayout(E, W)
         TD, VD = self.trig_depth + PIPE, self.victims + PIPE
         m.submodules.tfifo = tf = _fifo(self.tlayout.size, TD)
-        m.submodules.vfifo = vf = _fifo(self.ilayout.size, VD)
+        m.submodules.vfifo = vf = _VictimFIFO(self.ilayout, VD)
         ovf = [Signal(self.ovf_layout, name=f"ovf{j}") for j in range(P)]
 
         def set_index(wg):
