@@ -115,6 +115,9 @@ class TrackerModel:
             out["occ"] = 1
             out["conf"] = 1
             return out
+        if u[4] == SRC_VICTIM:                             # a record does not evict: requeued
+            out["victim"] = (wg, wf, addr, n, SRC_VICTIM)
+            return out
         v = s[self.vptr]                                   # evict: the victim re-enters later
         out["victim"] = (v.tag[0] * self.sets + si, v.tag[1], v.addr, v.count, SRC_VICTIM)
         out["evict"] = 1
@@ -122,14 +125,18 @@ class TrackerModel:
         self.vptr = (self.vptr + 1) % self.ways
         return out
 
-    def _commit(self, o):
-        """S4: push the trigger / victim record, update the counters."""
+    def _commit(self, o, popped):
+        """S4: push the trigger / victim record, update the counters.  ``popped``: the victim
+        record read out of the FIFO this cycle (entering S1), if any; returns it, merged with
+        the pushed record if they are of one tile."""
         if o["trig"] is not None:
             self.tfifo.append(o["trig"])
         if o["victim"] is not None:
             v = o["victim"]
             k = next((i for i, r in enumerate(self.vfifo) if r[:2] == v[:2]), None)
-            if k is None:
+            if popped is not None and popped[:2] == v[:2]:      # merge into the one read out
+                popped = (v[0], v[1], min(popped[2], v[2]), popped[3] + v[3], SRC_VICTIM)
+            elif k is None:
                 self.vfifo.append(v)
             else:                       # one record per tile: merge into the waiting one
                 r = self.vfifo[k]
@@ -138,6 +145,7 @@ class TrackerModel:
         self.conflicts = min(self.conflicts + o["conf"], 0xFFFF)
         self.evictions = min(self.evictions + o["evict"], 0xFFFF)
         self.occupancy += o["occ"]
+        return popped
 
     def step(self, upd_valid=False, upd=None, trig_ready=False):
         out = {"trig_valid": bool(self.tfifo), "trig": self.tfifo[0] if self.tfifo else None,
@@ -170,7 +178,9 @@ class TrackerModel:
         if pop_trig:
             self.tfifo.popleft()
         if self.s4 is not None:
-            self._commit(self.s4)
+            popped = self._commit(self.s4, entering if take_vic else None)
+            if take_vic:
+                entering = popped
         applied = self._apply(self.s3) if self.s3 is not None else None
         self.s4, self.s3, self.s2, self.s1 = applied, self.s2, self.s1, entering
         return out

@@ -33,9 +33,10 @@ loop is one stage and the 608-bit set write comes from registers):
   counter/flag is raised and the entry is unchanged.  Miss -> an item that alone reaches the
   threshold triggers without allocating, one that exceeds it is an over-count; otherwise it
   allocates the lowest free way of its set, else the lowest free overflow entry (``conflicts``
-  counts these), else it *evicts* a victim way (round-robin pointer, ``evictions``): the item
-  takes the way and the victim's tile leaves as a record ``(wg, wf, start address, count)`` that
-  re-enters at S0 like an update carrying ``count`` elements.  The decision is registered.
+  counts these), else an input update *evicts* a victim way (round-robin pointer,
+  ``evictions``): the item takes the way and the victim's tile leaves as a record ``(wg, wf,
+  start address, count)`` that re-enters at S0 like an update carrying ``count`` elements; a
+  victim record is requeued instead (below).  The decision is registered.
 * S4: the set word (the set before the write with the item's way replaced) and the overflow
   entry are written, the trigger / victim record pushed into its FIFO, the counters updated.
 
@@ -44,26 +45,27 @@ is applied in S3 three cycles after S0 -- because space is reserved at S0: an it
 the trigger FIFO (``trig_depth`` + 4 entries) and, for an input update, the victim FIFO
 (``victims`` + 4) have room for every item in flight (S1..S4).  Victim records re-enter every other
 cycle (alternating with the input), so each is absorbed within 2 x its FIFO position + 2 cycles
-while ``trig.ready`` is high.  The victim FIFO keeps one record per tile: a victim whose tile
-already has a record waiting (not being popped) merges into it (counts added, smaller address).
-Element counts are conserved (a tile's count may be split between an entry, a waiting record and
-one in flight; the merge that reaches the threshold triggers it, and a record holding all of a
-tile's elements triggers on re-entry without allocating), so every tile still triggers exactly
-once, with its smallest address, after all its updates.  The input is held (``stall``) only while
-the victim FIFO and the pipeline hold ``victims`` + 4 items, which needs waiting records of
-``victims`` distinct tiles, each a live tile that was evicted: a producer with fewer than
-``victims`` live tiles in sets that overflow is never held (and with at most ``ways`` live tiles
-per set no eviction happens at all).  Beyond that a finite Tracker must refuse input (it cannot
-store more partial counts than it has entries), and while the input is held re-entering records
-can keep evicting each other's tiles until reset -- size ``victims`` for the producer.  Without
-the merge, records of one tile multiplied and two live tiles in a one-way set could livelock so
-(found by ``tests/test_t3_tracker_sim.py``).  Evictions, overflow entries and the victim FIFO
-are our additions, not in the paper (which sizes the Tracker for a GEMM stage, §4.2.1).
+while ``trig.ready`` is high.  Only input updates evict: a re-entering record that misses in a
+full set goes back to the victim FIFO (*requeue*), and the FIFO keeps one record per tile (a
+record pushed while its tile's record waits -- or is being read out -- merges into it: counts
+added, smaller address kept).  So a tile's elements are in at most its entry, one waiting record
+and one in flight, the pieces meet when a record re-enters while its tile is resident (an input
+update of the tile makes it resident) or merge in the FIFO, and a record holding all of a tile's
+elements triggers on re-entry without allocating: once a tile's last update is in, it triggers
+(exactly once, with its smallest address) within a few FIFO rounds.  The input is held
+(``stall``) only while the FIFO and the pipeline hold ``victims`` + 4 items, i.e. while
+``victims`` or more distinct live tiles that were evicted wait -- a finite Tracker must refuse
+input then (it cannot store more partial counts than it has entries) -- and with at most
+``ways`` live tiles per set no eviction happens at all.  (With records evicting, as first built,
+two live tiles in a one-way set could evict each other's records forever: found by
+``tests/test_t3_tracker_sim.py``.)  Evictions, requeue, overflow entries and the victim FIFO are
+our additions, not in the paper (which sizes the Tracker for a GEMM stage, §4.2.1).
 
 Latency: an update accepted in cycle t that completes its tile makes ``trig.valid`` rise in cycle
 t+5 (t+3 with the earlier three-stage pipeline, 55 MHz).  Left out: address translation, per-entry thresholds (one programmable threshold; clipped edge
 tiles need per-entry thresholds), and the source field is carried but not used (all sources count
-the same, §4.2.1); over-count detection sees only the entry, not a tile's victim records.
+the same, §4.2.1; ``src`` = 3 is reserved for victim records: an input carrying it is requeued
+rather than evicting); over-count detection sees only the entry, not a tile's victim records.
 """
 from __future__ import annotations
 
@@ -156,9 +158,9 @@ class _RegFIFO(wiring.Component):
 
 class _VictimFIFO(wiring.Component):
     """First-word-fall-through FIFO of victim records in registers that keeps one record per
-    tile: a record pushed while another of its tile waits (and is not being popped) merges into
-    it (counts added, smaller address kept) instead of taking a slot.  Ports as
-    :class:`_RegFIFO`."""
+    tile: a record pushed while another of its tile waits merges into it (counts added, smaller
+    address kept) instead of taking a slot -- into the one read out, if it is popped that
+    cycle.  Ports as :class:`_RegFIFO`."""
 
     def __init__(self, layout, depth):
         self.layout, self.depth = layout, depth
@@ -172,16 +174,17 @@ class _VictimFIFO(wiring.Component):
         q = [Signal(self.layout, name=f"q{i}") for i in range(D)]
         pop = self.r_en & self.r_rdy
         w = self.w_data
-        m.d.comb += [self.r_rdy.eq(self.level != 0), self.r_data.eq(q[0])]
         match = Signal(D)
         merged = []
         for i in range(D):
-            keep = (self.level > i) & ~(pop & (i == 0))
-            m.d.comb += match[i].eq(keep & (q[i].wg == w.wg) & (q[i].wf == w.wf))
+            m.d.comb += match[i].eq((self.level > i) & (q[i].wg == w.wg) & (q[i].wf == w.wf))
             mq = Signal(self.layout, name=f"merged{i}")
             m.d.comb += [mq.eq(q[i]), mq.n.eq(q[i].n + w.n),
                          mq.addr.eq(Mux(w.addr < q[i].addr, w.addr, q[i].addr))]
             merged.append(mq)
+        # a record pushed in the cycle its tile's record is popped merges into the popped one
+        m.d.comb += [self.r_rdy.eq(self.level != 0),
+                     self.r_data.eq(Mux(self.w_en & match[0], merged[0], q[0]))]
         merge = self.w_en & match.any()
         append = self.w_en & ~match.any()
         after = self.level - pop                 # entries kept
@@ -295,6 +298,7 @@ class Tracker(wiring.Component):
         w4_base = Signal(set_layout)         # the set before this write
         w4_trig, w4_err, w4_alloc, w4_oalloc, w4_evict, w4_free = (Signal(name=f"w4_{n}") for n in (
             "trig", "err", "alloc", "oalloc", "evict", "free"))
+        w4_requeue = Signal()                # a victim record goes back to the FIFO
         w4_tword = Signal(self.tlayout)
         w4_vrec = Signal(self.ilayout)
         full4 = Signal(set_layout)           # the set as written this cycle
@@ -440,7 +444,7 @@ class Tracker(wiring.Component):
         m.d.comb += ofree_1h.eq(ofree_v & -ofree_v)
         vptr = Signal(W, init=1)             # round-robin victim way (one-hot)
         act_trig, act_err, act_free, act_upd = Signal(), Signal(), Signal(), Signal()
-        act_alloc, act_oalloc, act_evict = Signal(), Signal(), Signal()
+        act_alloc, act_oalloc, act_evict, act_requeue = Signal(), Signal(), Signal(), Signal()
         with m.If(v3):
             with m.If(over):
                 m.d.comb += act_err.eq(1)
@@ -452,6 +456,8 @@ class Tracker(wiring.Component):
                 m.d.comb += act_alloc.eq(1)
             with m.Elif(ofree_v.any() & (P > 0)):
                 m.d.comb += act_oalloc.eq(1)
+            with m.Elif(s3.src == SRC_VICTIM):   # a record does not evict: back to the FIFO
+                m.d.comb += act_requeue.eq(1)
             with m.Else():
                 m.d.comb += act_evict.eq(1)
         # which slot this item writes (from the hit/free vectors only; the victim way when no
@@ -473,10 +479,14 @@ class Tracker(wiring.Component):
             vacc = vacc | Mux(vptr[i], base[i].as_value(), 0)
         m.d.comb += victim.eq(vacc)
         vrec = Signal(self.ilayout)
-        m.d.comb += [vrec.wf.eq(victim.tag[:self.wf_width]),
-                     vrec.wg.eq(Cat(idx3[:sb], victim.tag[self.wf_width:]) if sb
-                                else victim.tag[self.wf_width:]),
-                     vrec.addr.eq(victim.addr), vrec.n.eq(victim.count), vrec.src.eq(SRC_VICTIM)]
+        with m.If(act_requeue):
+            m.d.comb += [vrec.eq(s3), vrec.src.eq(SRC_VICTIM)]
+        with m.Else():
+            m.d.comb += [vrec.wf.eq(victim.tag[:self.wf_width]),
+                         vrec.wg.eq(Cat(idx3[:sb], victim.tag[self.wf_width:]) if sb
+                                    else victim.tag[self.wf_width:]),
+                         vrec.addr.eq(victim.addr), vrec.n.eq(victim.count),
+                         vrec.src.eq(SRC_VICTIM)]
         with m.If(act_evict):
             m.d.sync += vptr.eq(Cat(vptr[-1], vptr[:-1]) if W > 1 else vptr)
         trig_word = Signal(self.tlayout)
@@ -486,6 +496,7 @@ class Tracker(wiring.Component):
                      w4_idx.eq(idx3), w4_way.eq(way_1h), w4_ovf.eq(ovf_1h), w4_ent.eq(new_entry),
                      w4_base.eq(base), w4_trig.eq(act_trig), w4_err.eq(act_err),
                      w4_alloc.eq(act_alloc), w4_oalloc.eq(act_oalloc), w4_evict.eq(act_evict),
+                     w4_requeue.eq(act_requeue),
                      w4_free.eq(act_free), w4_tword.eq(trig_word), w4_vrec.eq(vrec)]
 
         # ---- S4: write the set and the overflow entry, push trigger / victim, count -----------
@@ -500,7 +511,7 @@ class Tracker(wiring.Component):
                 m.d.sync += [ovf[j].valid.eq(w4_ent.valid), ovf[j].set.eq(w4_idx),
                              ovf[j].tag.eq(w4_ent.tag), ovf[j].addr.eq(w4_ent.addr),
                              ovf[j].count.eq(w4_ent.count)]
-        m.d.comb += [vf.w_data.eq(w4_vrec), vf.w_en.eq(w4_evict),
+        m.d.comb += [vf.w_data.eq(w4_vrec), vf.w_en.eq(w4_evict | w4_requeue),
                      tf.w_data.eq(w4_tword), tf.w_en.eq(w4_trig)]
         m.d.comb += [self.trig.valid.eq(tf.r_rdy), self.trig.payload.eq(tf.r_data),
                      tf.r_en.eq(self.trig.ready)]
