@@ -44,7 +44,10 @@ class TrackerModel:
     counters, occupancy) is committed in S4, so a trigger is visible the cycle after S4 (an update
     accepted in cycle t that completes its tile: trigger in t+5).  Entry needs room for every item
     in flight (S1..S4) in the trigger FIFO (``trig_depth`` + 4) and, for an input update, in the
-    victim FIFO (``victims`` + 4); the victim FIFO may enter every other cycle."""
+    victim FIFO (``victims`` + 4); the victim FIFO may enter every other cycle.  Only input
+    updates evict; a victim record that finds its set full goes back to the victim FIFO, which
+    keeps one record per tile (a pushed record merges into its tile's waiting record, or into
+    the one read out that cycle)."""
 
     PIPE = 4            # items in flight after S0
 
