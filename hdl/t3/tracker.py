@@ -187,13 +187,14 @@ class _VictimFIFO(wiring.Component):
                      self.r_data.eq(Mux(self.w_en & match[0], merged[0], q[0]))]
         merge = self.w_en & match.any()
         append = self.w_en & ~match.any()
-        after = self.level - pop                 # entries kept
         for k in range(D):
-            # the entry that ends up at position k: q[k + pop], merged if it matched
+            # the entry that ends up at position k: q[k + pop], merged if it matched; an
+            # appended record goes to position level - pop (compares on the register, then pop)
             nxt = Mux(pop, q[k + 1] if k + 1 < D else q[k], q[k])
             nxt_m = Mux(pop, match[k + 1] if k + 1 < D else 0, match[k])
             nxt_v = Mux(pop, merged[k + 1] if k + 1 < D else merged[k], merged[k])
-            with m.If(append & (after == k)):
+            at_k = Mux(pop, self.level == k + 1, self.level == k)
+            with m.If(append & at_k):
                 m.d.sync += q[k].eq(w)
             with m.Elif(merge & nxt_m):
                 m.d.sync += q[k].eq(nxt_v)
