@@ -93,6 +93,7 @@ class DmaTable(wiring.Component):
         ent = [Signal(self.elayout, name=f"entry{i}") for i in range(E)]
         delta = [Signal(aw, name=f"delta{i}") for i in range(E)]     # dst_addr - base
         cnt = [Signal.like(ent[0].tiles, name=f"count{i}") for i in range(E)]
+        single_e = [Signal(name=f"single{i}") for i in range(E)]       # tiles == 1, kept with it
         tlay = trigger_layout(self.wg_width, self.wf_width, aw)
         sel_layout = data.StructLayout({"key_lo": self.key_width, "base": aw, "delta": aw,
                                         "dst_dev": len(ent[0].dst_dev), "op": 2,
@@ -141,7 +142,8 @@ class DmaTable(wiring.Component):
         s2_single = Signal()
         with m.If(s2_free):
             m.d.sync += [s2_valid.eq(s1_valid), s2_t.eq(s1_t), s2_hit.eq(s1_hit.any()),
-                         s2_1h.eq(h_1hot), s2_e.eq(e), s2_single.eq(e.tiles == 1)]
+                         s2_1h.eq(h_1hot), s2_e.eq(e),
+                         s2_single.eq((h_1hot & Cat(*single_e)).any())]
 
         # ---- S2: block counter, command ------------------------------------------------------
         # last[i]: the next trigger of entry i completes its block (cnt[i] + 1 >= tiles), kept
@@ -184,6 +186,7 @@ class DmaTable(wiring.Component):
         for i in range(E):
             with m.If(cfg_sel[i]):
                 m.d.sync += [ent[i].eq(ce), cnt[i].eq(0), last[i].eq(ce.tiles <= 1),
+                             single_e[i].eq(ce.tiles == 1),
                              delta[i].eq((ce.dst_addr - ce.base)[:aw])]
             with m.Elif(retire & s2_1h[i]):
                 with m.If(last[i]):
