@@ -160,7 +160,8 @@ class _VictimFIFO(wiring.Component):
     """First-word-fall-through FIFO of victim records in registers that keeps one record per
     tile: a record pushed while another of its tile waits merges into it (counts added, smaller
     address kept) instead of taking a slot -- into the one read out, if it is popped that
-    cycle.  Ports as :class:`_RegFIFO`."""
+    cycle.  A ring of slots with a valid bit each (records never move, so a push compares and
+    updates slots in place).  Ports as :class:`_RegFIFO`."""
 
     def __init__(self, layout, depth):
         self.layout, self.depth = layout, depth
@@ -172,34 +173,42 @@ class _VictimFIFO(wiring.Component):
         m = Module()
         D = self.depth
         q = [Signal(self.layout, name=f"q{i}") for i in range(D)]
-        pop = self.r_en & self.r_rdy
+        valid = Signal(D)
+        head, tail = Signal(range(D)), Signal(range(D))
         w = self.w_data
+        head_1h, tail_1h = Signal(D), Signal(D)
+        for i in range(D):
+            m.d.comb += [head_1h[i].eq(head == i), tail_1h[i].eq(tail == i)]
+        pop = self.r_en & self.r_rdy
         match = Signal(D)
         merged = []
         for i in range(D):
-            m.d.comb += match[i].eq((self.level > i) & (q[i].wg == w.wg) & (q[i].wf == w.wf))
+            m.d.comb += match[i].eq(valid[i] & (q[i].wg == w.wg) & (q[i].wf == w.wf))
             mq = Signal(self.layout, name=f"merged{i}")
             m.d.comb += [mq.eq(q[i]), mq.n.eq(q[i].n + w.n),
                          mq.addr.eq(Mux(w.addr < q[i].addr, w.addr, q[i].addr))]
             merged.append(mq)
+        hq = Const(0, len(q[0].as_value()))
+        hm = Const(0, len(q[0].as_value()))
+        for i in range(D):
+            hq = hq | Mux(head_1h[i], q[i].as_value(), 0)
+            hm = hm | Mux(head_1h[i], merged[i].as_value(), 0)
         # a record pushed in the cycle its tile's record is popped merges into the popped one
-        m.d.comb += [self.r_rdy.eq(self.level != 0),
-                     self.r_data.eq(Mux(self.w_en & match[0], merged[0], q[0]))]
-        merge = self.w_en & match.any()
+        m.d.comb += [self.r_rdy.eq(valid.any()),
+                     self.r_data.eq(Mux(self.w_en & (match & head_1h).any(), hm, hq))]
         append = self.w_en & ~match.any()
-        for k in range(D):
-            # the entry that ends up at position k: q[k + pop], merged if it matched; an
-            # appended record goes to position level - pop (compares on the register, then pop)
-            nxt = Mux(pop, q[k + 1] if k + 1 < D else q[k], q[k])
-            nxt_m = Mux(pop, match[k + 1] if k + 1 < D else 0, match[k])
-            nxt_v = Mux(pop, merged[k + 1] if k + 1 < D else merged[k], merged[k])
-            at_k = Mux(pop, self.level == k + 1, self.level == k)
-            with m.If(append & at_k):
-                m.d.sync += q[k].eq(w)
-            with m.Elif(merge & nxt_m):
-                m.d.sync += q[k].eq(nxt_v)
-            with m.Elif(pop):
-                m.d.sync += q[k].eq(nxt)
+        for i in range(D):
+            with m.If(append & tail_1h[i]):
+                m.d.sync += [q[i].eq(w), valid[i].eq(1)]
+            with m.Else():
+                with m.If(self.w_en & match[i]):
+                    m.d.sync += q[i].eq(merged[i])
+                with m.If(pop & head_1h[i]):
+                    m.d.sync += valid[i].eq(0)
+        with m.If(append):
+            m.d.sync += tail.eq(Mux(tail == D - 1, 0, tail + 1))
+        with m.If(pop):
+            m.d.sync += head.eq(Mux(head == D - 1, 0, head + 1))
         m.d.sync += self.level.eq(self.level + append - pop)
         return m
 
