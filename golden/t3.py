@@ -39,10 +39,17 @@ class TrackerModel:
 
     Table: ``sets`` lists of ``ways`` slots plus ``overflow`` slots shared by all sets (keyed by
     (set, tag)); a tile lives in at most one slot.  Items (updates and re-entering victim records)
-    enter S0, pass S1 and are applied in S2 to the table as it is then (every earlier item's effect
-    visible), two cycles after they entered; a trigger is visible the cycle after S2.  Entry needs
-    room for every item in flight in the trigger FIFO (``trig_depth`` + 2) and, for an input
-    update, in the victim FIFO (``victims`` + 2); the victim FIFO may enter every other cycle."""
+    enter S0, pass S1 and S2 and are applied in S3 to the table as it is then (every earlier
+    item's effect visible), three cycles after they entered; the outcome (trigger, victim record,
+    counters, occupancy) is committed in S4, so a trigger is visible the cycle after S4 (an update
+    accepted in cycle t that completes its tile: trigger in t+5).  Entry needs room for every item
+    in flight (S1..S4) in the trigger FIFO (``trig_depth`` + 4) and, for an input update, in the
+    victim FIFO (``victims`` + 4); the victim FIFO may enter every other cycle.  Only input
+    updates evict; a victim record that finds its set full goes back to the victim FIFO, which
+    keeps one record per tile (a pushed record merges into its tile's waiting record, or into
+    the one read out that cycle)."""
+
+    PIPE = 4            # items in flight after S0
 
     def __init__(self, sets=256, ways=8, overflow=4, trig_depth=4, threshold=0, victims=4):
         self.sets, self.ways, self.n_ovf, self.trig_depth = sets, ways, overflow, trig_depth
@@ -56,6 +63,8 @@ class TrackerModel:
         self.clear_left = self.sets          # clear sweep after reset: one set per cycle
         self.s1 = None                       # item in S1
         self.s2 = None                       # item in S2
+        self.s3 = None                       # item in S3 (applied at the end of this cycle)
+        self.s4 = None                       # outcome of the item applied last cycle (S4)
         self.tfifo = deque()
         self.vfifo = deque()                 # victim records (wg, wf, addr, count, SRC_VICTIM)
         self.vturn = False
@@ -66,11 +75,13 @@ class TrackerModel:
         self.occupancy = 0
 
     def idle(self):
-        return self.s1 is None and self.s2 is None and not self.tfifo and not self.vfifo
+        return (self.s1 is None and self.s2 is None and self.s3 is None and self.s4 is None
+                and not self.tfifo and not self.vfifo)
 
     def _apply(self, u):
-        """Apply one item to the table (S2)."""
+        """Apply one item to the table (S3); returns its outcome, committed in S4."""
         wg, wf, addr, n, _src = u
+        out = {"trig": None, "victim": None, "err": 0, "conf": 0, "evict": 0, "occ": 0}
         si = wg % self.sets
         s = self.table[si]
         tag = (wg // self.sets, wf)
@@ -84,34 +95,60 @@ class TrackerModel:
         else:
             cnt, start = n, addr
         if cnt > self.threshold:
-            self.err = min(self.err + 1, 0xFFFF)
-            return
+            out["err"] = 1
+            return out
         if cnt == self.threshold:
-            self.tfifo.append((wg, wf, start))
+            out["trig"] = (wg, wf, start)
             if where is not None:
                 self._put(si, where, None)
-                self.occupancy -= 1
-            return
+                out["occ"] = -1
+            return out
         way = Way(tag, start, cnt)
         if where is not None:
             self._put(si, where, way)
-            return
+            return out
         free = next((i for i, w in enumerate(s) if w is None), None)
         if free is not None:
             s[free] = way
-            self.occupancy += 1
-            return
+            out["occ"] = 1
+            return out
         ofree = next((j for j, o in enumerate(self.ovf) if o is None), None)
         if ofree is not None:
             self.ovf[ofree] = (si, way)
-            self.occupancy += 1
-            self.conflicts = min(self.conflicts + 1, 0xFFFF)
-            return
+            out["occ"] = 1
+            out["conf"] = 1
+            return out
+        if u[4] == SRC_VICTIM:                             # a record does not evict: requeued
+            out["victim"] = (wg, wf, addr, n, SRC_VICTIM)
+            return out
         v = s[self.vptr]                                   # evict: the victim re-enters later
-        self.vfifo.append((v.tag[0] * self.sets + si, v.tag[1], v.addr, v.count, SRC_VICTIM))
+        out["victim"] = (v.tag[0] * self.sets + si, v.tag[1], v.addr, v.count, SRC_VICTIM)
+        out["evict"] = 1
         s[self.vptr] = way
         self.vptr = (self.vptr + 1) % self.ways
-        self.evictions = min(self.evictions + 1, 0xFFFF)
+        return out
+
+    def _commit(self, o, popped):
+        """S4: push the trigger / victim record, update the counters.  ``popped``: the victim
+        record read out of the FIFO this cycle (entering S1), if any; returns it, merged with
+        the pushed record if they are of one tile."""
+        if o["trig"] is not None:
+            self.tfifo.append(o["trig"])
+        if o["victim"] is not None:
+            v = o["victim"]
+            k = next((i for i, r in enumerate(self.vfifo) if r[:2] == v[:2]), None)
+            if popped is not None and popped[:2] == v[:2]:      # merge into the one read out
+                popped = (v[0], v[1], min(popped[2], v[2]), popped[3] + v[3], SRC_VICTIM)
+            elif k is None:
+                self.vfifo.append(v)
+            else:                       # one record per tile: merge into the waiting one
+                r = self.vfifo[k]
+                self.vfifo[k] = (r[0], r[1], min(r[2], v[2]), r[3] + v[3], SRC_VICTIM)
+        self.err = min(self.err + o["err"], 0xFFFF)
+        self.conflicts = min(self.conflicts + o["conf"], 0xFFFF)
+        self.evictions = min(self.evictions + o["evict"], 0xFFFF)
+        self.occupancy += o["occ"]
+        return popped
 
     def step(self, upd_valid=False, upd=None, trig_ready=False):
         out = {"trig_valid": bool(self.tfifo), "trig": self.tfifo[0] if self.tfifo else None,
@@ -124,13 +161,13 @@ class TrackerModel:
         if self.clear_left > 0:
             out["upd_ready"] = False
             self.clear_left -= 1
-            self.s1 = self.s2 = None
+            self.s1 = self.s2 = self.s3 = self.s4 = None
             if pop_trig:
                 self.tfifo.popleft()
             return out
-        inflight = (self.s1 is not None) + (self.s2 is not None)
-        trig_ok = len(self.tfifo) + inflight < self.trig_depth + 2
-        vic_ok = len(self.vfifo) + inflight < self.victims + 2
+        inflight = sum(x is not None for x in (self.s1, self.s2, self.s3, self.s4))
+        trig_ok = len(self.tfifo) + inflight < self.trig_depth + self.PIPE
+        vic_ok = len(self.vfifo) + inflight < self.victims + self.PIPE
         vic_turn = bool(self.vfifo) and vturn
         take_vic = vic_turn and trig_ok
         out["upd_ready"] = trig_ok and vic_ok and not vic_turn
@@ -143,9 +180,12 @@ class TrackerModel:
             entering = tuple(upd)
         if pop_trig:
             self.tfifo.popleft()
-        if self.s2 is not None:
-            self._apply(self.s2)
-        self.s2, self.s1 = self.s1, entering
+        if self.s4 is not None:
+            popped = self._commit(self.s4, entering if take_vic else None)
+            if take_vic:
+                entering = popped
+        applied = self._apply(self.s3) if self.s3 is not None else None
+        self.s4, self.s3, self.s2, self.s1 = applied, self.s2, self.s1, entering
         return out
 
     def _put(self, si, where, way):

@@ -18,18 +18,19 @@ def _ready_tracker(**kw):
 
 def test_tracker_hand_sequence():
     t = _ready_tracker(sets=4, ways=1, overflow=1, trig_depth=1, threshold=6)
-    seq = [(1, 0, 0x30, 4, 0), (1, 0, 0x20, 2, 1), None, None, None]
+    seq = [(1, 0, 0x30, 4, 0), (1, 0, 0x20, 2, 1), None, None, None, None, None]
     outs = [t.step(u is not None, u, True) for u in seq]
-    # cycle 0 accept, 1 S1, 2 S2 counts 4; the second update reaches 6 in S2 at cycle 3 -> FIFO,
-    # trigger visible in cycle 4 (3 cycles after its acceptance)
-    assert [o["upd_ready"] for o in outs] == [True] * 5
-    assert [o["trig"] for o in outs] == [None, None, None, None, (1, 0, 0x20)]
+    # cycle 0 accept, 1 S1, 2 S2, 3 S3 counts 4; the second update reaches 6 in S3 at cycle 4,
+    # S4 pushes it into the FIFO in cycle 5: trigger visible in cycle 6 (5 cycles after its
+    # acceptance)
+    assert [o["upd_ready"] for o in outs] == [True] * 7
+    assert [o["trig"] for o in outs] == [None] * 6 + [(1, 0, 0x20)]
     assert t.occupancy == 0
     # set 1 holds one way; a second tag goes to the overflow entry, a third evicts the way's tile,
     # whose record re-enters (and, still conflicting, evicts again): the input is never held
     for u in [(1, 1, 0x10, 1, 0), (5, 1, 0x50, 1, 0), (9, 1, 0x90, 1, 0)]:
         assert t.step(True, u, True)["upd_ready"]
-    for _ in range(3):
+    for _ in range(5):
         t.step(False, None, True)
     assert t.conflicts == 1 and t.evictions >= 1 and t.occupancy == 2
     # completing the three tiles (5 more elements each) drains everything, each tile once
@@ -47,9 +48,9 @@ def test_tracker_hand_sequence():
 
 def test_tracker_overcount_keeps_state():
     t = _ready_tracker(sets=1, ways=2, overflow=0, trig_depth=2, threshold=4)
-    for u in [(0, 0, 8, 3, 0), (0, 0, 4, 3, 0), (0, 0, 6, 1, 0), None]:
+    for u in [(0, 0, 8, 3, 0), (0, 0, 4, 3, 0), (0, 0, 6, 1, 0), None, None, None]:
         o = t.step(u is not None, u, True)
-    assert t.err == 1 and o["trig"] is None    # 3 + 3 > 4 discarded
+    assert t.err == 1 and o["trig"] is None    # 3 + 3 > 4 discarded (committed in cycle 5)
     assert t.step()["trig"] is None
     assert t.step()["trig"] == (0, 0, 6)        # 3 + 1 = 4: start address min(8, 6)
 

@@ -40,16 +40,17 @@ command completes with it and changes nothing):
    mask is empty; RECV / GROUP mask with no chiplet or no node.
 
 Pipeline (for >= 100 MHz on ECP5): the checks take :data:`CHECK_CYCLES`
-cycles in the command register -- the three region products
-``(cnt_k - 1) * stride_k`` are registered (one 16x16 multiply each, only for
-this bounds check; address generation uses adders), then two pair sums, then
-the status, the region's last address ``span`` and the EWISE destination's
-last address ``c_last`` -- and a dispatch decision is registered too:
-``start_*``, ``table_we`` and ``own_cpl`` pulse the cycle after it (the units
-latch ``q``, which holds still until the edge that ends that cycle).  A
-command therefore leaves the register 4 cycles after it entered it and
-reaches its unit 5 cycles after (was 1 and 1); back-to-back commands are
-taken one per 5 cycles (was 2).
+cycles in the command register -- ``cnt_k - 1`` is registered, then the three
+region products ``(cnt_k - 1) * stride_k`` (one 16x16 MULT18X18D each with
+registered inputs and output, only for this bounds check; address generation
+uses adders), then the clipped products' two pair sums, then the status, the
+region's last address ``span`` and the EWISE destination's last address
+``c_last`` -- and a dispatch decision is registered too: ``start_*``,
+``table_we`` and ``own_cpl`` pulse the cycle after it (the units latch ``q``,
+which holds still until the edge that ends that cycle).  A command therefore
+leaves the register 5 cycles after it entered it and reaches its unit 6
+cycles after (was 1 and 1 before any pipelining, 4 and 5 with the multiply
+and clip in one cycle); back-to-back commands are taken one per 6 cycles.
 
 Left out: command queueing beyond one register, dispatch out of order.
 """
@@ -63,7 +64,7 @@ from .packets import (FIELD, OP_EWISE, OP_GROUP, OP_RECV, OP_SEND, ST_BAD_ARG, S
                       ST_BAD_REGION, ST_EMPTY_SET, ST_OK, GpeConfig, command_layout, mask_layout)
 
 
-CHECK_CYCLES = 3      # products, pair sums, then status / span: each registered
+CHECK_CYCLES = 4      # cnt - 1, products, clip + pair sums, status / span: each registered
 
 
 class Decoder(wiring.Component):
@@ -105,14 +106,17 @@ class Decoder(wiring.Component):
         # --- checks ---------------------------------------------------------
         c = [q.cnt0, q.cnt1, q.cnt2]
         s = [q.stride0, q.stride1, q.stride2]
-        # stage 1: products, clipped to FIELD + 1 bits (anything >= 2**FIELD is out of
-        # range anyway); stage 2: two pair sums; stage 3 (below): their sum -> status
+        # stage 1: cnt_k - 1 (so the multiplier's inputs are registers); stage 2: products
+        # (one MULT18X18D each, registered output, nothing else in the cycle); stage 3: products
+        # clipped to FIELD + 1 bits (anything >= 2**FIELD is out of range anyway) and two pair
+        # sums; stage 4 (below): their sum -> status
         P = FIELD + 1
+        cm1 = [Signal(FIELD, name=f"cm1_{k}") for k in range(3)]
+        full_p = [Signal(W, name=f"prod{k}_full") for k in range(3)]
         prod = [Signal(P, name=f"prod{k}") for k in range(3)]
         for k in range(3):
-            full_p = Signal(W, name=f"prod{k}_full")
-            m.d.comb += full_p.eq((c[k] - 1) * s[k])
-            m.d.sync += prod[k].eq(Mux(full_p[FIELD:].any(), (1 << FIELD), full_p[:FIELD]))
+            m.d.sync += [cm1[k].eq(c[k] - 1), full_p[k].eq(cm1[k] * s[k])]
+            m.d.comb += prod[k].eq(Mux(full_p[k][FIELD:].any(), (1 << FIELD), full_p[k][:FIELD]))
         pair = [Signal(P + 1, name=f"pair{k}") for k in range(2)]
         m.d.sync += [pair[0].eq(prod[0] + prod[1]), pair[1].eq(prod[2] + q.a)]
         span = Signal(P + 2)

@@ -26,7 +26,9 @@ Pipeline (one trigger per cycle; a trigger accepted in cycle t presents its comm
 
 * accept (t): the trigger's key is compared with every entry's range (two comparators per entry,
   in parallel) -> hit vector register;
-* S1 (t+1): lowest-index hit (priority encoder) selects the entry's fields -> register;
+* S1 (t+1): lowest-index hit (priority encoder) selects the entry's fields -> register (per half
+  of the table: each half's lowest hit selects its fields, S2 takes the lower half's if it has a
+  hit -- the priority and a 16-way select in one cycle limited the table to 94 MHz);
 * S2 (t+2): the entry's block counter decides whether the block is complete (each entry keeps a
   "next trigger completes" flag beside its counter, updated with it, so S2 only ANDs it with the
   one-hot entry; counters are read and written only here, so back-to-back triggers of one entry
@@ -93,6 +95,7 @@ class DmaTable(wiring.Component):
         ent = [Signal(self.elayout, name=f"entry{i}") for i in range(E)]
         delta = [Signal(aw, name=f"delta{i}") for i in range(E)]     # dst_addr - base
         cnt = [Signal.like(ent[0].tiles, name=f"count{i}") for i in range(E)]
+        single_e = [Signal(name=f"single{i}") for i in range(E)]       # tiles == 1, kept with it
         tlay = trigger_layout(self.wg_width, self.wf_width, aw)
         sel_layout = data.StructLayout({"key_lo": self.key_width, "base": aw, "delta": aw,
                                         "dst_dev": len(ent[0].dst_dev), "op": 2,
@@ -124,24 +127,45 @@ class DmaTable(wiring.Component):
         with m.If(s1_free):
             m.d.sync += [s1_valid.eq(accept), s1_t.eq(t), s1_hit.eq(hit_v)]
 
-        # ---- S1: priority select --------------------------------------------------------------
+        # ---- S1: priority select, per half of the table ----------------------------------------
+        # (the lowest hit of each half selects that half's fields; S2 takes the lower half's
+        # when it has a hit: two short one-hot selects instead of one long priority + select)
+        H = (E + 1) // 2
+        lo_hit, hi_hit = s1_hit[:H], s1_hit[H:]
+        lo_any = lo_hit.any()
+        lo_1h = Signal(H)
+        m.d.comb += lo_1h.eq(lo_hit & -lo_hit)
         h_1hot = Signal(E)        # lowest matching entry, one-hot
-        m.d.comb += h_1hot.eq(s1_hit & -s1_hit)
-        e = Signal(sel_layout)
+        if E > H:
+            hi_1h = Signal(E - H)
+            m.d.comb += [hi_1h.eq(hi_hit & -hi_hit),
+                         h_1hot.eq(Cat(lo_1h, Mux(lo_any, 0, hi_1h)))]
+        else:
+            hi_1h = Signal(1)
+            m.d.comb += h_1hot.eq(lo_1h)
         fields = []
         for i in range(E):
             f = Signal(sel_layout, name=f"sel{i}")
             m.d.comb += [f.key_lo.eq(ent[i].key_lo), f.base.eq(ent[i].base), f.delta.eq(delta[i]),
                          f.dst_dev.eq(ent[i].dst_dev), f.op.eq(ent[i].op), f.tiles.eq(ent[i].tiles)]
-            fields.append(Mux(h_1hot[i], f.as_value(), 0))
+            fields.append(Mux(lo_1h[i] if i < H else hi_1h[i - H], f.as_value(), 0))
+        e_lo, e_hi = Signal(sel_layout), Signal(sel_layout)
         acc = fields[0]
-        for f in fields[1:]:
+        for f in fields[1:H]:
             acc = acc | f
-        m.d.comb += e.eq(acc)
+        m.d.comb += e_lo.eq(acc)
+        if E > H:
+            acc = fields[H]
+            for f in fields[H + 1:]:
+                acc = acc | f
+            m.d.comb += e_hi.eq(acc)
         s2_single = Signal()
+        s2_e_lo, s2_e_hi, s2_lo = Signal(sel_layout), Signal(sel_layout), Signal()
         with m.If(s2_free):
             m.d.sync += [s2_valid.eq(s1_valid), s2_t.eq(s1_t), s2_hit.eq(s1_hit.any()),
-                         s2_1h.eq(h_1hot), s2_e.eq(e), s2_single.eq(e.tiles == 1)]
+                         s2_1h.eq(h_1hot), s2_e_lo.eq(e_lo), s2_e_hi.eq(e_hi), s2_lo.eq(lo_any),
+                         s2_single.eq((h_1hot & Cat(*single_e)).any())]
+        m.d.comb += s2_e.eq(Mux(s2_lo, s2_e_lo, s2_e_hi))
 
         # ---- S2: block counter, command ------------------------------------------------------
         # last[i]: the next trigger of entry i completes its block (cnt[i] + 1 >= tiles), kept
@@ -184,6 +208,7 @@ class DmaTable(wiring.Component):
         for i in range(E):
             with m.If(cfg_sel[i]):
                 m.d.sync += [ent[i].eq(ce), cnt[i].eq(0), last[i].eq(ce.tiles <= 1),
+                             single_e[i].eq(ce.tiles == 1),
                              delta[i].eq((ce.dst_addr - ce.base)[:aw])]
             with m.Elif(retire & s2_1h[i]):
                 with m.If(last[i]):

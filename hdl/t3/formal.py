@@ -9,8 +9,8 @@
   a watched tile (any wg/wf) triggers at most once, only once all of its elements are in, with
   its smallest address, and when the Tracker is idle with all of them in, it has triggered --
   through set conflicts, overflow allocation, evictions and victim re-entry (BMC).
-* ``tracker_bounded_response``: with ``trig.ready`` high, every accepted update is applied in S2
-  exactly two cycles later (the pipeline never stalls), a victim record waits at most 3 cycles
+* ``tracker_bounded_response``: with ``trig.ready`` high, every accepted update is applied in S3
+  exactly three cycles later (the pipeline never stalls), a victim record waits at most 3 cycles
   at the head of its FIFO, and ``upd.ready`` is low for at most 2 cycles in a row unless the
   victim FIFO is full (``stall``) (BMC; k-induction at depth 20 does not close: unreachable FIFO
   level / in-flight combinations would need hand-written invariants).
@@ -141,8 +141,9 @@ class TrackerHarness(wiring.Component):
                     m.d.comb += Assert(ntrig == 1)
         else:
             m.d.comb += Assume(self.trig_ready)
-            past_acc1, past_acc2 = Signal(), Signal()
-            m.d.sync += [past_acc1.eq(accept & init), past_acc2.eq(past_acc1)]
+            past_acc1, past_acc2, past_acc3 = Signal(), Signal(), Signal()
+            m.d.sync += [past_acc1.eq(accept & init), past_acc2.eq(past_acc1),
+                         past_acc3.eq(past_acc2)]
             vwait = Signal(4)
             with m.If(d.f_vfifo_level.any() & ~d.f_vfifo_pop):
                 m.d.sync += vwait.eq(vwait + 1)
@@ -154,8 +155,8 @@ class TrackerHarness(wiring.Component):
             with m.Else():
                 m.d.sync += nready.eq(0)
             with m.If(init):
-                with m.If(past_acc2):
-                    m.d.comb += Assert(d.f_s2_valid)
+                with m.If(past_acc3):
+                    m.d.comb += Assert(d.f_apply_valid)
                 m.d.comb += [Assert(vwait <= 3), Assert(nready <= 2)]
             with m.Else():
                 m.d.comb += [Assume(vwait == 0), Assume(nready == 0)]
@@ -173,6 +174,6 @@ PROOFS = [
               "when the Tracker is idle with all elements in"),
     Proof(name="tracker_bounded_response", build=lambda: TrackerHarness("response"), depth=20,
           mode="bmc", fast=True,
-          doc="Tracker with trig.ready high: accepted update applied 2 cycles later, victim "
+          doc="Tracker with trig.ready high: accepted update applied 3 cycles later, victim "
               "record re-enters within 3 cycles, upd.ready low <= 2 cycles in a row unless victims full"),
 ]

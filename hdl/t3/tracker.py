@@ -12,43 +12,62 @@ paper's 19 KB Tracker.
 
 Micro-architecture (the golden model ``tessera.golden.t3.TrackerModel`` implements the same cycle
 behaviour from this description).  The set memory is one :class:`tessera.hdl.sram.SRAM` word per
-set (all ways; read latency 1), so it maps to block RAM; three pipeline stages, one item per cycle:
+set (all ways; read latency 1), so it maps to block RAM; five pipeline stages, one item per cycle
+(toward 100 MHz on ECP5: block-RAM read data goes straight into a register, the read-modify-write
+loop is one stage and the 608-bit set write comes from registers; measured 82.1 MHz speed grade 6
+at default parameters with a shifting victim FIFO, 96.6 MHz in ``t3_node`` with the ring below --
+the victim FIFO's merge compare into its slot enables is the critical path, next to register):
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
 * S0: an *item* -- an input update or a victim record (below) -- enters and its set is read.
-* S1: the set word arrives (a read that collided with the write of that cycle takes the written
-  set from a register instead); the tile's tag is compared with every way and with ``overflow``
-  fully-associative overflow entries (registers shared by all sets, tagged by set index and tag),
-  and the hit entry's count and address are selected.
-* S2: the result is corrected for the write of the item one ahead (same set / same tile, from
-  registers), then: hit -> add the element count; the count reaching ``threshold`` pushes a
-  trigger and frees the entry; exceeding it is an over-count: the item is discarded, the error
+* S1: the set word arrives and is registered as it is; against that register S2 will need the
+  sets written one and two cycles before (a *write log* of two full set words, which also covers
+  the read that collided with a write) and this cycle's S3 item, so their set/tag matches and
+  tag compares are registered here.
+* S2: the set as it is now: the newest of write log / memory word, with the way the S4 write of
+  this cycle changes replaced; the tag is compared with every way and with ``overflow``
+  fully-associative overflow entries (registers shared by all sets, tagged by set index and tag,
+  also corrected for this cycle's write), and the hit entry's count and address are selected.
+* S3: the result is corrected for the write of the item one ahead (in S4 now; same set / same
+  tile, from registers), then: hit -> add the element count; the count reaching ``threshold``
+  triggers and frees the entry; exceeding it is an over-count: the item is discarded, the error
   counter/flag is raised and the entry is unchanged.  Miss -> an item that alone reaches the
   threshold triggers without allocating, one that exceeds it is an over-count; otherwise it
   allocates the lowest free way of its set, else the lowest free overflow entry (``conflicts``
-  counts these), else it *evicts* a victim way (round-robin pointer, ``evictions``): the item
-  takes the way and the victim's tile leaves as a record ``(wg, wf, start address, count)`` that
-  re-enters at S0 like an update carrying ``count`` elements.
+  counts these), else an input update *evicts* a victim way (round-robin pointer,
+  ``evictions``): the item takes the way and the victim's tile leaves as a record ``(wg, wf,
+  start address, count)`` that re-enters at S0 like an update carrying ``count`` elements; a
+  victim record is requeued instead (below).  The decision is registered.
+* S4: the set word (the set before the write with the item's way replaced) and the overflow
+  entry are written, the trigger / victim record pushed into its FIFO, the counters updated.
 
 Progress guarantee (a set conflict never blocks): nothing in the pipeline ever stalls -- every item
-leaves S2 two cycles after S0, applied -- because space is reserved at S0: an item enters only if
-the trigger FIFO (``trig_depth`` + 2 entries) and, for an input update, the victim FIFO
-(``victims`` + 2 entries) have room for every item in flight.  Victim records re-enter every other
+is applied in S3 three cycles after S0 -- because space is reserved at S0: an item enters only if
+the trigger FIFO (``trig_depth`` + 4 entries) and, for an input update, the victim FIFO
+(``victims`` + 4) have room for every item in flight (S1..S4).  Victim records re-enter every other
 cycle (alternating with the input), so each is absorbed within 2 x its FIFO position + 2 cycles
-while ``trig.ready`` is high.  Element counts are conserved (a tile's count may be split between
-an entry and victim records; the merge that reaches the threshold triggers it), so every tile
-still triggers exactly once, with its smallest address, after all its updates.  The input is held
-(``stall``) only while the victim FIFO is full, i.e. while the producer keeps more live tiles in
-one set than ``ways`` + ``overflow`` + ``victims`` can hold -- a finite Tracker must refuse input
-then (it cannot store more partial counts than it has entries) -- and with at most ``ways`` live
-tiles per set no eviction happens at all.  Evictions, overflow entries and the victim FIFO are our
-additions, not in the paper (which sizes the Tracker for a GEMM stage, §4.2.1).
+while ``trig.ready`` is high.  Only input updates evict: a re-entering record that misses in a
+full set goes back to the victim FIFO (*requeue*), and the FIFO keeps one record per tile (a
+record pushed while its tile's record waits -- or is being read out -- merges into it: counts
+added, smaller address kept).  So a tile's elements are in at most its entry, one waiting record
+and one in flight, the pieces meet when a record re-enters while its tile is resident (an input
+update of the tile makes it resident) or merge in the FIFO, and a record holding all of a tile's
+elements triggers on re-entry without allocating: once a tile's last update is in, it triggers
+(exactly once, with its smallest address) within a few FIFO rounds.  The input is held
+(``stall``) only while the FIFO and the pipeline hold ``victims`` + 4 items, i.e. while
+``victims`` or more distinct live tiles that were evicted wait -- a finite Tracker must refuse
+input then (it cannot store more partial counts than it has entries) -- and with at most
+``ways`` live tiles per set no eviction happens at all.  (With records evicting, as first built,
+two live tiles in a one-way set could evict each other's records forever: found by
+``tests/test_t3_tracker_sim.py``.)  Evictions, requeue, overflow entries and the victim FIFO are
+our additions, not in the paper (which sizes the Tracker for a GEMM stage, §4.2.1).
 
 Latency: an update accepted in cycle t that completes its tile makes ``trig.valid`` rise in cycle
-t+3.  Left out: address translation, per-entry thresholds (one programmable threshold; clipped edge
+t+5 (t+3 with the earlier three-stage pipeline, 55 MHz).  Left out: address translation, per-entry thresholds (one programmable threshold; clipped edge
 tiles need per-entry thresholds), and the source field is carried but not used (all sources count
-the same, §4.2.1); over-count detection sees only the entry, not a tile's victim records.
+the same, §4.2.1; ``src`` = 3 is reserved for victim records: an input carrying it is requeued
+rather than evicting); over-count detection sees only the entry, not a tile's victim records.
 """
 from __future__ import annotations
 
@@ -60,6 +79,7 @@ from tessera.hdl.sram import SRAM
 
 SRC_LOCAL, SRC_REMOTE, SRC_DMA = 0, 1, 2
 SRC_VICTIM = 3          # internal: a victim record re-entering
+PIPE = 4                # items in flight after S0 (S1..S4): FIFO room reserved for each
 
 
 def update_layout(wg_width=16, wf_width=3, addr_width=48, n_width=8) -> data.StructLayout:
@@ -138,6 +158,63 @@ class _RegFIFO(wiring.Component):
         return m
 
 
+class _VictimFIFO(wiring.Component):
+    """First-word-fall-through FIFO of victim records in registers that keeps one record per
+    tile: a record pushed while another of its tile waits merges into it (counts added, smaller
+    address kept) instead of taking a slot -- into the one read out, if it is popped that
+    cycle.  A ring of slots with a valid bit each (records never move, so a push compares and
+    updates slots in place).  Ports as :class:`_RegFIFO`."""
+
+    def __init__(self, layout, depth):
+        self.layout, self.depth = layout, depth
+        super().__init__({"w_en": In(1), "w_data": In(layout), "r_en": In(1),
+                          "r_data": Out(layout), "r_rdy": Out(1),
+                          "level": Out(range(depth + 1))})
+
+    def elaborate(self, platform):
+        m = Module()
+        D = self.depth
+        q = [Signal(self.layout, name=f"q{i}") for i in range(D)]
+        valid = Signal(D)
+        head, tail = Signal(range(D)), Signal(range(D))
+        w = self.w_data
+        head_1h, tail_1h = Signal(D), Signal(D)
+        for i in range(D):
+            m.d.comb += [head_1h[i].eq(head == i), tail_1h[i].eq(tail == i)]
+        pop = self.r_en & self.r_rdy
+        match = Signal(D)
+        merged = []
+        for i in range(D):
+            m.d.comb += match[i].eq(valid[i] & (q[i].wg == w.wg) & (q[i].wf == w.wf))
+            mq = Signal(self.layout, name=f"merged{i}")
+            m.d.comb += [mq.eq(q[i]), mq.n.eq(q[i].n + w.n),
+                         mq.addr.eq(Mux(w.addr < q[i].addr, w.addr, q[i].addr))]
+            merged.append(mq)
+        hq = Const(0, len(q[0].as_value()))
+        hm = Const(0, len(q[0].as_value()))
+        for i in range(D):
+            hq = hq | Mux(head_1h[i], q[i].as_value(), 0)
+            hm = hm | Mux(head_1h[i], merged[i].as_value(), 0)
+        # a record pushed in the cycle its tile's record is popped merges into the popped one
+        m.d.comb += [self.r_rdy.eq(valid.any()),
+                     self.r_data.eq(Mux(self.w_en & (match & head_1h).any(), hm, hq))]
+        append = self.w_en & ~match.any()
+        for i in range(D):
+            with m.If(append & tail_1h[i]):
+                m.d.sync += [q[i].eq(w), valid[i].eq(1)]
+            with m.Else():
+                with m.If(self.w_en & match[i]):
+                    m.d.sync += q[i].eq(merged[i])
+                with m.If(pop & head_1h[i]):
+                    m.d.sync += valid[i].eq(0)
+        with m.If(append):
+            m.d.sync += tail.eq(Mux(tail == D - 1, 0, tail + 1))
+        with m.If(pop):
+            m.d.sync += head.eq(Mux(head == D - 1, 0, head + 1))
+        m.d.sync += self.level.eq(self.level + append - pop)
+        return m
+
+
 def _fifo(width, depth):
     return _RegFIFO(width, depth) if depth <= 4 else fifo.SyncFIFO(width=width, depth=depth)
 
@@ -181,8 +258,8 @@ class Tracker(wiring.Component):
         })
         # observation points for the formal harness (not ports)
         self.f_idle = Signal()               # nothing in flight, both FIFOs empty
-        self.f_s2_valid = Signal()
-        self.f_vfifo_level = Signal(range(victims + 3))
+        self.f_apply_valid = Signal()        # an item is applied (S3) this cycle
+        self.f_vfifo_level = Signal(range(victims + PIPE + 1))
         self.f_vfifo_pop = Signal()
 
     def elaborate(self, platform):
@@ -195,9 +272,9 @@ class Tracker(wiring.Component):
         else:                                # small: registers, same ports and read latency
             m.submodules.sets = mem = _RegSets(self.sets, E.size * W)
         set_layout = data.ArrayLayout(E, W)
-        TD, VD = self.trig_depth + 2, self.victims + 2
+        TD, VD = self.trig_depth + PIPE, self.victims + PIPE
         m.submodules.tfifo = tf = _fifo(self.tlayout.size, TD)
-        m.submodules.vfifo = vf = _fifo(self.ilayout.size, VD)
+        m.submodules.vfifo = vf = _VictimFIFO(self.ilayout, VD)
         ovf = [Signal(self.ovf_layout, name=f"ovf{j}") for j in range(P)]
 
         def set_index(wg):
@@ -205,6 +282,12 @@ class Tracker(wiring.Component):
 
         def tag_of(it):
             return Cat(it.wf, it.wg[sb:])
+
+        def hits(st, tag):
+            return Cat(*[st[i].valid & (st[i].tag == tag) for i in range(W)])
+
+        def frees(st):
+            return Cat(*[~st[i].valid for i in range(W)])
 
         # ---- reset sweep -------------------------------------------------------------------
         clearing = Signal(init=1)
@@ -216,21 +299,32 @@ class Tracker(wiring.Component):
         m.d.comb += self.busy.eq(clearing)
 
         # ---- pipeline registers --------------------------------------------------------------
-        s1_valid, s2_valid = Signal(), Signal()
-        s1, s2 = Signal(self.ilayout), Signal(self.ilayout)
-        # write of the previous cycle (by the item then in S2), registered
-        wb_set_wr = Signal()                 # a set way was written
-        wb_idx = Signal(max(1, sb))
-        wb_data = Signal(set_layout)         # the whole set as written
-        wb_way = Signal(W)                   # which way (one-hot)
-        wb_ovf_wr = Signal()                 # an overflow entry was written
-        wb_ovf = Signal(Pv)                  # which (one-hot)
-        wb_live = Signal()                   # the written entry is valid (not freed)
-        wb_count = Signal(self.count_width)
-        wb_addr = Signal(self.addr_width)
+        v1, v2, v3, v4 = Signal(), Signal(), Signal(), Signal()
+        s1, s2, s3 = Signal(self.ilayout), Signal(self.ilayout), Signal(self.ilayout)
+        # S4: the decision of the item that left S3, written this cycle
+        w4_set_wr, w4_ovf_wr = Signal(), Signal()   # a set way / an overflow entry is written
+        w4_idx = Signal(max(1, sb))
+        w4_way = Signal(W)                   # which way (one-hot)
+        w4_ovf = Signal(Pv)                  # which overflow entry (one-hot)
+        w4_ent = Signal(E)                   # the entry written (valid = still live)
+        w4_base = Signal(set_layout)         # the set before this write
+        w4_trig, w4_err, w4_alloc, w4_oalloc, w4_evict, w4_free = (Signal(name=f"w4_{n}") for n in (
+            "trig", "err", "alloc", "oalloc", "evict", "free"))
+        w4_requeue = Signal()                # a victim record goes back to the FIFO
+        w4_tword = Signal(self.tlayout)
+        w4_vrec = Signal(self.ilayout)
+        full4 = Signal(set_layout)           # the set as written this cycle
+        for i in range(W):
+            m.d.comb += full4[i].eq(Mux(w4_way[i], w4_ent, w4_base[i]))
+        # write log: the sets written one and two cycles ago (the read of S0 misses them)
+        wl0_wr, wl1_wr = Signal(), Signal()
+        wl0_idx, wl1_idx = Signal(max(1, sb)), Signal(max(1, sb))
+        wl0_set, wl1_set = Signal(set_layout), Signal(set_layout)
+        m.d.sync += [wl0_wr.eq(w4_set_wr & ~clearing), wl0_idx.eq(w4_idx), wl0_set.eq(full4),
+                     wl1_wr.eq(wl0_wr), wl1_idx.eq(wl0_idx), wl1_set.eq(wl0_set)]
 
         # ---- S0: input or victim re-entry, set read ---------------------------------------
-        inflight = s1_valid.as_unsigned() + s2_valid
+        inflight = v1.as_unsigned() + v2 + v3 + v4
         trig_ok = (tf.level + inflight) < TD
         vic_ok = (vf.level + inflight) < VD
         vturn = Signal()                     # victim FIFO gets every other cycle
@@ -248,87 +342,122 @@ class Tracker(wiring.Component):
             m.d.comb += [s0.wg.eq(self.upd.payload.wg), s0.wf.eq(self.upd.payload.wf),
                          s0.addr.eq(self.upd.payload.addr), s0.n.eq(self.upd.payload.n),
                          s0.src.eq(self.upd.payload.src)]
-        m.d.sync += [s1_valid.eq(take_vic | (self.upd.valid & self.upd.ready)), s1.eq(s0)]
+        m.d.sync += [v1.eq(take_vic | (self.upd.valid & self.upd.ready)), s1.eq(s0)]
         m.d.comb += [mem.r_en.eq(1), mem.r_addr.eq(set_index(s0.wg))]
 
-        # ---- S1: set data (collision forwarding), tag compare, hit selection ------------------
+        # ---- S1: set data arrives (registered as it is); the corrections S2 will need -------
         idx1, tag1 = set_index(s1.wg), tag_of(s1)
-        d1 = Signal(set_layout)
-        with m.If(wb_set_wr & (wb_idx == idx1)):
-            m.d.comb += d1.eq(wb_data)       # read collided with that write: take the written set
+        rd2 = Signal(set_layout)
+        f_wl1, f_wl0, f_w4, t_w4 = Signal(), Signal(), Signal(), Signal()
+        h_wl1, h_wl0, fr_wl1, fr_wl0 = Signal(W), Signal(W), Signal(W), Signal(W)
+        m.d.sync += [
+            rd2.eq(mem.r_data),
+            # in S2, the write log's wl1 / wl0 are today's wl0 / S4 write, S4 is today's S3 item
+            f_wl1.eq(wl0_wr & (wl0_idx == idx1)), h_wl1.eq(hits(wl0_set, tag1)),
+            fr_wl1.eq(frees(wl0_set)),
+            f_wl0.eq(w4_set_wr & (w4_idx == idx1)), h_wl0.eq(hits(full4, tag1)),
+            fr_wl0.eq(frees(full4)),
+            f_w4.eq(v3 & (set_index(s3.wg) == idx1)), t_w4.eq(tag_of(s3) == tag1),
+            v2.eq(v1 & ~clearing), s2.eq(s1)]
+
+        # ---- S2: the set as it is (write log, then the S4 write), tag compare, hit selection ---
+        idx2, tag2 = set_index(s2.wg), tag_of(s2)
+        base2 = Signal(set_layout)           # every write before this cycle's
+        hit_b, free_b = Signal(W), Signal(W)
+        with m.If(f_wl0):
+            m.d.comb += [base2.eq(wl0_set), hit_b.eq(h_wl0), free_b.eq(fr_wl0)]
+        with m.Elif(f_wl1):                  # (also the read that collided with that write)
+            m.d.comb += [base2.eq(wl1_set), hit_b.eq(h_wl1), free_b.eq(fr_wl1)]
         with m.Else():
-            m.d.comb += d1.eq(mem.r_data)
-        hit1, free1 = Signal(W), Signal(W)
-        ohit1, ofree1 = Signal(Pv), Signal(Pv)
+            m.d.comb += [base2.eq(rd2), hit_b.eq(hits(rd2, tag2)), free_b.eq(frees(rd2))]
+        c4 = f_w4 & w4_set_wr                # this cycle's write is to this set
+        ent2 = Signal(set_layout)
+        hit2, free2 = Signal(W), Signal(W)
         for i in range(W):
-            m.d.comb += [hit1[i].eq(d1[i].valid & (d1[i].tag == tag1)), free1[i].eq(~d1[i].valid)]
+            ov = c4 & w4_way[i]
+            m.d.comb += [ent2[i].eq(Mux(ov, w4_ent, base2[i])),
+                         hit2[i].eq(Mux(ov, w4_ent.valid & t_w4, hit_b[i])),
+                         free2[i].eq(Mux(ov, ~w4_ent.valid, free_b[i]))]
+        ohit2, ofree2 = Signal(Pv), Signal(Pv)
+        ocnt2 = [Signal(self.count_width, name=f"ocnt2_{j}") for j in range(P)]
+        oaddr2 = [Signal(self.addr_width, name=f"oaddr2_{j}") for j in range(P)]
         for j in range(P):
-            m.d.comb += [ohit1[j].eq(ovf[j].valid & (ovf[j].set == idx1) & (ovf[j].tag == tag1)),
-                         ofree1[j].eq(~ovf[j].valid)]
+            ov = w4_ovf_wr & w4_ovf[j]
+            m.d.comb += [
+                ohit2[j].eq(Mux(ov, w4_ent.valid & f_w4 & t_w4,
+                                ovf[j].valid & (ovf[j].set == idx2) & (ovf[j].tag == tag2))),
+                ofree2[j].eq(Mux(ov, ~w4_ent.valid, ~ovf[j].valid)),
+                ocnt2[j].eq(Mux(ov, w4_ent.count, ovf[j].count)),
+                oaddr2[j].eq(Mux(ov, w4_ent.addr, ovf[j].addr))]
         sel_count, sel_addr = Const(0, self.count_width), Const(0, self.addr_width)
         for i in range(W):
-            sel_count = sel_count | Mux(hit1[i], d1[i].count, 0)
-            sel_addr = sel_addr | Mux(hit1[i], d1[i].addr, 0)
+            sel_count = sel_count | Mux(hit2[i], ent2[i].count, 0)
+            sel_addr = sel_addr | Mux(hit2[i], ent2[i].addr, 0)
         for j in range(P):
-            sel_count = sel_count | Mux(ohit1[j], ovf[j].count, 0)
-            sel_addr = sel_addr | Mux(ohit1[j], ovf[j].addr, 0)
-        # the item ahead (in S2 now) writes at the end of this cycle: flags for S2's correction
-        same_set1 = s2_valid & (set_index(s2.wg) == idx1)
-        same_tile1 = same_set1 & (tag_of(s2) == tag1)
+            sel_count = sel_count | Mux(ohit2[j], ocnt2[j], 0)
+            sel_addr = sel_addr | Mux(ohit2[j], oaddr2[j], 0)
+        # the item ahead (in S3 now) is written in S4 while this one is in S3: flags for S3
+        same_set2 = v3 & (set_index(s3.wg) == idx2)
+        same_tile2 = same_set2 & (tag_of(s3) == tag2)
 
-        s2_d = Signal(set_layout)
-        s2_hit, s2_free = Signal(W), Signal(W)
-        s2_ohit, s2_ofree = Signal(Pv), Signal(Pv)
-        s2_count, s2_addr = Signal(self.count_width), Signal(self.addr_width)
-        s2_same_set, s2_same_tile = Signal(), Signal()
-        # threshold - n, so that S2 compares the old count instead of adding first
-        s2_room = Signal(self.count_width)          # threshold - n (when n <= threshold)
-        s2_n_over = Signal()                        # n > threshold: over-count even on a miss
-        m.d.sync += [s2_room.eq(self.threshold - s1.n), s2_n_over.eq(s1.n > self.threshold)]
-        m.d.sync += [s2_valid.eq(s1_valid & ~clearing), s2.eq(s1), s2_d.eq(d1), s2_hit.eq(hit1),
-                     s2_free.eq(free1), s2_ohit.eq(ohit1), s2_ofree.eq(ofree1),
-                     s2_count.eq(sel_count), s2_addr.eq(sel_addr),
-                     s2_same_set.eq(same_set1), s2_same_tile.eq(same_tile1)]
+        s3_base = Signal(set_layout)
+        s3_hit, s3_free = Signal(W), Signal(W)
+        s3_ohit, s3_ofree = Signal(Pv), Signal(Pv)
+        s3_count, s3_addr = Signal(self.count_width), Signal(self.addr_width)
+        s3_same_set, s3_same_tile = Signal(), Signal()
+        # threshold - n, so that S3 compares the old count instead of adding first
+        s3_room = Signal(self.count_width)          # threshold - n (when n <= threshold)
+        s3_n_over = Signal()                        # n > threshold: over-count even on a miss
+        m.d.sync += [s3_room.eq(self.threshold - s2.n), s3_n_over.eq(s2.n > self.threshold)]
+        m.d.sync += [v3.eq(v2 & ~clearing), s3.eq(s2), s3_base.eq(ent2), s3_hit.eq(hit2),
+                     s3_free.eq(free2), s3_ohit.eq(ohit2), s3_ofree.eq(ofree2),
+                     s3_count.eq(sel_count), s3_addr.eq(sel_addr),
+                     s3_same_set.eq(same_set2), s3_same_tile.eq(same_tile2)]
 
-        # ---- S2: correct for the write of the item ahead, count, write back -------------------
-        idx2, tag2 = set_index(s2.wg), tag_of(s2)
-        ss = s2_same_set & wb_set_wr
-        fwd = s2_same_tile & (wb_set_wr | wb_ovf_wr) & wb_live     # ahead left this tile live
+        # ---- S3: correct for the write of the item ahead (now in S4), count, decide -----------
+        idx3, tag3 = set_index(s3.wg), tag_of(s3)
+        ss = s3_same_set & w4_set_wr
+        fwd = s3_same_tile & (w4_set_wr | w4_ovf_wr) & w4_ent.valid  # ahead left this tile live
+        wb_live = w4_ent.valid
         hit_v, free_v = Signal(W), Signal(W)
         ohit_v, ofree_v = Signal(Pv), Signal(Pv)
         with m.If(ss):
-            m.d.comb += [hit_v.eq((s2_hit & ~wb_way) | Mux(s2_same_tile & wb_live, wb_way, 0)),
-                         free_v.eq((s2_free & ~wb_way) | Mux(wb_live, 0, wb_way))]
+            m.d.comb += [hit_v.eq((s3_hit & ~w4_way) | Mux(s3_same_tile & wb_live, w4_way, 0)),
+                         free_v.eq((s3_free & ~w4_way) | Mux(wb_live, 0, w4_way))]
         with m.Else():
-            m.d.comb += [hit_v.eq(s2_hit), free_v.eq(s2_free)]
+            m.d.comb += [hit_v.eq(s3_hit), free_v.eq(s3_free)]
         if P:
-            with m.If(wb_ovf_wr):
-                m.d.comb += [ohit_v.eq((s2_ohit & ~wb_ovf) | Mux(s2_same_tile & wb_live, wb_ovf, 0)),
-                             ofree_v.eq((s2_ofree & ~wb_ovf) | Mux(wb_live, 0, wb_ovf))]
+            with m.If(w4_ovf_wr):
+                m.d.comb += [ohit_v.eq((s3_ohit & ~w4_ovf) | Mux(s3_same_tile & wb_live, w4_ovf, 0)),
+                             ofree_v.eq((s3_ofree & ~w4_ovf) | Mux(wb_live, 0, w4_ovf))]
             with m.Else():
-                m.d.comb += [ohit_v.eq(s2_ohit), ofree_v.eq(s2_ofree)]
+                m.d.comb += [ohit_v.eq(s3_ohit), ofree_v.eq(s3_ofree)]
         base = Signal(set_layout)            # the set as it is now
-        m.d.comb += base.eq(Mux(ss, wb_data, s2_d))
+        for i in range(W):
+            m.d.comb += base[i].eq(Mux(ss & w4_way[i], w4_ent, s3_base[i]))
         shit, ohit = hit_v.any(), ohit_v.any()
         hit = shit | ohit
-        old_count = Mux(fwd, wb_count, s2_count)
-        old_addr = Mux(fwd, wb_addr, s2_addr)
-        cnt_old = Mux(hit, old_count, 0)
-        min_old = Mux(hit, old_addr, s2.addr)
-        new_cnt = Signal(len(s2.n) + 1)
+        # the hit entry's count/address is the S4 write's (fwd) or the one selected in S2; the
+        # comparisons and sums run on both candidates in parallel, then select
+        cnt_f, cnt_s = w4_ent.count, s3_count
+        new_cnt = Signal(len(s3.n) + 1)
+        m.d.comb += new_cnt.eq(Mux(hit, Mux(fwd, cnt_f + s3.n, cnt_s + s3.n), s3.n))
+        lt_f, lt_s = s3.addr < w4_ent.addr, s3.addr < s3_addr
         new_min = Signal(self.addr_width)
-        m.d.comb += [new_cnt.eq(cnt_old + s2.n),
-                     new_min.eq(Mux(s2.addr < min_old, s2.addr, min_old))]
-        over = s2_n_over | (cnt_old > s2_room)       # cnt_old + n > threshold
-        done = ~s2_n_over & (cnt_old == s2_room)      # cnt_old + n == threshold
+        m.d.comb += new_min.eq(Mux(hit & ~Mux(fwd, lt_f, lt_s), Mux(fwd, w4_ent.addr, s3_addr),
+                                   s3.addr))
+        old_gt = Mux(fwd, cnt_f > s3_room, cnt_s > s3_room)
+        old_eq = Mux(fwd, cnt_f == s3_room, cnt_s == s3_room)
+        over = s3_n_over | (hit & old_gt)                     # cnt_old + n > threshold
+        done = ~s3_n_over & Mux(hit, old_eq, s3_room == 0)    # cnt_old + n == threshold
         free_1h = Signal(W)
         m.d.comb += free_1h.eq(free_v & -free_v)            # lowest free way
         ofree_1h = Signal(Pv)
         m.d.comb += ofree_1h.eq(ofree_v & -ofree_v)
         vptr = Signal(W, init=1)             # round-robin victim way (one-hot)
         act_trig, act_err, act_free, act_upd = Signal(), Signal(), Signal(), Signal()
-        act_alloc, act_oalloc, act_evict = Signal(), Signal(), Signal()
-        with m.If(s2_valid):
+        act_alloc, act_oalloc, act_evict, act_requeue = Signal(), Signal(), Signal(), Signal()
+        with m.If(v3):
             with m.If(over):
                 m.d.comb += act_err.eq(1)
             with m.Elif(done):
@@ -339,37 +468,22 @@ class Tracker(wiring.Component):
                 m.d.comb += act_alloc.eq(1)
             with m.Elif(ofree_v.any() & (P > 0)):
                 m.d.comb += act_oalloc.eq(1)
+            with m.Elif(s3.src == SRC_VICTIM):   # a record does not evict: back to the FIFO
+                m.d.comb += act_requeue.eq(1)
             with m.Else():
                 m.d.comb += act_evict.eq(1)
-        # which slot this item writes
+        # which slot this item writes (from the hit/free vectors only; the victim way when no
+        # way is free -- written only on an eviction)
         way_1h = Signal(W)
         ovf_1h = Signal(Pv)
-        # (from the hit/free vectors only: no dependence on the count arithmetic; the victim way
-        # when no way is free -- written only on an eviction)
         m.d.comb += [way_1h.eq(Mux(shit, hit_v, Mux(free_v.any(), free_1h, vptr))),
                      ovf_1h.eq(Mux(ohit, ohit_v, ofree_1h))]
         set_wr = ((act_free | act_upd) & shit) | act_alloc | act_evict
         ovf_wr = ((act_free | act_upd) & ohit & ~shit) | act_oalloc
         live = ~act_free
         new_entry = Signal(E)
-        m.d.comb += [new_entry.valid.eq(live), new_entry.tag.eq(tag2),
+        m.d.comb += [new_entry.valid.eq(live), new_entry.tag.eq(tag3),
                      new_entry.addr.eq(new_min), new_entry.count.eq(new_cnt)]
-        new_set = Signal(set_layout)
-        for i in range(W):
-            m.d.comb += new_set[i].eq(Mux(way_1h[i], new_entry, base[i]))
-        with m.If(clearing):
-            m.d.comb += [mem.w_addr.eq(clr_idx), mem.w_data.eq(0), mem.w_en.eq(1)]
-        with m.Else():
-            m.d.comb += [mem.w_addr.eq(idx2), mem.w_data.eq(new_set), mem.w_en.eq(set_wr)]
-        m.d.sync += [wb_set_wr.eq(set_wr & ~clearing), wb_idx.eq(idx2), wb_data.eq(new_set),
-                     wb_way.eq(way_1h), wb_ovf_wr.eq(ovf_wr & ~clearing), wb_ovf.eq(ovf_1h),
-                     wb_live.eq(live), wb_count.eq(new_cnt), wb_addr.eq(new_min)]
-        for j in range(P):
-            with m.If(clearing):
-                m.d.sync += ovf[j].valid.eq(0)
-            with m.Elif(ovf_wr & ovf_1h[j]):
-                m.d.sync += [ovf[j].valid.eq(live), ovf[j].set.eq(idx2), ovf[j].tag.eq(tag2),
-                             ovf[j].addr.eq(new_min), ovf[j].count.eq(new_cnt)]
         # eviction: the victim way's tile leaves as a record that re-enters through S0
         victim = Signal(E)
         vacc = Const(0, E.size)
@@ -377,37 +491,59 @@ class Tracker(wiring.Component):
             vacc = vacc | Mux(vptr[i], base[i].as_value(), 0)
         m.d.comb += victim.eq(vacc)
         vrec = Signal(self.ilayout)
-        m.d.comb += [vrec.wf.eq(victim.tag[:self.wf_width]),
-                     vrec.wg.eq(Cat(idx2[:sb], victim.tag[self.wf_width:]) if sb
-                                else victim.tag[self.wf_width:]),
-                     vrec.addr.eq(victim.addr), vrec.n.eq(victim.count), vrec.src.eq(SRC_VICTIM),
-                     vf.w_data.eq(vrec), vf.w_en.eq(act_evict)]
+        with m.If(act_requeue):
+            m.d.comb += [vrec.eq(s3), vrec.src.eq(SRC_VICTIM)]
+        with m.Else():
+            m.d.comb += [vrec.wf.eq(victim.tag[:self.wf_width]),
+                         vrec.wg.eq(Cat(idx3[:sb], victim.tag[self.wf_width:]) if sb
+                                    else victim.tag[self.wf_width:]),
+                         vrec.addr.eq(victim.addr), vrec.n.eq(victim.count),
+                         vrec.src.eq(SRC_VICTIM)]
         with m.If(act_evict):
             m.d.sync += vptr.eq(Cat(vptr[-1], vptr[:-1]) if W > 1 else vptr)
-
-        # trigger FIFO
         trig_word = Signal(self.tlayout)
-        m.d.comb += [trig_word.wg.eq(s2.wg), trig_word.wf.eq(s2.wf), trig_word.addr.eq(new_min),
-                     tf.w_data.eq(trig_word), tf.w_en.eq(act_trig)]
+        m.d.comb += [trig_word.wg.eq(s3.wg), trig_word.wf.eq(s3.wf), trig_word.addr.eq(new_min)]
+        m.d.sync += [v4.eq(v3 & ~clearing),
+                     w4_set_wr.eq(set_wr & ~clearing), w4_ovf_wr.eq(ovf_wr & ~clearing),
+                     w4_idx.eq(idx3), w4_way.eq(way_1h), w4_ovf.eq(ovf_1h), w4_ent.eq(new_entry),
+                     w4_base.eq(base), w4_trig.eq(act_trig), w4_err.eq(act_err),
+                     w4_alloc.eq(act_alloc), w4_oalloc.eq(act_oalloc), w4_evict.eq(act_evict),
+                     w4_requeue.eq(act_requeue),
+                     w4_free.eq(act_free), w4_tword.eq(trig_word), w4_vrec.eq(vrec)]
+
+        # ---- S4: write the set and the overflow entry, push trigger / victim, count -----------
+        with m.If(clearing):
+            m.d.comb += [mem.w_addr.eq(clr_idx), mem.w_data.eq(0), mem.w_en.eq(1)]
+        with m.Else():
+            m.d.comb += [mem.w_addr.eq(w4_idx), mem.w_data.eq(full4), mem.w_en.eq(w4_set_wr)]
+        for j in range(P):
+            with m.If(clearing):
+                m.d.sync += ovf[j].valid.eq(0)
+            with m.Elif(w4_ovf_wr & w4_ovf[j]):
+                m.d.sync += [ovf[j].valid.eq(w4_ent.valid), ovf[j].set.eq(w4_idx),
+                             ovf[j].tag.eq(w4_ent.tag), ovf[j].addr.eq(w4_ent.addr),
+                             ovf[j].count.eq(w4_ent.count)]
+        m.d.comb += [vf.w_data.eq(w4_vrec), vf.w_en.eq(w4_evict | w4_requeue),
+                     tf.w_data.eq(w4_tword), tf.w_en.eq(w4_trig)]
         m.d.comb += [self.trig.valid.eq(tf.r_rdy), self.trig.payload.eq(tf.r_data),
                      tf.r_en.eq(self.trig.ready)]
 
         # counters
         err, conf, evc = Signal(16), Signal(16), Signal(16)
         occ = Signal(range(self.sets * W + P + 1))
-        with m.If(act_err & (err != 0xFFFF)):
+        with m.If(w4_err & (err != 0xFFFF)):
             m.d.sync += err.eq(err + 1)
-        with m.If(act_oalloc & (conf != 0xFFFF)):
+        with m.If(w4_oalloc & (conf != 0xFFFF)):
             m.d.sync += conf.eq(conf + 1)
-        with m.If(act_evict & (evc != 0xFFFF)):
+        with m.If(w4_evict & (evc != 0xFFFF)):
             m.d.sync += evc.eq(evc + 1)
-        with m.If(act_alloc | act_oalloc):
+        with m.If(w4_alloc | w4_oalloc):
             m.d.sync += occ.eq(occ + 1)
-        with m.Elif(act_free):
+        with m.Elif(w4_free):
             m.d.sync += occ.eq(occ - 1)
         m.d.comb += [self.err_count.eq(err), self.error.eq(err != 0), self.conflicts.eq(conf),
                      self.evictions.eq(evc), self.occupancy.eq(occ)]
-        m.d.comb += [self.f_idle.eq(~s1_valid & ~s2_valid & ~tf.r_rdy & ~vf.r_rdy),
-                     self.f_s2_valid.eq(s2_valid), self.f_vfifo_level.eq(vf.level),
+        m.d.comb += [self.f_idle.eq(~v1 & ~v2 & ~v3 & ~v4 & ~tf.r_rdy & ~vf.r_rdy),
+                     self.f_apply_valid.eq(v3), self.f_vfifo_level.eq(vf.level),
                      self.f_vfifo_pop.eq(take_vic)]
         return m

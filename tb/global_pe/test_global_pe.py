@@ -12,11 +12,16 @@ import random
 import cocotb
 
 from tessera.golden.global_pe import Command, GlobalPEModel, ewise_words
+from tessera.hdl.global_pe.decoder import CHECK_CYCLES
 from tessera.hdl.global_pe.packets import (EW_ADD, EW_MAX, EW_MUL, OP_EWISE, OP_GROUP, OP_RECV,
                                            OP_SEND, ST_OK)
 from tessera.tb.global_pe.env import GpeEnv
 from tessera.tb.global_pe import scenarios as sc
 
+
+# cycles after the command stream takes a RECV until its window is open (the decoder's checks
+# plus the registered dispatch), so that packets sent then are not strays
+RECV_OPEN = CHECK_CYCLES + 1
 
 def _env_float(name, default):
     return float(os.environ.get(name, default))
@@ -69,7 +74,7 @@ class Runner:
                 self.recv_issued += 1
                 self._recv_tags.add(cmd.tag)
                 await env.cmd.wait_idle()
-                await env.clocks(4)
+                await env.clocks(RECV_OPEN)
                 if self.model.completions[-1][1] == ST_OK:
                     self.open_recv.append((cmd.tag, cmd.a, cmd.a + cmd.cnt[0]))
                 for src, addr, words in cmd.arrivals:
@@ -548,7 +553,7 @@ async def bench_bandwidth(dut):
     model.step(recv)
     env.issue(recv)
     await env.cmd.wait_idle()
-    await env.clocks(4)
+    await env.clocks(RECV_OPEN)
     t0 = env.cycles
     for src, addr, ws in arrivals:
         env.send_in(env.out_packet(src, addr, ws))
