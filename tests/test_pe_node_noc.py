@@ -48,7 +48,7 @@ def _runs(C, chain, rng, cfg, ntiles):
     return out
 
 
-@pytest.mark.parametrize("n", [2, 3])
+@pytest.mark.parametrize("n", [2, pytest.param(3, marks=pytest.mark.slow)])   # 3 in make soak
 def test_chain_through_mesh(n):
     """FIRST -> LAST (n = 2, 3x1 mesh) or FIRST -> MIDDLE -> LAST (n = 3, 4x1 mesh)."""
     k = n + 1

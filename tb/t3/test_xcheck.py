@@ -36,10 +36,13 @@ async def tracker_xcheck(dut):
     while int(dut.busy.value):
         await RisingEdge(tb.clk)
     drv = X.StreamDriver(timed)
+    # a trigger leaves LATENCY cycles after its completing update is accepted: keep the
+    # trigger side open that long before skipping an idle gap or ending
+    DRAIN = X.LATENCY + 1
     trigs, cycle, last_acc, skipped = [], 0, -10, 0
-    while not (drv.done() and cycle >= last_acc + 4):
+    while not (drv.done() and cycle >= last_acc + DRAIN):
         assert cycle < gold["cycles"] + 1000, "RTL did not finish the stream"
-        if drv.cur is None and cycle >= last_acc + 4 and drv.next_cycle() is not None \
+        if drv.cur is None and cycle >= last_acc + DRAIN and drv.next_cycle() is not None \
                 and drv.next_cycle() > cycle:
             gap = drv.next_cycle() - cycle
             dut.upd__valid.value = 0
