@@ -61,6 +61,7 @@ from tessera.hdl.pe.config import CFG_FIELDS, PEConfig, Role
 from . import packets as pk
 from .asm import Program
 from .config import ChipletConfig, node_map
+from tessera.sim_models.simba.layers import Layer
 
 
 class CompileError(ValueError):
@@ -76,34 +77,8 @@ TAG_RECV_IN, TAG_RECV_OUT, TAG_GROUP, TAG_SEND, TAG_READBACK = 1, 2, 3, 4, 5
 BAR_PRELOAD = 1
 
 
-@dataclass(frozen=True)
-class ConvLayer:
-    """What the compiler needs of a layer (``sim_models.simba.layers.Layer`` has these)."""
-    name: str
-    C: int
-    K: int
-    R: int
-    S: int
-    H: int
-    W: int
-    stride: int = 1
-    pad: int = 0
-
-    @property
-    def P(self):
-        return (self.H + 2 * self.pad - self.R) // self.stride + 1
-
-    @property
-    def Q(self):
-        return (self.W + 2 * self.pad - self.S) // self.stride + 1
-
-    @property
-    def macs(self):
-        return self.P * self.Q * self.K * self.C * self.R * self.S
-
-    @classmethod
-    def of(cls, layer) -> "ConvLayer":
-        return cls(*(getattr(layer, f) for f in ("name", "C", "K", "R", "S", "H", "W", "stride", "pad")))
+# The compiler takes the workload file's layer type itself (shape, P, Q, macs, validation).
+ConvLayer = Layer
 
 
 @dataclass(frozen=True)
@@ -326,7 +301,7 @@ def compile_layer(layer, mapping, cfg: ChipletConfig | None = None, tensors=None
     is built for the pass indices in ``preload_passes`` (default: all; :func:`preload` adds it
     later).  Without tensors the passes have no preload data and a PPU of shift 0, no relu."""
     cfg = (cfg or ChipletConfig()).validate()
-    L = ConvLayer.of(layer)
+    L = layer
     m = mapping if isinstance(mapping, PEMapping) else from_model_mapping(mapping)
     for f in ("kp", "cp", "pp", "qp", "p1", "q1"):
         if getattr(m, f) < 1:

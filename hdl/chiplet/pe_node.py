@@ -434,30 +434,19 @@ class PeNode(wiring.Component):
             with m.Elif(f.head):
                 # a head inside a packet: the packet in progress is cut here
                 m.d.sync += err.bad_packet.eq(1)
-            with m.If(st == S_WLOAD):
-                with m.If(ld_left == 0):
-                    m.d.sync += err.bad_packet.eq(1)
-                with m.Else():
-                    m.d.comb += wl.valid.eq(1)
-                    m.d.comb += ni.ready.eq(wl.ready)
-                    with m.If(wl.ready):
-                        ld_advance()
-                with m.If(ni.ready & f.tail):
-                    m.d.sync += st.eq(S_HEAD)
-                    with m.If(ld_left > 1):
+            for state, load in ((S_WLOAD, wl), (S_PLOAD, pl)):     # WLOAD / PLOAD bodies
+                with m.If(st == state):
+                    with m.If(ld_left == 0):
                         m.d.sync += err.bad_packet.eq(1)
-            with m.If(st == S_PLOAD):
-                with m.If(ld_left == 0):
-                    m.d.sync += err.bad_packet.eq(1)
-                with m.Else():
-                    m.d.comb += pl.valid.eq(1)
-                    m.d.comb += ni.ready.eq(pl.ready)
-                    with m.If(pl.ready):
-                        ld_advance()
-                with m.If(ni.ready & f.tail):
-                    m.d.sync += st.eq(S_HEAD)
-                    with m.If(ld_left > 1):
-                        m.d.sync += err.bad_packet.eq(1)
+                    with m.Else():
+                        m.d.comb += load.valid.eq(1)
+                        m.d.comb += ni.ready.eq(load.ready)
+                        with m.If(load.ready):
+                            ld_advance()
+                    with m.If(ni.ready & f.tail):
+                        m.d.sync += st.eq(S_HEAD)
+                        with m.If(ld_left > 1):
+                            m.d.sync += err.bad_packet.eq(1)
             with m.If(st == S_DATA):
                 m.d.comb += [drx.w.valid.eq(1), drx.w.payload.eq(f.payload)]
                 with m.If(drx.w.ready):
