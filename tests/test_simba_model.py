@@ -184,12 +184,13 @@ def test_one_pe_hand_computed():
     IA (16 ch x 8 x 8 = 1024 B) is local: GPE port 1024/16 = 64 cycles, latency 6 hops x 3
     (RTL-measured cycles per NoC hop; was an assumed 2).
     OA (16 x 36 = 576 B) goes to chiplet 1 (sequential placement): 1 NoP link at 5.34 B/cycle,
-    latency 3*(6+1) + 20; sync 300 cycles."""
+    latency 3*(6+1) + 20; controller setup (RTL program words x 3 cycles): 10 CFG writes for the
+    PE + 14 words for the GROUP and the output RECV each + 6 (TMO, BAR, 3 WAIT, END) = 132."""
     r = evaluate(SMALL, ARCH20, Mapping(1, 1, 1, 1, 1, 1, 1, 1, 6, 6), placement="sequential")
     nop_bw = 4 * 11 / 8 / 1.03
     own = 6 * HOP + 64 + 1296 + OV_PPU + 36 * WSW   # + RTL per-tile overhead (PPU role), 36 blocks
     assert r.own == [pytest.approx(own)]
-    assert r.latency_cycles == pytest.approx(own + 41 + 576 / nop_bw + 300)
+    assert r.latency_cycles == pytest.approx(own + 41 + 576 / nop_bw + 3 * (10 + 2 * 14 + 6))
     macs = 16 * 16 * 9 * 36
     assert r.energy["mac"] == pytest.approx(macs * 0.10 * ES)
     assert r.energy["input_buffer"] == pytest.approx((1296 * 8 + 1024) * 0.25 * ES)
@@ -298,7 +299,7 @@ def test_reduction_chain_hand_computed():
     assert r.own[0].tolist() == [pytest.approx(own0), pytest.approx(own1)]
     chain = max(own0, own1) + (HOP * (6 + 6) + 20) + link  # psum hop: latency + transfer
     tail = 6 * HOP + 576 / 16                                  # OA to the local GPE
-    sync = 300 + 2 * 20 * 1
+    sync = 2 * 20 * 1 + 3 * (10 + 2 * 14 + 6)           # NoP round trip + controller setup, 1 PE
     assert r.latency[0] == pytest.approx(chain + tail + sync)
 
 

@@ -14,7 +14,10 @@ overrides.  Parameters measured on the project's RTL come from the RTL benchmark
 ``Arch.provenance`` records where each value came from.  Clock domains (GALS, Sec. 3.2): PE
 clock ``pe_clock_ghz``, NoC router clock ``noc_clock_ghz``; NoP hop latency is in ns (GRS
 serdes + package wires + NoP router), so changing the PE clock does not change wire delay.
-Left out: separate Global PE / RISC-V clocks (taken as the NoC clock / a fixed sync cost).
+Controller (issue 14 lead 1): the per-layer configuration and the per-tile SEND commands are
+counted in controller instruction words of the project's RTL chiplet (``ctrl_instr_cycles``,
+``pe_config_regs``, ``gpe_cmd_words``, ``ctrl_fixed_instr``; see model.py), in the NoC clock.
+Left out: separate Global PE / RISC-V clocks (taken as the NoC clock).
 """
 from __future__ import annotations
 
@@ -66,6 +69,10 @@ class Arch:
     input_buffer_slots: int
     layer_sync_cycles: float
     chiplet_sync_ns: float
+    ctrl_instr_cycles: float
+    pe_config_regs: int
+    gpe_cmd_words: int
+    ctrl_fixed_instr: int
     energy_ref_voltage: float
     e_mac_pj: float
     e_input_buffer_pj_per_byte: float
@@ -88,7 +95,8 @@ class Arch:
             if not getattr(self, name) > 0:
                 raise ArchError(f"{name} must be > 0, got {getattr(self, name)!r}")
         for name in ["nop_hop_ns", "noc_hop_cycles", "chiplet_sync_ns", "pe_overhead_ppu", "pe_overhead_psum",
-                     "pe_weight_switch_cycles", "layer_sync_cycles", "e_mac_pj",
+                     "pe_weight_switch_cycles", "layer_sync_cycles", "ctrl_instr_cycles",
+                     "pe_config_regs", "gpe_cmd_words", "ctrl_fixed_instr", "e_mac_pj",
                      "e_input_buffer_pj_per_byte", "e_weight_buffer_pj_per_byte",
                      "e_accum_pj_per_access", "e_gpe_pj_per_byte", "e_noc_pj_per_bit_hop",
                      "nop_pj_per_bit_at_11", "nop_pj_per_bit_at_25"]:
@@ -115,6 +123,11 @@ class Arch:
     def noc_hop_pe_cycles(self) -> float:
         """NoC hop latency (router cycles in the NoC clock domain) in PE cycles."""
         return self.noc_hop_cycles * self.pe_clock_ghz / self.noc_clock_ghz
+
+    @property
+    def ctrl_pe_cycles(self) -> float:
+        """One controller instruction in PE cycles (the controller runs in the NoC clock domain)."""
+        return self.ctrl_instr_cycles * self.pe_clock_ghz / self.noc_clock_ghz
 
     @property
     def noc_bytes_per_pe_cycle(self) -> float:

@@ -22,7 +22,14 @@ Timing, in PE cycles, for each chiplet d (its slowest PE):
 A reduction chain (same k, p, q; c = 0..cc-1) finishes at max(own) + chain hops
 (latency + one step of psums each) + intra-chiplet PE chain drain + output latency; layer
 latency = slowest chain + per-layer sync (fixed + per active chiplet + a round trip to the
-farthest chiplet).  Weights are preloaded (as in the measurements).
+farthest chiplet) + the controller's configuration of the layer.  Weights are preloaded (as in
+the measurements).
+Controller terms (issue 14 lead 1, counted in the project's RTL chiplet program, NoC clock,
+``ctrl_instr_cycles`` per word; chiplet_cycles.py models the same program cycle by cycle):
+  setup     = (pe_config_regs x PEs used + gpe_cmd_words x (sets + 1) + ctrl_fixed_instr) words
+              (CFG writes per PE, a GROUP per multicast set and the output RECV, TMO/BAR/WAIT/END)
+  ctrl_step = gpe_cmd_words x sets words per tile step (one SEND per multicast set per tile),
+              a lower bound on period; sets = cp pp qp (distinct PE input tiles)
 
 Energy (pJ): useful MACs (padded lanes are clock-gated); input/weight/accumulation buffer
 accesses of the issued cycles; Global PE reads/writes; NoC bit-hops (average hops); NoP
@@ -319,6 +326,14 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
     return st
 
 
+def controller_setup_words(arch: Arch, kp, cp, pp, qp):
+    """Controller instruction words that configure one layer on a chiplet (module doc): CFG
+    writes to every PE used, a GROUP per multicast set (cp pp qp distinct input tiles), the
+    output RECV, and the fixed TMO/BAR/WAIT/END words."""
+    return (arch.pe_config_regs * kp * cp * pp * qp + arch.gpe_cmd_words * (cp * pp * qp + 1)
+            + arch.ctrl_fixed_instr)
+
+
 @dataclass
 class BatchResult:
     valid: np.ndarray        # [S] bool: buffer capacities respected
@@ -487,7 +502,13 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     t_in = np.maximum.reduce([t_in, nop_in[:, phys] / noc_bw, ia_pe / noc_bw])
     ps_pe_step = arch.psum_bytes * kpe * p1e * q1e                          # one step, one PE
     t_pechain = np.where(cp > 1, ps_pe_step * steps / noc_bw, 0.0)
-    busy = np.maximum.reduce([comp, t_in, t_ps, t_oa, t_pechain])
+    # controller (RTL chiplet program): one Global PE SEND command per tile per multicast set
+    # (cp pp qp distinct input tiles, each multicast to kp PEs) -> a per-step issue bound; the
+    # layer's configuration (CFG writes to every PE used, a GROUP per set, the output RECV, the
+    # fixed TMO/BAR/WAIT/END words) precedes the start (a PE ignores writes while it runs)
+    ctrl_step = arch.ctrl_pe_cycles * arch.gpe_cmd_words * cp * pp * qp       # [S, 1]
+    setup = arch.ctrl_pe_cycles * controller_setup_words(arch, kp, cp, pp, qp)
+    busy = np.maximum.reduce([comp, t_in, t_ps, t_oa, t_pechain, np.broadcast_to(ctrl_step * steps, comp.shape)])
     lat_in = pr["lat_in"]
     period = np.maximum(busy / steps, (2 * lat_in + t_in / steps) / arch.input_buffer_slots)
     # pipeline of (deliver input tile, compute, send results) over `steps` tiles: fill with the
@@ -503,7 +524,7 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     chain_ps = hop @ pr["Gps"].T
     z = pr["last"]
     tail = pe_drain[:, z] + pr["lat_oa"][z][None, :] + t_oa[:, z] / steps[:, z]
-    latency = (chain_max + chain_ps + tail).max(axis=1) + pr["sync"]
+    latency = (chain_max + chain_ps + tail).max(axis=1) + pr["sync"] + setup[:, 0]
     # ---- energy (pJ) ----
     es = arch.energy_scale
     npe = (kp * cp * pp * qp).astype(float)                                 # PEs per chiplet

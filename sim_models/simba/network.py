@@ -130,6 +130,8 @@ def run_network(layers: list[Layer], arch: Arch, n_chiplets: int = 32, opt: str 
                               "chiplets": [p[1] for p in pl[1]]})
             else:
                 total += seq
+        if not pipes:
+            total = total_layer          # same sum, same order (no float drift vs the baseline)
     return {"rows": rows, "opt": opt, "chiplets": n_chiplets, "samples": samples,
             "total_uniform_cycles": total_uniform, "total_cycles": total, "pipelined_blocks": pipes,
             "move_uniform_cycles": sum(mv_u), "move_best_cycles": sum(mv_b),
