@@ -404,3 +404,15 @@ def test_interlayer_move_hand_computed():
     assert prod[0] is None and get("res2a_branch1") == get("res2a_branch2a") == "conv1"
     assert get("res3a_branch1") == get("res3a_branch2a") == "res2c_branch2c"
     assert get("res3a_branch2c") == "res3a_branch2b" and get("fc1000") == "res5c_branch2c"
+
+
+def test_row_placement_is_fig11b_read_literally():
+    """placement="row": IA spread over the top row's Global PEs, OA over the next row (spilling
+    to a further chiplet only when a Global PE would exceed 64 KB)."""
+    st = build_structure(NET["res2a_branch2b"], ARCH, 1, 1, 8, 4, placement="row")
+    ia = {h for hs in st.ia_homes.values() for h, _ in hs}
+    oa = {h for hs in st.oa_homes.values() for h, _ in hs}
+    assert ia == set(range(6)) and oa == set(range(6, 12))
+    st = build_structure(NET["res3a_branch1"], ARCH, 2, 1, 4, 4, placement="row")
+    oa = {h for hs in st.oa_homes.values() for h, _ in hs}
+    assert oa == set(range(6, 13))                    # 401 KB of OA: 6 x 64 KB + a spill

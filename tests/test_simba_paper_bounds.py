@@ -38,8 +38,9 @@ def test_fig6_1x1_more_bandwidth_sensitive_than_3x3():
 
 
 @pytest.mark.xfail(strict=True, reason="issue 14 miss: with inputs on their consumers P/Q tilings barely "
-                   "use the NoP (2 % / 0 %); with any concentrated start state both layers are link-bound "
-                   "(~53 % / ~52 %); see bench/simba_repro.py Fig 6 sensitivities")
+                   "use the NoP (~2 % / ~0 %); with any concentrated start state (sequential, Fig 11b row, "
+                   "distributed) or the K/C-only dataflow both layers are link-bound (~51-53 % each); "
+                   "see bench/simba_repro.py Fig 6 sensitivities")
 def test_fig6_magnitudes_within_10_points():
     assert abs(_fig6("res3a_branch1") - 0.27) <= 0.10
     assert abs(_fig6("res3a_branch2b") - 0.05) <= 0.10
@@ -50,9 +51,11 @@ def _fig5(name):
     return {n: r.latency_cycles for n, r in per.items()}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 miss: the runtime-baseline model scales res2 branch2b "
-                   "almost linearly to 32 chiplets (P/Q splits, local data, 300-cycle sync); the paper's "
-                   "turn-over needs a per-chiplet overhead the model does not have (chiplet_sync_ns sweep)")
+@pytest.mark.xfail(strict=True, reason="issue 14 miss: under the runtime baseline (inputs on their "
+                   "consumers) res2 branch2b scales almost linearly to 32 chiplets; the RTL-derived "
+                   "controller setup (~0.5-0.7 us per layer, independent of the chiplet count) does not "
+                   "change that.  Under the paper's Fig 11b start state the turn-over appears (next test) "
+                   "but res5 branch2b then stops scaling (bench/simba_repro.py Fig 5 row-start entries)")
 def test_fig5_res2_branch2b_gains_until_8_then_worse_at_32():
     t = _fig5("res2a_branch2b")
     assert t[8] < t[4] < t[2] < t[1]
@@ -72,3 +75,14 @@ def test_fig12_sequential_fill_is_the_placement_start_state():
     seq = evaluate(l, ARCH, base.mapping, placement="sequential")
     pl = placement(l, ARCH, seq)
     assert pl.latency_cycles < seq.latency_cycles and pl.mapping == seq.mapping
+
+
+def test_fig5_res2_branch2b_turns_over_under_the_fig11b_start_state():
+    """Experiment behind the xfail above (issue 14 lead 3): with the inputs preloaded in the Global
+    PEs of the top row (Sec. 4.1 measurement start, Fig. 11b default placement) the input delivery
+    no longer scales with the chiplet count and res2 branch2b gains until 8 and is worse at 32."""
+    per = search(NET["res2a_branch2b"], ARCH, [1, 2, 4, 8, 16, 32], samples=200, seed=5,
+                 keep_per_count=True, placement="row")
+    t = {n: r.latency_cycles for n, r in per.items()}
+    assert t[8] < t[4] < t[2] < t[1]
+    assert t[32] > t[8]

@@ -39,7 +39,9 @@ Data homes (``placement``): ``local`` (the runtime baseline: each IA block lives
 PE of one of the chiplets that consume it -- the one with the smallest multicast hop sum --
 and each OA block stays on the chiplet that produces it; moving OA to the next layer's IA
 homes is charged between layers, see interlayer.py), ``sequential`` (Fig. 11b start state:
-Global PEs filled from chiplet 0), ``greedy`` (Sec. 5.2) and ``distributed`` (a sensitivity).
+Global PEs filled from chiplet 0), ``row`` (Fig. 11b read literally: IA spread over the top
+row's Global PEs, OA over the next row; a sensitivity), ``greedy`` (Sec. 5.2) and
+``distributed`` (a sensitivity).
 Left out: flit-level arbitration, wormhole blocking, DRAM (Simba has none), pooling and
 element-wise layers, ragged per-PE work inside a chiplet (every PE is charged the largest tile).
 """
@@ -311,6 +313,17 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
         start = max(order.index(h) for hs in ia_homes for h, _ in hs) + 1
         order2 = order[start:] + order[:start]
         oa_homes, _ = place_sequential(oa_sizes, cap, order2, used)
+    elif placement == "row":
+        # Fig. 11b read literally ("a sequential allocation of input activations to the chiplets
+        # on the top row and output activations in the next six chiplets"): IA spread evenly over
+        # the Global PEs of the top row (further rows when it does not fit), OA over the next row
+        cols = arch.mesh_cols
+        rm = list(range(m.n))
+        cia = min(cap, max(1, cdiv(int(sum(ia_sizes)), cols)))
+        ia_homes, used = place_sequential(ia_sizes, cia, rm)
+        start = cdiv(max(h for hs in ia_homes for h, _ in hs) + 1, cols) * cols
+        coa = min(cap, max(1, cdiv(int(sum(oa_sizes)), cols)))
+        oa_homes, _ = place_sequential(oa_sizes, coa, rm[start:] + rm[:start], used)
     elif placement == "greedy":
         # as many IA homes as the sequential baseline opens (Fig. 11c moves, not spreads, data)
         n_ia = -(-int(sum(ia_sizes)) // cap)

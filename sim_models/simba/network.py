@@ -17,9 +17,9 @@ OPTS = ("uniform", "nonuniform", "placement", "pipeline", "all")
 
 
 def run_layer(layer: Layer, arch: Arch, n_chiplets: int, opt: str, samples: int, seed: int,
-              spatial_pq: bool = True) -> dict:
+              spatial_pq: bool = True, placement_start: str = "local") -> dict:
     per = search(layer, arch, chiplet_counts(n_chiplets), samples, seed, keep_per_count=True,
-                 spatial_pq=spatial_pq)
+                 spatial_pq=spatial_pq, placement=placement_start)
     base = min(per.values(), key=lambda r: (r.latency_cycles, r.energy_pj))
     out = {"layer": layer, "per_count": per, "uniform": base, "best": base}
     cands = [base]
@@ -57,14 +57,17 @@ def blocks(layers: list[Layer]) -> list[list[int]]:
 
 def run_network(layers: list[Layer], arch: Arch, n_chiplets: int = 32, opt: str = "uniform",
                 samples: int = 1000, seed: int = 0, jobs: int = 2, progress: bool = False,
-                spatial_pq: bool = True) -> dict:
+                spatial_pq: bool = True, placement_start: str = "local") -> dict:
     """``spatial_pq``: the mapper also splits P and Q spatially (Sec. 3.3); False = Listing 1's
-    K/C-only dataflow (ablation; see mapper.search)."""
+    K/C-only dataflow (ablation; see mapper.search).  ``placement_start``: the data homes the
+    baseline tilings are searched under (model.py: "local" = the runtime baseline; "row" /
+    "sequential" = the Fig. 11b start state, a sensitivity)."""
     if opt not in OPTS:
         raise ValueError(f"unknown opt {opt!r} (choose from {', '.join(OPTS)})")
     if not 1 <= n_chiplets <= arch.n_chiplets:
         raise ValueError(f"chiplets must be in [1, {arch.n_chiplets}], got {n_chiplets}")
-    args = [(l, arch, n_chiplets, opt, samples, seed + i, spatial_pq) for i, l in enumerate(layers)]
+    args = [(l, arch, n_chiplets, opt, samples, seed + i, spatial_pq, placement_start)
+            for i, l in enumerate(layers)]
     bar = None
     if progress:
         from tqdm import tqdm
