@@ -416,3 +416,21 @@ def test_row_placement_is_fig11b_read_literally():
     st = build_structure(NET["res3a_branch1"], ARCH, 2, 1, 4, 4, placement="row")
     oa = {h for hs in st.oa_homes.values() for h, _ in hs}
     assert oa == set(range(6, 13))                    # 401 KB of OA: 6 x 64 KB + a spill
+
+
+def test_producer_homes_follow_the_producers_outputs():
+    """interlayer.ProducerHomes: with the same P/Q chiplet grid, each IA block of a 3x3 layer is read
+    mostly from the chiplet that consumes it (the producer wrote those rows there), the halo rows
+    from its neighbours; fractions sum to 1.  A 1x1 consumer on the same grid reads only locally."""
+    from tessera.sim_models.simba.interlayer import ProducerHomes
+    prod, cons = NET["res3a_branch2a"], NET["res3a_branch2b"]
+    pres = evaluate(prod, ARCH, Mapping(1, 1, 4, 8, 16, 1, 1, 1, 1, 1))
+    st = build_structure(cons, ARCH, 1, 1, 4, 8, placement=ProducerHomes(prod, pres, ARCH))
+    for i, (key, homes) in enumerate(st.ia_homes.items()):
+        assert sum(f for _, f in homes) == pytest.approx(1.0)
+        me = st.phys[[j for j in range(st.n) if tuple(st.idx[j, 1:]) == key][0]]
+        assert max(homes, key=lambda hf: hf[1])[0] == me and len(homes) > 1
+    c2 = NET["res3a_branch2c"]
+    st2 = build_structure(c2, ARCH, 1, 1, 4, 8, placement=ProducerHomes(cons, evaluate(cons, ARCH, Mapping(
+        1, 1, 4, 8, 16, 1, 1, 1, 1, 1)), ARCH))
+    assert all(homes == [(st2.phys[i], 1.0)] for i, homes in enumerate(st2.ia_homes.values()))

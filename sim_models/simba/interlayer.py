@@ -13,6 +13,11 @@ routes; link and Global PE port loads give the transfer time, hop counts its lat
 Outputs are written as tiles complete, so the move overlaps the producer: the layer sequence is
 charged ``latency + max(t_move / producer steps, t_move - producer latency)``.  ``producers``
 gives ResNet's data flow (branch1 and branch2a read the block input; fc1000 the last block).
+``ProducerHomes`` is the other start state for one layer run alone (a sensitivity for the
+per-layer figures): its input blocks are read where the producer wrote its outputs (each IA block
+sourced from the producer's OA homes in proportion to the bytes it takes from each), so the
+redistribution is part of the layer's own input delivery (pipelined with its compute, model.py)
+instead of overlapping the producer.
 Left out: the residual additions (element-wise, in the Global PEs) and their operand moves,
 contention between the move and the producer's own traffic.
 """
@@ -131,3 +136,42 @@ def producers(layers: list[Layer]) -> list[int | None]:
         if br == "branch2c" or l.name == "conv1":
             block_out = i
     return out
+
+
+class ProducerHomes:
+    """``placement`` for model.build_structure / mapper.search: the consumer's IA blocks live
+    where ``prod`` (run as ``pres``) wrote its outputs (module doc)."""
+
+    def __init__(self, prod: Layer, pres: LayerResult, arch: Arch):
+        self.prod, self.pres = prod, pres
+        ps = _structure(prod, arch, pres)
+        ke, _, pe_, qe = ps.extras["ext"]
+        self.kr, self.pr, self.qr = _offsets(ke), _offsets(pe_), _offsets(qe)
+        self.oa = ps.oa_homes
+
+    def __repr__(self):
+        return f"producer({self.prod.name})"
+
+    def __call__(self, cons: Layer, ext, ia_keys, dests):
+        ce, cpe, cqe = ext
+        cr, cpr, cqr = _offsets(ce), _offsets(cpe), _offsets(cqe)
+        prod = self.prod
+        sp, sq = prod.P / cons.H, prod.Q / cons.W
+
+        def rows(rng, stride, R, pad, size, scale):
+            lo = max(0, rng[0] * stride - pad)
+            hi = min(size, (rng[1] - 1) * stride - pad + R)
+            return (int(math.floor(lo * scale)), int(math.ceil(hi * scale)))
+        homes = []
+        for (ci, pi, qi), d in zip(ia_keys, dests):
+            rr = rows(cpr[pi], cons.stride, cons.R, cons.pad, cons.H, sp)
+            cc_ = rows(cqr[qi], cons.stride, cons.S, cons.pad, cons.W, sq)
+            acc = {}
+            for (ki, ppi, pqi), oh in self.oa.items():
+                b = _overlap(self.kr[ki], cr[ci]) * _overlap(self.pr[ppi], rr) * _overlap(self.qr[pqi], cc_)
+                for h, f in oh:
+                    if b * f > 0:
+                        acc[h] = acc.get(h, 0.0) + b * f
+            tot = sum(acc.values())
+            homes.append([(h, v / tot) for h, v in sorted(acc.items())] if tot > 0 else [(d[0], 1.0)])
+        return homes

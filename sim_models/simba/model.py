@@ -313,6 +313,11 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
         start = max(order.index(h) for hs in ia_homes for h, _ in hs) + 1
         order2 = order[start:] + order[:start]
         oa_homes, _ = place_sequential(oa_sizes, cap, order2, used)
+    elif callable(placement):
+        # IA homes from outside (interlayer.ProducerHomes: where the producer wrote them); they
+        # already hold the data, so they take no room here; OA stays on its producer as in "local"
+        ia_homes = placement(layer, (ce, pe_, qe), ia_keys, ia_dest)
+        oa_homes, _ = place_local(oa_sizes, oa_src, cap, m.hops)
     elif placement == "row":
         # Fig. 11b read literally ("a sequential allocation of input activations to the chiplets
         # on the top row and output activations in the next six chiplets"): IA spread evenly over
@@ -333,7 +338,7 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
         raise MappingError(f"unknown placement {placement!r}")
     st = Structure(layer, kc, cc, pc, qc, k, c, p, q, phys,
                    dict(zip(ia_keys, ia_homes)), dict(zip(oa_keys, oa_homes)), idx)
-    st.extras["placement"] = placement
+    st.extras["placement"] = placement if isinstance(placement, str) else repr(placement)
     st.extras["ext"] = (ke, ce, pe_, qe)
     st.extras["binding"] = binding if isinstance(binding, str) else "explicit"
     return st
