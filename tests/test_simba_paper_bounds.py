@@ -54,8 +54,8 @@ def _fig5(name):
 @pytest.mark.xfail(strict=True, reason="issue 14 miss: under the runtime baseline (inputs on their "
                    "consumers) res2 branch2b scales almost linearly to 32 chiplets; the RTL-derived "
                    "controller setup (~0.5-0.7 us per layer, independent of the chiplet count) does not "
-                   "change that.  Under the paper's Fig 11b start state the turn-over appears (next test) "
-                   "but res5 branch2b then stops scaling (bench/simba_repro.py Fig 5 row-start entries)")
+                   "change that.  Under the paper's Fig 11b start state the turn-over appears (next test), "
+                   "but that start makes Fig 6/10/12 link-bound (bench/simba_repro.py row-start entries)")
 def test_fig5_res2_branch2b_gains_until_8_then_worse_at_32():
     t = _fig5("res2a_branch2b")
     assert t[8] < t[4] < t[2] < t[1]
