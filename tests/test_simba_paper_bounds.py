@@ -55,7 +55,7 @@ def _fig5(name):
                    "consumers) res2 branch2b scales almost linearly to 32 chiplets; the RTL-derived "
                    "controller setup (~0.5-0.7 us per layer, independent of the chiplet count) does not "
                    "change that.  Under the paper's Fig 11b start state the turn-over appears (next test), "
-                   "but that start makes Fig 6/10/12 link-bound (bench/simba_repro.py row-start entries)")
+                   "but that start makes Fig 6 link-bound and Fig 12 gain many x (bench/simba_repro.py row-start entries)")
 def test_fig5_res2_branch2b_gains_until_8_then_worse_at_32():
     t = _fig5("res2a_branch2b")
     assert t[8] < t[4] < t[2] < t[1]
