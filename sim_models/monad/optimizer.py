@@ -138,7 +138,8 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
              pe_total: int | None = None, n_initial: int | None = None, keep_samples: bool = False,
              progress=None, two_stage: bool = False, x0: list | None = None, keep: int = 4,
              polish: int = 0, asynchronous: bool = True, warm: bool = True,
-             known: list | None = None, stage1: History | None = None) -> History:
+             known: list | None = None, stage1: History | None = None,
+             x0_integration: list | None = None) -> History:
     """Bayes (GP + PI) over the free low-dimensional fields; SA inside each evaluation.
 
     ``two_stage`` (Fig. 6a): ``budget`` evaluations explore the architecture
@@ -153,7 +154,10 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     ``polish``: a final annealing task of that many steps from the best point.
     ``asynchronous``: see the module docstring.  ``stage1``: the History of an
     architecture search already run on the first stage's space (organic mesh,
-    default I/O area, identity placement), reused as the architecture stage."""
+    default I/O area, identity placement), reused as the architecture stage.
+    ``x0_integration``: known integration points (low dicts with a ``<op>.design``
+    selector per op -- candidate 0 is the best kept design -- and packaging,
+    network, io) evaluated first in the integration stage."""
     from skopt import Optimizer  # noqa: F401 -- fail early if missing
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}")
@@ -167,7 +171,7 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
                pe_total=pe_total, n_initial=n_initial, keep_samples=keep_samples, progress=progress,
                asynchronous=asynchronous, warm=warm)
     with threadpool_limits(1):        # small GP: BLAS threads only add contention
-        h = _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1) if two_stage else \
+        h = _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1, x0_integration) if two_stage else \
             _optimise(workload, budget, seed, fixed, x0, known, cfg)
     if polish and h.best is not None and not h.best.get("known"):    # a known design is not re-polished
         b = h.best
@@ -183,7 +187,7 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     return h
 
 
-def _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1=None):
+def _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1=None, x0_integration=None):
     """Architecture stage, then integration stage over the kept designs (Fig. 6a)."""
     fixed = dict(fixed or {})
     ops = [op.name for op in load_workload(workload).ops]
@@ -194,7 +198,8 @@ def _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1=None)
     f1.setdefault("io", Space.default("io"))
     h1 = stage1 if stage1 is not None else _optimise(workload, budget, seed, f1, x0, None, cfg)
     cands, seen = [], set()
-    for r in sorted(h1.records, key=lambda r: r["value"]):
+    # the stage's best first (it may be a known or polished design, not among the records)
+    for r in ([h1.best] if h1.best is not None else []) + sorted(h1.records, key=lambda r: r["value"]):
         arch = {k: v for k, v in r["low"].items() if k.split(".")[0] in ops and "." in k}
         key = tuple(sorted(arch.items()))
         if key in seen or r["value"] >= INFEASIBLE:
@@ -207,7 +212,7 @@ def _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1=None)
         return h1
     f2 = {k: v for k, v in fixed.items() if k in ("packaging", "network", "placement", "io")}
     f2["candidates"] = cands
-    h2 = _optimise(workload, budget, seed + 7919, f2, None, None, cfg)
+    h2 = _optimise(workload, budget, seed + 7919, f2, x0_integration, None, cfg)
     h = History(h1.objective, h1.values + h2.values, h1.points + h2.points, None, h1.evals + h2.evals,
                 h1.samples + h2.samples, h1.records + h2.records, h1.pids | h2.pids)
     bests = [b for b in (h1.best, h2.best) if b is not None]
