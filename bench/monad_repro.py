@@ -361,6 +361,7 @@ def random_reference(wl, pe, seed):
 
 FIG8_SETTINGS = ("Res", "Dfw", "Arch", "Net", "Pkg", "Inte", "Co-opt")
 SEEDED_COMBINATIONS = True      # Arch starts from Res + Dfw, Co-opt's integration stage from Inte (fig8_seed)
+FIG8_OP_SCREEN = 2000           # op-wise screening draws per op before every Fig 8 search (optimizer.op_screen_point)
 
 
 def fig8_seed(ex, budget, sa, seed, n_rand=9, objectives=("latency", "energy")):
@@ -423,7 +424,7 @@ def fig8_seed(ex, budget, sa, seed, n_rand=9, objectives=("latency", "energy")):
             # rerun), followed by an integration stage with its own budget
             h = optimise("transformer", obj, budget=budget, sa_steps=sa, seed=seed, executor=ex, fixed=fx,
                          pe_total=pe, batch=4, two_stage=free is None, polish=budget * sa // 2,
-                         stage1=hist.get("Arch") if free is None else None, **kw)
+                         stage1=hist.get("Arch") if free is None else None, op_screen=FIG8_OP_SCREEN, **kw)
             hist[name] = h
             vals[name] = h.best["value"]
             evals[name] = h.evals
