@@ -165,3 +165,27 @@ def test_two_stage_starts_from_stage1_best_and_integration_x0():
     # the single integration sample is the known design (placement identity on the mesh): same value
     assert h.records[-1]["value"] == pytest.approx(v)
     assert h.best["value"] <= v
+
+
+def test_op_screen_point_never_worse_per_op():
+    """Op-wise screening keeps, per op, the draw with the fewest compute cycles (the
+    base design's own fields included), and touches only free fields."""
+    from tessera.sim_models.monad.optimizer import op_screen_point
+    from tessera.sim_models.monad.system import _op_cache
+    wl = load_workload("transformer")
+    rng = random.Random(8)
+    sp0 = Space(wl, 4096)
+    base = sp0.full_low(sp0.random_low(rng))
+    fixed = {k: v for k, v in base.items() if ".spatial." in k or k.endswith(".share")}   # Res-like: shapes free
+    sp = Space(wl, 4096, fixed)
+    x = op_screen_point(sp, "latency", 40, random.Random(1), base)
+    low = sp.full_low(x)
+    assert all(low[k] == v for k, v in fixed.items())
+
+    def cycles(lw):
+        d = sp.decode(lw, sp.random_high(lw, random.Random(0), heuristic=True))
+        return [_op_cache(op, m, 28).compute_cycles for op, m in zip(wl.ops, d.mappings)]
+    before, after = cycles(base), cycles(low)
+    assert all(a <= b for a, b in zip(after, before)) and sum(after) < sum(before)
+    assert op_screen_point(Space(wl, 4096, {**fixed, **{f"mm{i}.shape": 0 for i in range(5)}}),
+                           "latency", 5, random.Random(1), base) is None      # no free op field
