@@ -715,6 +715,8 @@ def main(argv=None):
     t0 = time.time()
     doc = {"mode": mode, "budget": M["fig8"][0], "sa_steps": M["fig8"][1], "seed": M["seeds"][0],
            "budgets": {k: v for k, v in M.items()}, "seeds": list(M["seeds"])}
+    def save():        # after every section, so a failure later keeps what was measured
+        (OUT / "monad_repro.json").write_text(json.dumps(doc, indent=1, default=str))
     rate = eval_rate(1.0 if args.quick else 3.0)
     doc["evals_per_min_per_core"] = rate["warm"]
     doc["evals_per_min_per_core_cold"] = rate["cold"]
@@ -722,9 +724,11 @@ def main(argv=None):
           f"{rate['cold']:.0f} cold (target >= 1000)")
     doc["fig3"] = fig3()
     doc["validation"] = validation()
+    save()
     if M["dask"]:
         print("Dask scale-out (asynchronous BO, evaluations per second):")
         doc["dask_speedup_2_workers"] = dask_speedup(*M["dask"])
+        save()
     with make_executor(None, args.workers) as ex:
         print(f"Fig 7 (EDP-optimised, per workload; seeds {list(M['seeds'])}):")
         doc["fig7"] = fig7(ex, *M["fig7"][:2], M["seeds"], M["fig7"][2])
@@ -732,13 +736,17 @@ def main(argv=None):
             doc["fig7"]["sensitivity_packaging_and_io_free"] = fig7_free_interface(
                 ex, *M["fig7_free"][:2], doc["fig7"]["per_workload_seed"], M["fig7_free"][2],
                 doc["fig7"]["per_workload"])
+        save()
         if M["fig7_transfer"]:
             doc["fig7"]["sensitivity_transfer_limits"] = fig7_transfer_sensitivity(
                 *M["fig7_transfer"][:2], doc["fig7"]["per_workload_seed"], M["fig7_transfer"][2], args.workers)
+            save()
         print(f"[{time.time() - t0:.0f} s] Fig 8:")
         doc["fig8"] = fig8(ex, *M["fig8"], M["seeds"])
+        save()
         print(f"[{time.time() - t0:.0f} s] Fig 9:")
         doc["fig9"] = fig9(ex, M["fig9"][0], M["fig9"][1], 0, M["fig9"][2])
+        save()
         doc["tensor_train"] = tensor_train(ex, *M["tt"], 0)
     doc["wall_s"] = time.time() - t0
     ru = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]

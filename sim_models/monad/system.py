@@ -198,6 +198,8 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
                 out = []
                 need = _tensor_range(t, r.regions[k_of[c]])
                 size = math.prod(hi - lo for lo, hi in need)
+                if size <= 0:           # an idle chiplet (empty region: more chiplets than iterations)
+                    return out
                 for p in prods:
                     pr = res[p.name]
                     for kp, cp in enumerate(ids[p.name]):
