@@ -224,3 +224,22 @@ def test_link_bandwidth_rules_for_sensitivity():
     assert hot.link_bw != base.link_bw and hot.area_mm2 != base.area_mm2     # I/O area follows bw
     with hardware_overrides(link_bw_rule="nope"), pytest.raises(ModelError):
         evaluate(wl, d)
+
+
+def test_idle_chiplet_needs_no_producer_data():
+    """A split with more chiplets than iterations leaves a chiplet with an empty
+    region; it receives nothing (was a ZeroDivisionError in a TT search)."""
+    import random
+    from tessera.sim_models.monad import system
+    from tessera.sim_models.monad.space import Space
+    wl = load_workload("tensor_train")
+    sp = Space(wl, 1048576)
+    rng = random.Random(0)
+    for _ in range(4):                       # the 4th random design of seed 0 has one
+        low = sp.full_low(sp.random_low(rng))
+        high = sp.random_high(low, rng)
+    d = sp.decode(low, high)
+    res = system._op_cache(wl.op("C43"), d.mappings[wl.ops.index(wl.op("C43"))], 28)
+    assert any(hi <= lo for reg in res.regions.values() for lo, hi in reg.values())
+    r = evaluate(wl, d)
+    assert r.latency_ns > 0 and r.energy_pj > 0
