@@ -6,7 +6,9 @@ Writes build/bench/monad_repro.json and build/bench/monad_*.png; prints every
 figure as (model, paper, difference).  The default (what ``make bench`` runs)
 is the reproduction: Fig 7 and Fig 8 as the median (and spread) over 3 seeds,
 with equal annealing per hardware point (MODES["repro"]); ``--quick`` is a
-one-seed smoke test with tiny budgets.
+one-seed smoke test with tiny budgets.  Fig 7 also reruns its search with one
+transfer limit removed at a time (DRAM, die-to-die links, both, links sized to
+the hotspot as the paper does) -- the experiment behind the NN-Baton gap.
 """
 from __future__ import annotations
 
@@ -238,6 +240,37 @@ def fig7_free_interface(ex, budget, sa, seed, polish, per_workload):
             "seed": seed, "search": {"bo_points": budget, "sa_steps_per_hardware_point": sa}}
 
 
+FIG7_TRANSFER_VARIANTS = {
+    # one assumption at a time (hardware.json overrides); "dram" = the two 64 B/cycle memory controllers
+    "dram_unlimited": {"dram_bw_bytes_per_cycle": 1e9},
+    "links_unlimited": {"link_bw_rule": "unlimited"},
+    "links_and_dram_unlimited": {"link_bw_rule": "unlimited", "dram_bw_bytes_per_cycle": 1e9},
+    "links_sized_to_hotspot": {"link_bw_rule": "hotspot"},
+}
+
+
+def fig7_transfer_sensitivity(budget, sa, seed, polish, workers):
+    """The experiment behind the missed NN-Baton target: the whole Fig 7 search
+    (both baselines annealed, Monad's BO) rerun with one transfer limit removed
+    at a time; each variant forks its own process pool inside the override."""
+    from tessera.sim_models.monad.perf import hardware_overrides
+    out = {}
+    for name, ov in FIG7_TRANSFER_VARIANTS.items():
+        with hardware_overrides(**ov), make_executor(None, workers) as ex2:
+            rows = fig7_seed(ex2, budget, sa, seed, polish)
+        red = {st: 1 - statistics.mean(rows[w]["monad"]["edp"] / rows[w][st]["edp"] for w in FIG7_LAYERS)
+               for st in ("simba", "baton")}
+        share = statistics.mean(sum(v for k, v in rows[w][st]["stage_delays_ns"].items() if not k.startswith("v:"))
+                                / rows[w][st]["latency_ns"] for w in FIG7_LAYERS for st in ("simba", "baton", "monad"))
+        out[name] = {"overrides": ov, "edp_reduction_vs_simba": red["simba"], "edp_reduction_vs_nnbaton": red["baton"],
+                     "mean_transfer_share_of_latency": share,
+                     "layers_where_monad_is_a_baseline": [w for w in FIG7_LAYERS if rows[w]["monad_is_a_baseline"]]}
+        print(f"  transfer sensitivity {name}: EDP reduction vs Simba {red['simba']:.1%}, vs NN-Baton {red['baton']:.1%}; "
+              f"mean transfer share of latency {share:.0%}")
+    return {"variants": out, "seed": seed, "search": {"bo_points": budget, "sa_steps_per_hardware_point": sa,
+                                                       "polish_steps": polish}}
+
+
 def fig7(ex, budget, sa, seeds, polish):
     per_seed = {s: fig7_seed(ex, budget, sa, s, polish) for s in seeds}
     stats = {}
@@ -327,13 +360,15 @@ def random_reference(wl, pe, seed):
 
 
 FIG8_SETTINGS = ("Res", "Dfw", "Arch", "Net", "Pkg", "Inte", "Co-opt")
+SEEDED_COMBINATIONS = True      # Arch starts from Res + Dfw, Co-opt's integration stage from Inte (fig8_seed)
+FIG8_OP_SCREEN = 2000           # op-wise screening draws per op before every Fig 8 search (optimizer.op_screen_point)
 
 
-def fig8_seed(ex, budget, sa, seed, n_rand=9):
+def fig8_seed(ex, budget, sa, seed, n_rand=9, objectives=("latency", "energy")):
     wl = load_workload("transformer")
     pe = default_pe_total("transformer", len(wl.ops))
     out = {}
-    for obj in ("latency", "energy"):
+    for obj in objectives:
         # Rand: the median of n_rand random Simba-like designs; it is also the frozen
         # reference whose fields stay fixed in the partial (Res, Dfw, ...) settings
         draws = []
@@ -366,14 +401,30 @@ def fig8_seed(ex, budget, sa, seed, n_rand=9):
         vals = {"Rand": rand_val}
         evals = {}
         hist = {}
+        def as_known(h):
+            b = h.best
+            return {k: b[k] for k in ("value", "low", "high", "result")}
         for name, free in settings.items():
             fx = {} if free is None else frozen(free)
+            kw = {}
+            if name == "Arch" and SEEDED_COMBINATIONS:
+                # a combined setting starts from what its parts found: Res's and Dfw's best designs
+                # are known points of the Arch space, and Res's shape with Dfw's dataflow is its
+                # first sample (the Arch space contains both; without this the joint search at
+                # the same budget ends below Res alone)
+                comb = {**hist["Res"].best["low"], **{k: hist["Dfw"].best["low"][k] for k in dfw_f}}
+                kw = {"known": [as_known(hist["Res"]), as_known(hist["Dfw"])], "x0": [comb]}
+            if name == "Co-opt" and SEEDED_COMBINATIONS:
+                # the integration stage starts from the best architecture design with Inte's choice
+                ib = hist["Inte"].best["low"]
+                kw = {"x0_integration": [{**{f"{o}.design": 0 for o in ops},
+                                          **{k: ib[k] for k in ("packaging", "network", "io")}}]}
             # Co-opt is the two-stage flow of Fig 6a: its architecture stage is the Arch search
             # (the same space: organic mesh, default I/O area, identity placement -- reused, not
             # rerun), followed by an integration stage with its own budget
             h = optimise("transformer", obj, budget=budget, sa_steps=sa, seed=seed, executor=ex, fixed=fx,
                          pe_total=pe, batch=4, two_stage=free is None, polish=budget * sa // 2,
-                         stage1=hist.get("Arch") if free is None else None)
+                         stage1=hist.get("Arch") if free is None else None, op_screen=FIG8_OP_SCREEN, **kw)
             hist[name] = h
             vals[name] = h.best["value"]
             evals[name] = h.evals
@@ -637,9 +688,9 @@ def eval_rate(seconds=3.0):
 MODES = {
     # fig7: BO points, SA steps per hardware point, polish; fig8: BO points, SA steps; seeds
     "repro": {"fig7": (16, 80, 80), "fig8": (24, 60), "seeds": (0, 1, 2), "fig9": (16, 30, 2000),
-              "tt": (16, 30), "dask": (16, 600), "fig7_free": (8, 30, 30)},
+              "tt": (16, 30), "dask": (16, 600), "fig7_free": (8, 30, 30), "fig7_transfer": (8, 40, 40)},
     "quick": {"fig7": (3, 8, 8), "fig8": (4, 8), "seeds": (0,), "fig9": (8, 10, 300), "tt": (6, 10), "dask": (2, 5),
-              "fig7_free": (2, 4, 4)},
+              "fig7_free": (2, 4, 4), "fig7_transfer": (2, 4, 4)},
 }
 
 
@@ -664,6 +715,8 @@ def main(argv=None):
     t0 = time.time()
     doc = {"mode": mode, "budget": M["fig8"][0], "sa_steps": M["fig8"][1], "seed": M["seeds"][0],
            "budgets": {k: v for k, v in M.items()}, "seeds": list(M["seeds"])}
+    def save():        # after every section, so a failure later keeps what was measured
+        (OUT / "monad_repro.json").write_text(json.dumps(doc, indent=1, default=str))
     rate = eval_rate(1.0 if args.quick else 3.0)
     doc["evals_per_min_per_core"] = rate["warm"]
     doc["evals_per_min_per_core_cold"] = rate["cold"]
@@ -671,9 +724,11 @@ def main(argv=None):
           f"{rate['cold']:.0f} cold (target >= 1000)")
     doc["fig3"] = fig3()
     doc["validation"] = validation()
+    save()
     if M["dask"]:
         print("Dask scale-out (asynchronous BO, evaluations per second):")
         doc["dask_speedup_2_workers"] = dask_speedup(*M["dask"])
+        save()
     with make_executor(None, args.workers) as ex:
         print(f"Fig 7 (EDP-optimised, per workload; seeds {list(M['seeds'])}):")
         doc["fig7"] = fig7(ex, *M["fig7"][:2], M["seeds"], M["fig7"][2])
@@ -681,10 +736,17 @@ def main(argv=None):
             doc["fig7"]["sensitivity_packaging_and_io_free"] = fig7_free_interface(
                 ex, *M["fig7_free"][:2], doc["fig7"]["per_workload_seed"], M["fig7_free"][2],
                 doc["fig7"]["per_workload"])
+        save()
+        if M["fig7_transfer"]:
+            doc["fig7"]["sensitivity_transfer_limits"] = fig7_transfer_sensitivity(
+                *M["fig7_transfer"][:2], doc["fig7"]["per_workload_seed"], M["fig7_transfer"][2], args.workers)
+            save()
         print(f"[{time.time() - t0:.0f} s] Fig 8:")
         doc["fig8"] = fig8(ex, *M["fig8"], M["seeds"])
+        save()
         print(f"[{time.time() - t0:.0f} s] Fig 9:")
         doc["fig9"] = fig9(ex, M["fig9"][0], M["fig9"][1], 0, M["fig9"][2])
+        save()
         doc["tensor_train"] = tensor_train(ex, *M["tt"], 0)
     doc["wall_s"] = time.time() - t0
     ru = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]

@@ -191,3 +191,55 @@ def test_packaging_network_and_io_area_move_latency():
     assert all(a.cost_usd < b.cost_usd for a, b in zip(io, io[1:]))
     with pytest.raises(ModelError):
         evaluate(wl, dataclasses.replace(d, io_mm2=0.0))
+
+
+def test_link_bandwidth_rules_for_sensitivity():
+    """hardware ``link_bw_rule``: "hotspot" sizes every channel to the hotspot's
+    requirement (the paper's §IV-B sizing: the hotspot flow's transfer then lasts
+    its compute stage), "unlimited" leaves only router hops; overrides end with
+    the block."""
+    from tessera.sim_models.monad.network import Topology, hotspot
+    from tessera.sim_models.monad.perf import hardware, hardware_overrides
+    wl, d = _transformer_design()
+    base = evaluate(wl, d)
+    with hardware_overrides(link_bw_rule="unlimited"):
+        inf = evaluate(wl, d)
+    with hardware_overrides(link_bw_rule="unlimited", dram_bw_bytes_per_cycle=1e12):
+        free = evaluate(wl, d)
+    with hardware_overrides(link_bw_rule="hotspot"):
+        hot = evaluate(wl, d)
+    assert "link_bw_rule" not in hardware() and evaluate(wl, d).latency_ns == base.latency_ns
+    assert free.latency_ns < inf.latency_ns < base.latency_ns
+    assert inf.chiplet_areas == base.chiplet_areas          # I/O area stays the io field's
+    # no bandwidth left to wait for: a transfer stage is its hop delays only (<= 12 hops x t_s)
+    t_s = hardware()["router_delay_cycles"]
+    assert max(v for k, v in free.stages.items() if not k.startswith("v:")) <= 12 * t_s + 1e-6
+    # hotspot rule: every channel carries the hotspot's summed requirement, so (DRAM aside) a
+    # flow gets at least its bwr = volume / min(D(v_i), D(v_j)): no transfer outlasts its stages
+    with hardware_overrides(link_bw_rule="hotspot", dram_bw_bytes_per_cycle=1e12):
+        hot_free = evaluate(wl, d)
+    comp = max(v for k, v in hot_free.stages.items() if k.startswith("v:"))
+    xfer = [v for k, v in hot_free.stages.items() if not k.startswith("v:")]
+    assert max(xfer) <= comp + 12 * t_s + 1e-6 and max(xfer) > 0.5 * comp
+    assert hot.link_bw != base.link_bw and hot.area_mm2 != base.area_mm2     # I/O area follows bw
+    with hardware_overrides(link_bw_rule="nope"), pytest.raises(ModelError):
+        evaluate(wl, d)
+
+
+def test_idle_chiplet_needs_no_producer_data():
+    """A split with more chiplets than iterations leaves a chiplet with an empty
+    region; it receives nothing (was a ZeroDivisionError in a TT search)."""
+    import random
+    from tessera.sim_models.monad import system
+    from tessera.sim_models.monad.space import Space
+    wl = load_workload("tensor_train")
+    sp = Space(wl, 1048576)
+    rng = random.Random(0)
+    for _ in range(4):                       # the 4th random design of seed 0 has one
+        low = sp.full_low(sp.random_low(rng))
+        high = sp.random_high(low, rng)
+    d = sp.decode(low, high)
+    res = system._op_cache(wl.op("C43"), d.mappings[wl.ops.index(wl.op("C43"))], 28)
+    assert any(hi <= lo for reg in res.regions.values() for lo, hi in reg.values())
+    r = evaluate(wl, d)
+    assert r.latency_ns > 0 and r.energy_pj > 0

@@ -138,7 +138,8 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
              pe_total: int | None = None, n_initial: int | None = None, keep_samples: bool = False,
              progress=None, two_stage: bool = False, x0: list | None = None, keep: int = 4,
              polish: int = 0, asynchronous: bool = True, warm: bool = True,
-             known: list | None = None, stage1: History | None = None) -> History:
+             known: list | None = None, stage1: History | None = None,
+             x0_integration: list | None = None, op_screen: int = 0) -> History:
     """Bayes (GP + PI) over the free low-dimensional fields; SA inside each evaluation.
 
     ``two_stage`` (Fig. 6a): ``budget`` evaluations explore the architecture
@@ -153,7 +154,14 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     ``polish``: a final annealing task of that many steps from the best point.
     ``asynchronous``: see the module docstring.  ``stage1``: the History of an
     architecture search already run on the first stage's space (organic mesh,
-    default I/O area, identity placement), reused as the architecture stage."""
+    default I/O area, identity placement), reused as the architecture stage.
+    ``x0_integration``: known integration points (low dicts with a ``<op>.design``
+    selector per op -- candidate 0 is the best kept design -- and packaging,
+    network, io) evaluated first in the integration stage.
+    ``op_screen``: before the BO, screen that many random values of every op's
+    free architecture fields with the op model alone (each op owns its chiplets,
+    §III-B) and evaluate the per-op best assembly as the first sample (see
+    ``op_screen_point``)."""
     from skopt import Optimizer  # noqa: F401 -- fail early if missing
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}")
@@ -165,9 +173,9 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     pe_total = pe_total or default_pe_total(workload, len(wl.ops))
     cfg = dict(objective=objective, sa_steps=sa_steps, ex=executor or SerialExecutor(), batch=batch,
                pe_total=pe_total, n_initial=n_initial, keep_samples=keep_samples, progress=progress,
-               asynchronous=asynchronous, warm=warm)
+               asynchronous=asynchronous, warm=warm, op_screen=op_screen)
     with threadpool_limits(1):        # small GP: BLAS threads only add contention
-        h = _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1) if two_stage else \
+        h = _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1, x0_integration) if two_stage else \
             _optimise(workload, budget, seed, fixed, x0, known, cfg)
     if polish and h.best is not None and not h.best.get("known"):    # a known design is not re-polished
         b = h.best
@@ -183,7 +191,7 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     return h
 
 
-def _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1=None):
+def _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1=None, x0_integration=None):
     """Architecture stage, then integration stage over the kept designs (Fig. 6a)."""
     fixed = dict(fixed or {})
     ops = [op.name for op in load_workload(workload).ops]
@@ -194,7 +202,8 @@ def _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1=None)
     f1.setdefault("io", Space.default("io"))
     h1 = stage1 if stage1 is not None else _optimise(workload, budget, seed, f1, x0, None, cfg)
     cands, seen = [], set()
-    for r in sorted(h1.records, key=lambda r: r["value"]):
+    # the stage's best first (it may be a known or polished design, not among the records)
+    for r in ([h1.best] if h1.best is not None else []) + sorted(h1.records, key=lambda r: r["value"]):
         arch = {k: v for k, v in r["low"].items() if k.split(".")[0] in ops and "." in k}
         key = tuple(sorted(arch.items()))
         if key in seen or r["value"] >= INFEASIBLE:
@@ -207,7 +216,7 @@ def _two_stage(workload, budget, seed, fixed, x0, keep, known, cfg, stage1=None)
         return h1
     f2 = {k: v for k, v in fixed.items() if k in ("packaging", "network", "placement", "io")}
     f2["candidates"] = cands
-    h2 = _optimise(workload, budget, seed + 7919, f2, None, None, cfg)
+    h2 = _optimise(workload, budget, seed + 7919, f2, x0_integration, None, cfg)
     h = History(h1.objective, h1.values + h2.values, h1.points + h2.points, None, h1.evals + h2.evals,
                 h1.samples + h2.samples, h1.records + h2.records, h1.pids | h2.pids)
     bests = [b for b in (h1.best, h2.best) if b is not None]
@@ -270,6 +279,11 @@ def _optimise(workload, budget, seed, fixed, x0, known, cfg):
             hist.best = {"value": r["value"], "low": r["low"], "high": r["high"], "result": r["result"],
                          "evals": 0, "known": True}
     warm = [space.free_of(dict(x)) for x in (x0 or [])][:budget]
+    if cfg.get("op_screen") and objective in ("latency", "energy", "edp") and len(warm) < budget:
+        base = hist.best["low"] if hist.best is not None else (dict(x0[0]) if x0 else None)
+        pt = op_screen_point(space, objective, cfg["op_screen"], random.Random(seed * 31 + 5), base)
+        if pt is not None:
+            warm.append(pt)
     n_local = (cfg["n_initial"] or min(10, budget)) if known else 0
     lrng = random.Random(seed * 7 + 1)
     kdims = [k for _, k in space.free_low]
@@ -323,6 +337,48 @@ def _optimise(workload, budget, seed, fixed, x0, known, cfg):
         for f in [f for f in inflight if f in done]:        # submission order among the finished
             tell(inflight.pop(f), f.result())
     return hist
+
+
+def op_screen_point(space: Space, objective: str, n: int, rng: random.Random, base: dict | None = None):
+    """Op-wise screening (a search aid; each op owns its chiplets, §III-B, so an
+    op's architecture fields change only its own stage): for every op, ``n``
+    random draws of its free low fields (shape, spatial, share) are scored by the
+    op model alone -- compute cycles (latency), op energy (energy) or their
+    product (edp), with the heuristic order/tiling -- and the best draw (or the
+    ``base`` design's own values, if better) is kept.  Returns the free values of
+    the assembled design, or None if no op has free fields.  Transfers are not
+    scored: the point is one BO sample, evaluated and annealed like any other."""
+    from .perf import hardware
+    from .system import _op_cache
+    nm = hardware()["node_nm"]
+    kinds = dict(space.free_low)
+    low = dict(base) if base is not None else space.full_low(space.random_low(rng))
+    changed = False
+
+    def proxy(trial, i, op):
+        high = space.random_high(trial, random.Random(0), heuristic=True)
+        try:
+            r = _op_cache(op, space.decode(trial, high).mappings[i], nm)
+        except (ModelError, ValueError):
+            return math.inf
+        e = sum(r.energy_pj.values())
+        return {"latency": r.compute_cycles, "energy": e, "edp": r.compute_cycles * e}[objective]
+
+    for i, op in enumerate(space.wl.ops):
+        names = [k for k in kinds if k.startswith(op.name + ".") and not k.endswith(".design")]
+        if not names:
+            continue
+        best_v, best = proxy(low, i, op), {k: low[k] for k in names}
+        for _ in range(n):
+            trial = dict(low)
+            for k in names:
+                trial[k] = rng.randrange(kinds[k])
+            v = proxy(trial, i, op)
+            if v < best_v:
+                best_v, best = v, {k: trial[k] for k in names}
+        low.update(best)
+        changed = True
+    return space.free_of(low) if changed else None
 
 
 def pareto_front(points: list) -> list:

@@ -27,6 +27,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
+from contextlib import contextmanager
 from pathlib import Path
 
 DATA = Path(__file__).with_name("data")
@@ -44,6 +45,33 @@ def _load(name):
 
 def hardware() -> dict:
     return _load("hardware.json")
+
+
+@contextmanager
+def hardware_overrides(**values):
+    """Replace hardware.json values inside the block (sensitivity experiments:
+    e.g. ``dram_bw_bytes_per_cycle``, ``link_bw_rule``).  Process-pool workers
+    see them only if forked inside the block; the op cache is cleared on both
+    ends."""
+    hw = hardware()
+    missing = object()
+    saved = {k: hw.get(k, missing) for k in values}
+    hw.update(values)
+    _clear_caches()
+    try:
+        yield hw
+    finally:
+        for k, v in saved.items():
+            if v is missing:
+                hw.pop(k, None)
+            else:
+                hw[k] = v
+        _clear_caches()
+
+
+def _clear_caches():
+    from . import system
+    system._op_cache.cache_clear()
 
 
 # ------------------------------------------------------------------ workloads

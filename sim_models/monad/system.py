@@ -22,7 +22,9 @@ an active interposer) and network (router degree) move latency, energy and
 cost.  (The paper sizes bw to the hotspot requirement; with that rule every
 transfer crossing the hotspot takes the compute time of its stage whatever the
 packaging, so packaging could not change latency -- §V-C says it does.)
-``Design.link_bw`` overrides the bandwidth (the I/O area then follows it).
+``Design.link_bw`` overrides the bandwidth (the I/O area then follows it);
+hardware ``link_bw_rule`` "hotspot" (the paper's sizing) or "unlimited" are
+sensitivity settings (bench/monad_repro.py Fig 7 transfer sensitivity).
 
     Lat = longest path of stage delays + (steps - 1) x longest stage
     Thr = 1 / longest stage
@@ -39,7 +41,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..cost import model as cm
-from .network import Flow, Topology, mesh_dims, stage_delays
+from .network import Flow, Topology, hotspot, mesh_dims, stage_delays
 from .perf import Mapping, ModelError, Workload, evaluate_op, hardware, relevant
 
 
@@ -196,6 +198,8 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
                 out = []
                 need = _tensor_range(t, r.regions[k_of[c]])
                 size = math.prod(hi - lo for lo, hi in need)
+                if size <= 0:           # an idle chiplet (empty region: more chiplets than iterations)
+                    return out
                 for p in prods:
                     pr = res[p.name]
                     for kp, cp in enumerate(ids[p.name]):
@@ -234,6 +238,14 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
     nlink = {c: cm.links_through_bumps(pkg, topo.degree(node_of[c])) for c in range(N)}
     if d.link_bw is not None:
         bw = d.link_bw
+    elif N > 1 and hw.get("link_bw_rule", "io_area") != "io_area":
+        rule = hw["link_bw_rule"]         # sensitivity experiments (perf.hardware_overrides)
+        if rule == "hotspot":             # the paper's sizing: the hotspot's requirement (§IV-B)
+            bw = max(hotspot(topo, flows), 1e-9)
+        elif rule == "unlimited":         # transfers cost only router hops
+            bw = 1e9
+        else:
+            raise ModelError(f"link_bw_rule must be io_area, hotspot or unlimited, got {rule!r}")
     elif N > 1:
         port = [dbw * io_mm2 / max(1, nlink[c]) if c >= 0 else 0.0 for c in place]
         top = max(port)
@@ -270,7 +282,8 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
     for op in wl.ops:
         for c in ids[op.name]:
             b_c = bw if not isinstance(bw, list) else bw[node_of[c]]
-            a = res[op.name].area_mm2 + (cm.io_area_mm2(b_c * ghz, pkg, nlink[c]) if N > 1 else 0.0)
+            io_c = io_mm2 if hw.get("link_bw_rule") == "unlimited" else cm.io_area_mm2(b_c * ghz, pkg, nlink[c])
+            a = res[op.name].area_mm2 + (io_c if N > 1 else 0.0)
             areas.append(a)
             dies.append(cm.Die(a, nm))
     cb = cm.package_cost(dies, pkg)
