@@ -202,3 +202,15 @@ def test_1x1_stride2_sends_the_subsampled_image():
     ps = compile_layer(L, PEMapping(2, 2, 1, 1, 2, 5), SMALL)[0]
     assert ps.step == 2 and all(j.cfg.stride == 1 for j in ps.jobs)
     assert ps.Wb == 5 and ps.in_words == ps.gblocks * ps.Hb * 5     # 9 columns -> 5 read
+
+
+def test_weight_layout_round_trip():
+    """golden/chiplet.py reads the weight buffer with golden/pe.py's one address function."""
+    from tessera.golden import pe as gpe
+    from tessera.hdl.pe.config import PEConfig
+    p = PEParams()
+    c = PEConfig(R=3, S=2, C1=2, K1=3, P1=2, Q1=2, H_in=4, W_in=3)
+    W = np.random.default_rng(3).integers(-128, 128, (c.K1 * 8, c.C1 * 8, c.R, c.S)).astype(np.int8)
+    wb = {(b["addr"], b["row"]): np.array(b["data"], np.int8) for b in gpe.weight_beats(p, c, W)}
+    assert len(wb) == c.R * c.S * c.K1 * c.C1 * 8
+    assert np.array_equal(gc._pe_weights(c, wb, 8, 8), W)

@@ -259,8 +259,7 @@ class PeNode(wiring.Component):
                               node_mesh_y=c.node_mesh_y, chiplet_mesh_x=c.chiplet_mesh_x,
                               chiplet_mesh_y=c.chiplet_mesh_y, classes=c.classes,
                               credit_window=c.credit_window, max_tile=c.max_tile)
-        self.pe = SimbaPE(c.K0, c.C0, c.acc_width, c.wbuf_bytes, c.ibuf_bytes, c.abuf_entries,
-                          c.ppu_depth, c.mac_dsps, c.mac_stages, c.ppu_mul_stages)
+        self.pe = SimbaPE(**vars(c.pe))               # every PEParams field, by name
         flit = net_flit_layout(self.gcfg)
         super().__init__({
             "net_in": In(stream.Signature(flit)),
