@@ -140,7 +140,7 @@ class ChipletConfig:
     words: int = 8192
     banks: int = 4
     groups: int = 4
-    credit_window: int = 4
+    credit_window: int = 16           # DATA packets in flight per consumer (4x4 credit loop)
     max_tile: int = 16
     recv_slots: int = 2
     send_slots: int = 4

@@ -69,6 +69,7 @@ class ChipletCycles:
     pcredit_rtt_cycles: float = 10.0   # PCREDIT round trip between chain neighbours (assumption)
     tile_start_cycles: float = 4.0     # PE node per tile: region full -> PE start, done -> next (fitted)
     send_overhead_cycles: float = 0.0  # Global PE per SEND on the round's critical path (fitted)
+    credit_fixed_cycles: float = 8.0   # DATA credit loop beyond hops and packet length (fitted)
     source: str = ""
 
 
@@ -168,6 +169,14 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
     tile_flits = tile_words + g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in))
     n_sets = len(ps.sets)
     inj_round = n_sets * (tile_flits / cc.send_flits_per_cycle + cc.send_overhead_cycles)
+    # credit loop: a multicast tile leaves only when every member has a credit; a member's
+    # credit comes back one round trip after its packet left (hops both ways, the packet's
+    # flits in, its words out of the NI FIFO into the PE, the CREDIT packet), so a set's lane
+    # carries at most credit_window packets per round trip of its farthest member
+    rtt = credit_rtt(ps, cfg, cc)
+    pkt_flits = tile_flits / (g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in)))
+    lane_rate = min(1.0, cfg.credit_window * pkt_flits / rtt) if rtt > 0 else 1.0
+    inj_round = max(inj_round, tile_flits / (lane_rate * cc.send_flits_per_cycle))
     beats = g0.K1 * g0.P1 * g0.Q1
     lasts = [j for j in ps.jobs if int(j.cfg.role) in (2, 3)]
     out_round = len(lasts) * (beats + math.ceil(beats / cc.out_words)) / cc.recv_words_per_cycle
@@ -219,6 +228,18 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
             "compute_utilization": ps.useful_macs / ((terms["first_delivery"] + terms["steady"]
                                                        + terms["last_tile"]) * macs_total),
             "noc_flits": noc_flits(ps, cfg, cc), "ibuf_slots": slots}
+
+
+def credit_rtt(ps, cfg, cc: ChipletCycles) -> float:
+    """DATA credit round trip of the pass's farthest multicast member (cycles): head out of the
+    Global PE -> packet in the member's NI FIFO (hops + flits) -> its words into the PE
+    (one per cycle) -> CREDIT back (hops) + ``credit_fixed_cycles``."""
+    from tessera.hdl.chiplet.config import node_map
+    nm = node_map(cfg)
+    g0 = ps.jobs[0].cfg
+    w = min(cfg.max_tile, g0.W_in)
+    far = max(_hops(nm.gpe, j.node) for j in ps.jobs)
+    return 2 * far * cc.hop_cycles + (w + 1) + w + cc.credit_fixed_cycles
 
 
 def noc_flits(ps, cfg, cc: ChipletCycles) -> int:
