@@ -214,3 +214,23 @@ def test_weight_layout_round_trip():
     wb = {(b["addr"], b["row"]): np.array(b["data"], np.int8) for b in gpe.weight_beats(p, c, W)}
     assert len(wb) == c.R * c.S * c.K1 * c.C1 * 8
     assert np.array_equal(gc._pe_weights(c, wb, 8, 8), W)
+
+
+def test_cycle_model_credit_loop():
+    """A multicast lane carries credit_window packets per round trip of its farthest member:
+    the 4x4 res3b_branch2b pass is GPE-bound at 4 credits, PE-bound at 16."""
+    from tessera.sim_models.simba.chiplet_cycles import credit_rtt, default_constants, pass_cycles
+    L = NET["res3b_branch2b"]
+    m = PEMapping(kp=16, cp=1, pp=1, qp=1, p1=1, q1=2)
+    out = {}
+    for cw in (4, 16):
+        cfg = ChipletConfig(credit_window=cw)
+        ps = compile_layer(L, m, cfg)[0]
+        out[cw] = pass_cycles(ps, cfg)
+    cc = default_constants()[0]
+    rtt = credit_rtt(ps, cfg, cc)
+    assert rtt == 2 * 7 * cc.hop_cycles + 5 + 4 + cc.credit_fixed_cycles    # (0,4) -> (3,0): 7 hops
+    tile_flits = 16 * 3 * 5                                                  # C1 H_in rows of 4 words
+    assert out[4]["period_terms"]["gpe_send"] == pytest.approx(tile_flits * rtt / (4 * 5))
+    assert out[4]["period_bound"] == "gpe_send" and out[16]["period_bound"] == "pe_tile"
+    assert out[16]["period_terms"]["gpe_send"] == tile_flits
