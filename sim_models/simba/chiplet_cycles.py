@@ -23,7 +23,12 @@ with its source (to be calibrated against the RTL chiplet when it runs):
     the pass's PEConfig, or the PE's result stream if slower (a non-LAST PE's K1 P1 Q1 psum
     beats as ``psum_flits`` = 3 flits each + a head per ``psum_beats`` beats; a LAST PE's
     beats + a head per ``out_words``: one flit per cycle on its NoC port);
-  - Global PE injection: flits of one tile of every set (one round) at 1 flit/cycle;
+  - Global PE injection: flits of one tile of every set (one round) at 1 flit/cycle, or one
+    set's tile at its lane's credit-loop rate if slower: a multicast tile (one packet per
+    row of W_in words) leaves only when every member holds a credit, so a lane carries at
+    most ``credit_window`` packets per round trip of its farthest member (:func:`credit_rtt`:
+    hops both ways x ``hop_cycles`` + the packet's flits + its words into the PE +
+    ``credit_fixed_cycles``);
   - Global PE ejection: OUT words of one round (+ heads) at ``recv_words_per_cycle`` = 0.94
     (README RECV bench 0.9377 words/cycle);
   - controller issue: instructions per round (CMDW + CMD per SEND, GROUP re-writes) x
@@ -42,9 +47,13 @@ one input region per PE (``slots=1``: the next tile loads only while the PE is i
 the 16-PE pass, i.e. there the next tile's multicast does not overlap the compute as the NI/PE
 contract intends (it does on 2x2); the model keeps the contract's double buffer until the RTL
 side is understood.
+The 16-PE shortfall was the DATA credit loop: with credit_window = 4 packets of one 4-word tile
+row each (20 flits) and a ~60-cycle round trip to the PE 7 hops from the Global PE, the multicast
+of a 192-word tile ran at ~1/3 flit/cycle (the slots=1 experiment only mimicked it); the model
+now has the credit-loop bound above (``credit_fixed_cycles`` = 8 is an estimate, see
+bench/chiplet_layer.py for the RTL check), and the chiplet's credit_window default is 16.
 Left out: NoC link contention other than the Global PE's own ports (e.g. psum and DATA sharing a
-link), bank conflicts, credit round trips (the PE input double buffer + the NI's
-credit_window-packet FIFO hide them when the period exceeds a round trip), the host's reaction
+link), bank conflicts, the PSUM credit loop beyond ``pcredit_rtt_cycles``, the host's reaction
 time after the input RECV opens.  Utilisation = useful MACs / (cycles x K0 C0 x PEs).
 """
 from __future__ import annotations
