@@ -13,6 +13,10 @@ cached per parameter set, or amaranth.sim with ``--sim amaranth``) -> the words 
 the reference.  With ``--no-rtl`` (or no chiplet RTL in the tree) the RTL fields stay None and the
 command says so: no RTL number is ever estimated or copied from the model.
 
+``--rows N`` runs a P slice of each selected pass (its first N output rows, compiled as a pass
+of their own by :func:`hdl.chiplet.compiler.slice_pass`: same mapping and PE configurations,
+fewer tiles per PE); the entry's ``slice`` names it (null for a whole pass).
+
 Artefacts in ``--out DIR``: ``run_layer.json`` (entries as ``bench/chiplet_layer.py``) and,
 per pass, ``<layer>.pass<i>.npz`` (program words, preload packets, out_index, expected words).
 """
