@@ -7,8 +7,11 @@ res2a_branch2b (3x3/1), res2b_branch2a (1x1), res3a_branch2b_s2 (3x3/2: ResNet-5
 (weights exceed the chiplet: mapped as K slices), conv1 (7x7/2).  Default plan (:data:`PLAN`):
 pass 0 of each, whole for res3b_branch2b (the utilisation target's pass), else a P slice (the
 pass's first output rows, ``slice`` in the entry says which: same mapping, PE configs and
-multicast sets, fewer tiles per PE) so that the bench runs in minutes on the -O2 Verilator
-build (``--opt``; ``--rows N`` / ``--passes`` / ``--all`` override the plan).
+multicast sets, fewer tiles per PE) so that the bench runs in minutes (``--rows N`` /
+``--passes`` / ``--all`` override the plan).  Verilator model at ``-O0`` by default (``--opt``):
+measured under load 13-21 on the 2 shared cores, the 4x4 chiplet's -O0 build took ~18 min wall
+(Verilator ~6 min + g++), while the -O2 build had not finished after 85 min (its symbol-table
+file alone took > 4 CPU min): -O2 only pays for runs far longer than this plan.
 
 Writes ``build/bench/chiplet_layer.json``: ``entries`` [{layer, pass, bit_exact, rtl_cycles,
 model_cycles, utilization, noc_flits, error, ...model_* and golden details}].  ``bit_exact``,
@@ -100,8 +103,8 @@ def main(argv=None) -> int:
                     help="these passes of every layer (whole, unless --rows); default: PLAN")
     ap.add_argument("--rows", type=int, default=None, help="run the first N output rows of each pass")
     ap.add_argument("--all", action="store_true", help="every pass of every layer")
-    ap.add_argument("--opt", default="-O2", help="C++ optimisation of the Verilator model (-O0 builds "
-                    "faster, runs slower)")
+    ap.add_argument("--opt", default="-O0", help="C++ optimisation of the Verilator model (-O0 builds "
+                    "several times faster, runs slower)")
     ap.add_argument("--out", default="build/bench")
     ap.add_argument("--no-rtl", action="store_true")
     ap.add_argument("--sim", choices=("verilator", "amaranth"), default="verilator")
