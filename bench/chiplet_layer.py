@@ -9,8 +9,8 @@ pass 0 of each, whole for res3b_branch2b (the utilisation target's pass), else a
 pass's first output rows, ``slice`` in the entry says which: same mapping, PE configs and
 multicast sets, fewer tiles per PE) so that the bench runs in minutes (``--rows N`` /
 ``--passes`` / ``--all`` override the plan).  Verilator model at ``-O0`` by default (``--opt``):
-measured under load 13-21 on the 2 shared cores, the 4x4 chiplet's -O0 build took ~18 min wall
-(Verilator ~6 min + g++), while the -O2 build had not finished after 85 min (its symbol-table
+measured under load 13-21 on the 2 shared cores, the 4x4 chiplet's -O0 build took ~24 min wall
+(Verilator ~12 min + g++ ~12 min), while the -O2 build had not finished after 85 min (its symbol-table
 file alone took > 4 CPU min): -O2 only pays for runs far longer than this plan.
 
 Writes ``build/bench/chiplet_layer.json``: ``entries`` [{layer, pass, bit_exact, rtl_cycles,
