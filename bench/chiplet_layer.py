@@ -132,11 +132,14 @@ def main(argv=None) -> int:
             if r.get("rtl_cycles") is None:
                 continue
             for e in entries:
-                if all(e[k] == r[k] for k in ("layer", "pass", "pes", "mapping", "model_cycles")):
-                    for k in ("bit_exact", "rtl_cycles", "utilization", "noc_flits", "error",
+                if all(e.get(k) == r.get(k) for k in ("layer", "pass", "pes", "mapping", "p_range",
+                                                       "k_range", "useful_macs")):
+                    for k in ("bit_exact", "rtl_cycles", "utilization", "noc_flits",
                               "rtl_status", "rtl_events", "rtl_seconds", "rtl_command"):
                         if k in r:
                             e[k] = r[k]
+                    # the same RTL run against this model (the model may have moved since)
+                    e["error"] = round((e["model_cycles"] - e["rtl_cycles"]) / e["rtl_cycles"], 4)
                     e["rtl_source"] = str(f)
                     merged += 1
     small = run_small(a.sim) if a.small else []

@@ -224,7 +224,7 @@ def test_cycle_model_credit_loop():
     m = PEMapping(kp=16, cp=1, pp=1, qp=1, p1=1, q1=2)
     out = {}
     for cw in (4, 16):
-        cfg = ChipletConfig(credit_window=cw)
+        cfg = ChipletConfig(credit_window=cw, buffer_flits=34)         # no multicast buffer stall
         ps = compile_layer(L, m, cfg)[0]
         out[cw] = pass_cycles(ps, cfg)
     cc = default_constants()[0]
@@ -234,3 +234,13 @@ def test_cycle_model_credit_loop():
     assert out[4]["period_terms"]["gpe_send"] == pytest.approx(tile_flits * rtt / (4 * 5))
     assert out[4]["period_bound"] == "gpe_send" and out[16]["period_bound"] == "pe_tile"
     assert out[16]["period_terms"]["gpe_send"] == tile_flits
+
+
+def test_cycle_model_multicast_buffer_stall():
+    """Router buffers of one max packet: each multicast packet costs flits + mcast_sf_cycles."""
+    from tessera.sim_models.simba.chiplet_cycles import default_constants, pass_cycles
+    L = NET["res3b_branch2b"]
+    m = PEMapping(kp=16, cp=1, pp=1, qp=1, p1=1, q1=2)
+    cfg = ChipletConfig()
+    r = pass_cycles(compile_layer(L, m, cfg)[0], cfg)
+    assert r["period_terms"]["gpe_send"] == pytest.approx(48 * (5 + default_constants()[0].mcast_sf_cycles))

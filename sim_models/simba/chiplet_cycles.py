@@ -52,6 +52,11 @@ row each (20 flits) and a ~60-cycle round trip to the PE 7 hops from the Global 
 of a 192-word tile ran at ~1/3 flit/cycle (the slots=1 experiment only mimicked it); the model
 now has the credit-loop bound above (``credit_fixed_cycles`` = 8 is an estimate, see
 bench/chiplet_layer.py for the RTL check), and the chiplet's credit_window default is 16.
+RTL (final: credit_window 16) on the 4x4 res3b_branch2b pass-0 slice P[0:2): 27382 cycles, the
+PEs busy 8680 of ~22950 cycles each: 17.1 cycles per 5-flit multicast packet, the routers'
+cut-through multicast waiting for a whole-max-packet of room downstream (buffer_flits = one max
+packet); modelled by ``mcast_sf_cycles`` (fitted on that one run; a router buffer of two max
+packets should remove it: not yet measured).
 Left out: NoC link contention other than the Global PE's own ports (e.g. psum and DATA sharing a
 link), bank conflicts, the PSUM credit loop beyond ``pcredit_rtt_cycles``, the host's reaction
 time after the input RECV opens.  Utilisation = useful MACs / (cycles x K0 C0 x PEs).
@@ -79,6 +84,8 @@ class ChipletCycles:
     tile_start_cycles: float = 4.0     # PE node per tile: region full -> PE start, done -> next (fitted)
     send_overhead_cycles: float = 0.0  # Global PE per SEND on the round's critical path (fitted)
     credit_fixed_cycles: float = 8.0   # DATA credit loop beyond hops and packet length (fitted)
+    mcast_sf_cycles: float = 12.0      # per multicast packet and hop when a router buffer holds
+                                       # one max packet only (fitted: 4x4 res3b slice, see doc)
     source: str = ""
 
 
@@ -186,6 +193,15 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
     pkt_flits = tile_flits / (g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in)))
     lane_rate = min(1.0, cfg.credit_window * pkt_flits / rtt) if rtt > 0 else 1.0
     inj_round = max(inj_round, tile_flits / (lane_rate * cc.send_flits_per_cycle))
+    # multicast is cut-through in the routers: a packet moves on only once it is whole in the
+    # input buffer and every branch's downstream VC has room for a max-length packet; with
+    # buffers of one max packet the next packet waits for the previous one to drain, so each
+    # multicast packet costs its flits + mcast_sf_cycles on the tree (RTL: 17.1 cycles per
+    # 5-flit packet on the 4x4 res3b slice)
+    if any(len(st.members) > 1 for st in ps.sets) and \
+            cfg.router_buffer_flits < cfg.max_packet_flits + pkt_flits:
+        n_pk = g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in))
+        inj_round = max(inj_round, n_pk * (pkt_flits + cc.mcast_sf_cycles))
     beats = g0.K1 * g0.P1 * g0.Q1
     lasts = [j for j in ps.jobs if int(j.cfg.role) in (2, 3)]
     out_round = len(lasts) * (beats + math.ceil(beats / cc.out_words)) / cc.recv_words_per_cycle
