@@ -4,8 +4,14 @@ cycles vs the chiplet model for the same mapping, MAC utilisation, NoC flits, bi
 Layers (default 16-PE chiplet, mapping from the Simba mapper, ``tessera.run_layer``):
 res2a_branch2b (3x3/1), res2b_branch2a (1x1), res3a_branch2b_s2 (3x3/2: ResNet-50 v1 has no
 3x3 stride-2 layer, this is the v1.5 placement of res3a_branch2b), res3b_branch2b, res4b_branch2b
-(weights exceed the chiplet: mapped as K slices), conv1 (7x7/2); the first and last pass of each
-(``--passes`` to change; ``--all`` for every pass).
+(weights exceed the chiplet: mapped as K slices), conv1 (7x7/2).  Default plan (:data:`PLAN`):
+pass 0 of each, whole for res3b_branch2b (the utilisation target's pass), else a P slice (the
+pass's first output rows, ``slice`` in the entry says which: same mapping, PE configs and
+multicast sets, fewer tiles per PE) so that the bench runs in minutes (``--rows N`` /
+``--passes`` / ``--all`` override the plan).  Verilator model at ``-O0`` by default (``--opt``):
+measured under load 13-21 on the 2 shared cores, the 4x4 chiplet's -O0 build took ~24 min wall
+(Verilator ~12 min + g++ ~12 min), while the -O2 build had not finished after 85 min (its symbol-table
+file alone took > 4 CPU min): -O2 only pays for runs far longer than this plan.
 
 Writes ``build/bench/chiplet_layer.json``: ``entries`` [{layer, pass, bit_exact, rtl_cycles,
 model_cycles, utilization, noc_flits, error, ...model_* and golden details}].  ``bit_exact``,
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from tessera.hdl.chiplet.config import ChipletConfig
@@ -28,6 +35,11 @@ from tessera.sim_models.simba.layers import Layer, load_network
 
 LAYERS = ["res2a_branch2b", "res2b_branch2a", "res3a_branch2b_s2", "res3b_branch2b",
           "res4b_branch2b", "conv1"]
+
+
+#: (layer, pass, output rows of the pass to run: None = the whole pass)
+PLAN = [("res2a_branch2b", 0, 2), ("res2b_branch2a", 0, 2), ("res3a_branch2b_s2", 0, 1),
+        ("res3b_branch2b", 0, None), ("res4b_branch2b", 0, 1), ("conv1", 0, 1)]
 
 
 def layers():
@@ -87,8 +99,12 @@ def run_small(sim: str) -> list:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pes", default="4x4")
-    ap.add_argument("--passes", type=int, nargs="*", default=[0, -1])
+    ap.add_argument("--passes", type=int, nargs="*", default=None,
+                    help="these passes of every layer (whole, unless --rows); default: PLAN")
+    ap.add_argument("--rows", type=int, default=None, help="run the first N output rows of each pass")
     ap.add_argument("--all", action="store_true", help="every pass of every layer")
+    ap.add_argument("--opt", default="-O0", help="C++ optimisation of the Verilator model (-O0 builds "
+                    "several times faster, runs slower)")
     ap.add_argument("--out", default="build/bench")
     ap.add_argument("--no-rtl", action="store_true")
     ap.add_argument("--sim", choices=("verilator", "amaranth"), default="verilator")
@@ -101,20 +117,29 @@ def main(argv=None) -> int:
     nx, ny = parse_pes(a.pes)
     cfg = ChipletConfig(nx=nx, ny=ny).validate()
     entries = []
-    for L in layers():
-        entries += run_layer(L, cfg, seed=0, samples=300, passes=None if a.all else a.passes,
-                             out_dir=None, rtl=not a.no_rtl, sim=a.sim)
+    t0 = time.time()
+    byname = {L.name: L for L in layers()}
+    if a.all or a.passes is not None or a.rows is not None:
+        plan = [(n, None if a.all else (a.passes or [0, -1]), a.rows) for n in LAYERS]
+    else:
+        plan = [(n, [p], rows) for n, p, rows in PLAN]
+    for name, passes, rows in plan:
+        entries += run_layer(byname[name], cfg, seed=0, samples=300, passes=passes, out_dir=None,
+                             rtl=not a.no_rtl, sim=a.sim, opt=a.opt, rows=rows)
     merged = 0
     for f in a.rtl_from:
         for r in json.loads(Path(f).read_text())["entries"]:
             if r.get("rtl_cycles") is None:
                 continue
             for e in entries:
-                if all(e[k] == r[k] for k in ("layer", "pass", "pes", "mapping", "model_cycles")):
-                    for k in ("bit_exact", "rtl_cycles", "utilization", "noc_flits", "error",
+                if all(e.get(k) == r.get(k) for k in ("layer", "pass", "pes", "mapping", "p_range",
+                                                       "k_range", "useful_macs")):
+                    for k in ("bit_exact", "rtl_cycles", "utilization", "noc_flits",
                               "rtl_status", "rtl_events", "rtl_seconds", "rtl_command"):
                         if k in r:
                             e[k] = r[k]
+                    # the same RTL run against this model (the model may have moved since)
+                    e["error"] = round((e["model_cycles"] - e["rtl_cycles"]) / e["rtl_cycles"], 4)
                     e["rtl_source"] = str(f)
                     merged += 1
     small = run_small(a.sim) if a.small else []
@@ -126,15 +151,19 @@ def main(argv=None) -> int:
         print(f"{e['layer']:20s} {e['pass']:4d} {str(e['golden_bit_exact']):>6s} {f(e['bit_exact'], ''):>6s} "
               f"{f(e['rtl_cycles'], 'd'):>8s} {e['model_cycles']:9.0f} {f(e['error'], '+.1%'):>7s} "
               f"{f(e['utilization'], '.1%'):>6s} {e['model_utilization']:6.1%} {f(e['noc_flits'], 'd'):>7s} "
-              f"{e['model_noc_flits']:8d}  {e['model_period_bound']}")
+              f"{e['model_noc_flits']:8d}  {e['model_period_bound']:8s} "
+              f"{'slice P[%d:%d)' % tuple(e['p_range']) if e['slice'] else 'whole pass'}")
     rtl = [e for e in entries if e["rtl_cycles"] is not None]
     for e in small:
         print(f"2x2 {e['layer']:16s} {e['pass']:4d} {str(e['bit_exact']):>6s} {e['rtl_cycles']:8d} "
               f"{e['model_cycles']:9.0f} {e['error']:+7.1%} {e['utilization']:6.1%} noc {e['noc_flits']} "
               f"(model {e['model_noc_flits']}); one input region: {e['model_cycles_one_input_region']:.0f} "
               f"({(e['model_cycles_one_input_region'] - e['rtl_cycles']) / e['rtl_cycles']:+.1%})")
+    wall = round(time.time() - t0, 1)
     doc = {"doc": __doc__.strip().splitlines()[0], "pes": a.pes, "keys": list(ENTRY_KEYS),
-           "rtl_run": bool(rtl), "entries": entries, "small_2x2": small}
+           "rtl_run": bool(rtl), "opt": a.opt, "wall_seconds": wall,
+           "command": "python bench/chiplet_layer.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+           "entries": entries, "small_2x2": small}
     if not rtl:
         doc["note"] = ("RTL not run (--no-rtl, or no chiplet RTL in the tree): bit_exact, rtl_cycles, "
                        "utilization, noc_flits, error are null")
@@ -142,7 +171,7 @@ def main(argv=None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "chiplet_layer.json").write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"wrote {out / 'chiplet_layer.json'}")
+    print(f"wrote {out / 'chiplet_layer.json'} ({wall:.0f} s wall)")
     bad = [e for e in entries if not e["golden_bit_exact"] or e["bit_exact"] is False] + \
         [e for e in small if not e["bit_exact"]]
     return 1 if bad else 0

@@ -127,7 +127,7 @@ def _pe_weights(cfg, wb, K0, C0):
         for s in range(c.S):
             for k1 in range(c.K1):
                 for c1 in range(c.C1):
-                    addr = ((r * c.S + s) * c.K1 + k1) * c.C1 + c1
+                    addr = gpe_pe.weight_addr(c, r, s, k1, c1)
                     for k0 in range(K0):
                         W[k1 * K0 + k0, c1 * C0:(c1 + 1) * C0, r, s] = wb.get((addr, k0), 0)
     return W

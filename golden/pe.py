@@ -320,6 +320,13 @@ def run_tile(params: PEParams, cfg: PEConfig, W, X, psum_in=None, bias=None, sca
 
 
 # ---------------------------------------------------------------------- buffers
+def weight_addr(cfg: PEConfig, r: int, s: int, k1: int, c1: int) -> int:
+    """Weight-buffer entry of filter tap (r, s) for output block k1, input block c1
+    (rows k0, lanes c0): the one definition of the w_load layout (the PE's loop nest
+    reads it in this order; golden/chiplet.py inverts it)."""
+    return ((r * cfg.S + s) * cfg.K1 + k1) * cfg.C1 + c1
+
+
 def weight_beats(params: PEParams, cfg: PEConfig, W) -> list[dict]:
     """w_load beats: entry ((r*S+s)*K1+k1)*C1+c1, row k0, data[c0] = W[k1*K0+k0][c1*C0+c0][r][s]."""
     _require_legal(params, cfg)
@@ -331,7 +338,7 @@ def weight_beats(params: PEParams, cfg: PEConfig, W) -> list[dict]:
         for s in range(c.S):
             for k1 in range(c.K1):
                 for c1 in range(c.C1):
-                    addr = ((r * c.S + s) * c.K1 + k1) * c.C1 + c1
+                    addr = weight_addr(c, r, s, k1, c1)
                     for k0 in range(K0):
                         beats.append({"addr": addr, "row": k0,
                                       "data": [int(x) for x in W6[k1, k0, c1, :, r, s]]})

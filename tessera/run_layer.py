@@ -13,6 +13,10 @@ cached per parameter set, or amaranth.sim with ``--sim amaranth``) -> the words 
 the reference.  With ``--no-rtl`` (or no chiplet RTL in the tree) the RTL fields stay None and the
 command says so: no RTL number is ever estimated or copied from the model.
 
+``--rows N`` runs a P slice of each selected pass (its first N output rows, compiled as a pass
+of their own by :func:`hdl.chiplet.compiler.slice_pass`: same mapping and PE configurations,
+fewer tiles per PE); the entry's ``slice`` names it (null for a whole pass).
+
 Artefacts in ``--out DIR``: ``run_layer.json`` (entries as ``bench/chiplet_layer.py``) and,
 per pass, ``<layer>.pass<i>.npz`` (program words, preload packets, out_index, expected words).
 """
@@ -47,10 +51,13 @@ def rtl_runner():
 
 
 def run_layer(layer, cfg, seed: int = 0, samples: int = 300, passes=None, out_dir=None,
-              rtl: bool = True, log=print, sim: str = "verilator", opt: str | None = None) -> list[dict]:
-    """Entries (one per pass run) with the JSON contract keys + model/golden details."""
+              rtl: bool = True, log=print, sim: str = "verilator", opt: str | None = None,
+              rows: int | None = None) -> list[dict]:
+    """Entries (one per pass run) with the JSON contract keys + model/golden details.
+    ``rows``: run only the first ``rows`` output rows of each selected pass (a P slice,
+    :func:`hdl.chiplet.compiler.slice_pass`; the entry's ``slice`` says so)."""
     from tessera.golden import chiplet as gc
-    from tessera.hdl.chiplet.compiler import compile_layer
+    from tessera.hdl.chiplet.compiler import compile_layer, preload, slice_pass
     from tessera.sim_models.simba.chiplet_cycles import default_constants, map_for_chiplet, pass_cycles
     t0 = time.time()
     res, nslice = map_for_chiplet(layer, cfg, samples=samples, seed=seed)
@@ -59,9 +66,14 @@ def run_layer(layer, cfg, seed: int = 0, samples: int = 300, passes=None, out_di
     all_passes = compile_layer(layer, mp, cfg)
     sel = list(range(len(all_passes))) if passes is None else \
         sorted({i % len(all_passes) for i in passes})
-    compiled = compile_layer(layer, mp, cfg, T, preload_passes=sel)
+    compiled = compile_layer(layer, mp, cfg, T, preload_passes=[] if rows else sel)
+    if rows:
+        for i in sel:
+            compiled[i] = slice_pass(compiled[i], cfg, rows, T)
+            if compiled[i].slice_of is None:         # the pass has no more rows: all of it
+                preload(compiled[i], cfg, T)
     ref = gc.reference(layer, T, cfg.pe.acc_width)
-    cov = gc.covered(compiled, layer)
+    cov = gc.covered(all_passes, layer)
     cc, pc = default_constants()
     runner = rtl_runner() if rtl else None
     log(f"{layer.name}: C={layer.C} K={layer.K} {layer.R}x{layer.S}/{layer.stride} pad {layer.pad} "
@@ -84,7 +96,10 @@ def run_layer(layer, cfg, seed: int = 0, samples: int = 300, passes=None, out_di
              "model_terms": {k: round(v, 1) for k, v in m["terms"].items()},
              "mapping": mp.short(), "pes": f"{cfg.nx}x{cfg.ny}", "useful_macs": ps.useful_macs,
              "program_words": len(ps.program.words), "k_range": list(ps.k_range),
-             "p_range": list(ps.p_range)}
+             "p_range": list(ps.p_range),
+             "slice": (f"P[{ps.p_range[0]}:{ps.p_range[1]}) of pass {i} (P[{ps.slice_of[1][0]}:"
+                       f"{ps.slice_of[1][1]})): {max(j.ntiles for j in ps.jobs)} tiles per PE"
+                       if ps.slice_of else None)}
         if runner is not None:
             t1 = time.time()
             r = runner(ps, cfg, Path(out_dir or "build/run_layer"), seed, sim=sim, opt=opt)
@@ -131,6 +146,8 @@ def add_parser(sub):
     p.add_argument("--passes", type=int, nargs="*", metavar="I",
                    help="only these pass indices (negative from the end); default all")
     p.add_argument("--no-rtl", action="store_true", help="golden model and cycle model only")
+    p.add_argument("--rows", type=int, metavar="N",
+                   help="run a slice: the first N output rows of each pass (default: whole passes)")
     p.add_argument("--sim", choices=("verilator", "amaranth"), default="verilator",
                    help="RTL simulator (default cocotb/Verilator, cached build)")
     p.set_defaults(func=run)
@@ -154,7 +171,7 @@ def run(args) -> int:
         return err(f"--samples must be in [1, 100000], got {args.samples}")
     try:
         entries = run_layer(layers[args.layer], cfg, args.seed, args.samples, args.passes, args.out,
-                            rtl=not args.no_rtl, sim=args.sim)
+                            rtl=not args.no_rtl, sim=args.sim, rows=args.rows)
     except CompileError as e:
         return err(str(e))
     out = Path(args.out)

@@ -41,3 +41,30 @@ def test_bad_params_one_line(kw, name):
     with pytest.raises(ParamError) as e:
         ChipletConfig(**kw).validate()
     assert e.value.name == name and "\n" not in str(e.value)
+
+
+def test_params_derived_from_config():
+    """The chiplet's block Params are ChipletConfig's fields (+ the PE's), with its defaults."""
+    from dataclasses import fields
+
+    from tessera.hdl.chiplet import CHIPLET_PARAMS
+    from tessera.hdl.chiplet.config import FIELD_PARAMS
+    own = [f for f in fields(ChipletConfig) if f.name != "pe"]
+    assert {f.name for f in own} == set(FIELD_PARAMS)           # every field has help/bounds
+    d, byname = ChipletConfig(), {p.name: p for p in CHIPLET_PARAMS}
+    for f in own:
+        assert byname[f.name].default == getattr(d, f.name)
+    for f in fields(PEParams):
+        assert byname[f.name].default == getattr(d.pe, f.name)
+    assert ChipletConfig.from_params({p.name: p.default for p in CHIPLET_PARAMS}) == d
+
+
+def test_pe_node_config_is_the_pe_block_params():
+    """pe_node builds the PE the PE block defines: same fields, same defaults."""
+    from dataclasses import fields
+
+    from tessera.hdl.chiplet.packets import PeNodeConfig
+    n = PeNodeConfig()
+    assert n.pe == PEParams()
+    assert [f.name for f in fields(PEParams)] == [f.name for f in fields(n)][:len(fields(PEParams))]
+    assert PeNodeConfig(**ChipletConfig().pe_node_params()).pe == ChipletConfig().pe

@@ -38,45 +38,20 @@ BLOCKS = [BlockSpec(
 
 
 def _chiplet_params():
+    """ChipletConfig's fields (name, default; help and bounds from ``config.FIELD_PARAMS``)
+    followed by the PE block's Params (the ``pe`` field)."""
     from dataclasses import fields
 
     from tessera.hdl.pe import PARAMS as PE_PARAMS
 
-    from .config import ChipletConfig
+    from .config import FIELD_PARAMS, ChipletConfig
     d = ChipletConfig()
-    own = [
-        Param("nx", d.nx, "PE columns (mesh width max(nx, 3))", min=1, max=8),
-        Param("ny", d.ny, "PE rows (mesh height ny + 1)", min=1, max=7),
-        Param("word_bits", d.word_bits, "NoC flit payload = Global PE word = 8*C0 = 8*K0",
-              min=64, max=1024),
-        Param("words", d.words, "Global PE buffer words (64 KB at 64 bit)", min=8, max=1 << 15),
-        Param("banks", d.banks, "Global PE SRAM banks", min=1, max=16, power_of_two=True),
-        Param("groups", d.groups, "Global PE multicast groups", min=1, max=8),
-        Param("credit_window", d.credit_window, "DATA packets outstanding per consumer",
-              min=1, max=255),
-        Param("max_tile", d.max_tile, "max words per DATA packet", min=1, max=255),
-        Param("recv_slots", d.recv_slots, "Global PE RECV windows", min=1, max=4),
-        Param("send_slots", d.send_slots, "Global PE SENDs in flight", min=1, max=8),
-        Param("ucast_lanes", d.ucast_lanes, "Global PE unicast lanes", min=1, max=4),
-        Param("psum_window", d.psum_window, "PSUM packets a PE node reserves (credits)",
-              min=1, max=255),
-        Param("psum_beats", d.psum_beats, "beats per PSUM packet", min=1, max=255),
-        Param("out_words", d.out_words, "beats per OUT packet", min=1, max=255),
-        Param("classes", d.classes, "NoC message classes", min=2, max=8),
-        Param("vcs", d.vcs, "virtual channels per port", min=1, max=4),
-        Param("buffer_flits", d.buffer_flits, "router buffer flits (0: max_tile + 1)",
-              min=0, max=64),
-        Param("link_latency", d.link_latency, "register stages per NoC link", min=1, max=4),
-        Param("err_width", d.err_width, "router error counter width", min=4, max=32),
-        Param("chiplet_mesh_x", d.chiplet_mesh_x, "package mesh width (address fields)",
-              min=1, max=8),
-        Param("chiplet_mesh_y", d.chiplet_mesh_y, "package mesh height (address fields)",
-              min=1, max=8),
-        Param("prog_depth", d.prog_depth, "controller instruction memory depth", min=2,
-              max=4096),
-        Param("timeout_bits", d.timeout_bits, "controller WAIT timeout counter width",
-              min=4, max=32),
-    ]
+    own = []
+    for f in fields(d):
+        if f.name == "pe":
+            continue
+        text, bounds = FIELD_PARAMS.get(f.name, (f"ChipletConfig.{f.name}", {}))
+        own.append(Param(f.name, getattr(d, f.name), text, **bounds))
     pe_names = {f.name for f in fields(d.pe)}
     return own + [p for p in PE_PARAMS if p.name in pe_names]
 

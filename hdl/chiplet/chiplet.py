@@ -32,7 +32,8 @@ barrier: a program opens its RECV windows, then ``BAR`` tells the host to
 stream its preload; the package issue joins it to the cross-chiplet
 barrier), ``gpe_status`` (the Global PE's sticky
 flags), ``pe_error`` (bit i: PE node i raised one of its ``err`` flags since the
-last ``clear``; sticky), ``pe_running`` (bit i: PE node i is running tiles), ``noc_err`` (bit n:
+last ``clear``; sticky), ``pe_running`` (bit i: PE node i is running tiles), ``pe_busy`` (bit i: PE i is
+computing a tile; for utilisation counters), ``noc_err`` (bit n:
 router n counted a dropped flit, or a flit reached the empty node n; sticky
 until ``clear``), ``noc_flits`` (flits injected at all local ports since the
 last ``start``, saturating 32 bits).
@@ -182,7 +183,7 @@ class Chiplet(wiring.Component):
             "stray": Out(1),
             "bar_req": Out(1), "bar_id": Out(8), "bar_ack": In(1),
             "gpe_status": Out(status_layout()),
-            "pe_error": Out(n), "pe_running": Out(n),
+            "pe_error": Out(n), "pe_running": Out(n), "pe_busy": Out(n),
             "noc_err": Out(nodes),
             "noc_flits": Out(32),
         })
@@ -277,7 +278,7 @@ class Chiplet(wiring.Component):
                          s["net_in__valid"].eq(ov), s["net_in__payload"].eq(op),
                          orr.eq(s["net_in__ready"])]
             m.d.comb += [pe_err[i].eq(Value.cast(s["err"]).any()),
-                         self.pe_running[i].eq(s["running"])]
+                         self.pe_running[i].eq(s["running"]), self.pe_busy[i].eq(s["pe_busy"])]
 
         # ---- status summaries --------------------------------------------------------------
         pe_sticky = Signal(cfg.npes)

@@ -212,6 +212,7 @@ class Pass:
     preload_input: list          # OUT packets (lists of flit payloads) to the Global PE node
     out_index: np.ndarray        # [out_words, K0] flat layer-output index k*P*Q + p*Q + q, or -1
     useful_macs: int
+    slice_of: tuple | None = None   # (pass index, its p_range) when this is a P slice of that pass
 
     @property
     def commands(self) -> list:
@@ -227,7 +228,8 @@ class Pass:
         roles = {}
         for j in self.jobs:
             roles[j.role.name] = roles.get(j.role.name, 0) + 1
-        return (f"pass {self.index}: K[{kl}:{kh}) P[{pl}:{ph}) {len(self.jobs)} PEs {roles} "
+        sl = f" (slice of P[{self.slice_of[1][0]}:{self.slice_of[1][1]}))" if self.slice_of else ""
+        return (f"pass {self.index}: K[{kl}:{kh}) P[{pl}:{ph}){sl} {len(self.jobs)} PEs {roles} "
                 f"{len(self.sets)} sets, input {self.in_words} words, output {self.out_words} words "
                 f"@{self.out_base}, {len(self.program.words)} instructions")
 
@@ -351,6 +353,24 @@ def compile_layer(layer, mapping, cfg: ChipletConfig | None = None, tensors=None
         for i in sel:
             preload(passes[i], cfg, tensors)
     return passes
+
+
+def slice_pass(ps: Pass, cfg: ChipletConfig, rows: int, tensors=None) -> Pass:
+    """The first ``rows`` output rows of pass ``ps`` (same layer, mapping, K range), compiled
+    as a pass of their own: a P sub-region of the layer (issue 17's "per-pass slices", for
+    RTL runs that cannot afford the whole pass).  ``slice_of`` records the pass it cuts."""
+    cfg = (cfg or ChipletConfig()).validate()
+    p_lo, p_hi = ps.p_range
+    if not 1 <= rows:
+        raise CompileError(f"slice rows = {rows} must be >= 1")
+    if rows >= p_hi - p_lo:
+        return ps
+    out = _build_pass(ps.index, ps.layer, ps.mapping, cfg, ps.k_range, (p_lo, p_lo + rows), ps.step,
+                      ps.pe_stride, tensors, dry=True)
+    out.slice_of = (ps.index, tuple(ps.p_range))
+    if tensors is not None:
+        preload(out, cfg, tensors)
+    return out
 
 
 def _pass_fits(L, m, cfg, g, Kp, Pp, step, pe_stride) -> str | None:

@@ -82,6 +82,36 @@ class NodeMap:
         return self.pes.index(tuple(xy))
 
 
+#: Block-parameter help and bounds of the :class:`ChipletConfig` fields (``pe`` excepted: the
+#: PE block's own Params); the chiplet's Param list is derived from the dataclass fields
+#: (names, defaults) plus this table (hdl/chiplet/__init__.py).
+FIELD_PARAMS = {
+    "nx": ("PE columns (mesh width max(nx, 3))", dict(min=1, max=8)),
+    "ny": ("PE rows (mesh height ny + 1)", dict(min=1, max=7)),
+    "word_bits": ("NoC flit payload = Global PE word = 8*C0 = 8*K0", dict(min=64, max=1024)),
+    "words": ("Global PE buffer words (64 KB at 64 bit)", dict(min=8, max=1 << 15)),
+    "banks": ("Global PE SRAM banks", dict(min=1, max=16, power_of_two=True)),
+    "groups": ("Global PE multicast groups", dict(min=1, max=8)),
+    "credit_window": ("DATA packets outstanding per consumer", dict(min=1, max=255)),
+    "max_tile": ("max words per DATA packet", dict(min=1, max=255)),
+    "recv_slots": ("Global PE RECV windows", dict(min=1, max=4)),
+    "send_slots": ("Global PE SENDs in flight", dict(min=1, max=8)),
+    "ucast_lanes": ("Global PE unicast lanes", dict(min=1, max=4)),
+    "psum_window": ("PSUM packets a PE node reserves (credits)", dict(min=1, max=255)),
+    "psum_beats": ("beats per PSUM packet", dict(min=1, max=255)),
+    "out_words": ("beats per OUT packet", dict(min=1, max=255)),
+    "classes": ("NoC message classes", dict(min=2, max=8)),
+    "vcs": ("virtual channels per port", dict(min=1, max=4)),
+    "buffer_flits": ("router buffer flits (0: max_tile + 1)", dict(min=0, max=64)),
+    "link_latency": ("register stages per NoC link", dict(min=1, max=4)),
+    "err_width": ("router error counter width", dict(min=4, max=32)),
+    "chiplet_mesh_x": ("package mesh width (address fields)", dict(min=1, max=8)),
+    "chiplet_mesh_y": ("package mesh height (address fields)", dict(min=1, max=8)),
+    "prog_depth": ("controller instruction memory depth", dict(min=2, max=4096)),
+    "timeout_bits": ("controller WAIT timeout counter width", dict(min=4, max=32)),
+}
+
+
 def mesh_dims(nx: int, ny: int) -> tuple:
     return (max(nx, 3), ny + 1)
 
@@ -110,7 +140,7 @@ class ChipletConfig:
     words: int = 8192
     banks: int = 4
     groups: int = 4
-    credit_window: int = 4
+    credit_window: int = 16           # DATA packets in flight per consumer (4x4 credit loop)
     max_tile: int = 16
     recv_slots: int = 2
     send_slots: int = 4

@@ -211,23 +211,14 @@ def cfg_payload(reg: int, value: int) -> int:
 
 
 @dataclass(frozen=True)
-class PeNodeConfig:
+class PeNodeConfig(PEParams):
     """Parameters of a pe_node (constructor arguments of the RTL), shared with
-    the golden model and the testbench.  PE parameters as :class:`PEParams`;
-    ``credit_window``/``max_tile`` are the Global PE's (receive FIFO =
-    credit_window x max_tile words); ``psum_window`` psum packets of at most
-    ``psum_beats`` beats each fit the psum receive FIFO; OUT packets carry at
-    most ``out_words`` beats."""
-    K0: int = 8
-    C0: int = 8
-    acc_width: int = 24
-    wbuf_bytes: int = 32768
-    ibuf_bytes: int = 8192
-    abuf_entries: int = 128
-    ppu_depth: int = 16
-    mac_dsps: int = 64
-    mac_stages: int = 2
-    ppu_mul_stages: int = 2
+    the golden model and the testbench: the PE's fields and defaults are
+    :class:`PEParams`' own (inherited, so the node builds the PE the PE block
+    defines), followed by the NI's.  ``credit_window``/``max_tile`` are the
+    Global PE's (receive FIFO = credit_window x max_tile words); ``psum_window``
+    psum packets of at most ``psum_beats`` beats each fit the psum receive FIFO;
+    OUT packets carry at most ``out_words`` beats."""
     word_bits: int = 64
     node_mesh_x: int = 4
     node_mesh_y: int = 5

@@ -41,8 +41,10 @@ two halves (:func:`ibuf_plan`, the PE's ``ibuf_half`` LOWER/UPPER): tile t+1
 is loaded into one half while tile t computes from the other, so the Global
 PE's multicast overlaps compute; a larger tile uses the WHOLE buffer and is
 loaded only while the PE is idle.  A region is filled from the FIFO while it
-is neither full nor being computed; the PE starts on the oldest full region
-as soon as it is idle.  The PE's results (``out`` for LAST/ONLY, ``psum_out`` for
+holds no tile waiting to start (double-buffered: also while its tile drains;
+the PE's ``i_load`` refuses words for a half a tile still reads, so tile t+2
+loads as soon as tile t has issued its last operation, not after its done);
+the PE starts on the oldest full region as soon as it takes a start.  The PE's results (``out`` for LAST/ONLY, ``psum_out`` for
 FIRST/MIDDLE) go to one staging FIFO and leave as packets that never span a
 tile: ``OUT`` packets of up to ``out_words`` beats to ``out_dest`` with
 addresses ``out_base + t*out_tile_stride + b`` (``out_words`` defaults to
@@ -259,8 +261,7 @@ class PeNode(wiring.Component):
                               node_mesh_y=c.node_mesh_y, chiplet_mesh_x=c.chiplet_mesh_x,
                               chiplet_mesh_y=c.chiplet_mesh_y, classes=c.classes,
                               credit_window=c.credit_window, max_tile=c.max_tile)
-        self.pe = SimbaPE(c.K0, c.C0, c.acc_width, c.wbuf_bytes, c.ibuf_bytes, c.abuf_entries,
-                          c.ppu_depth, c.mac_dsps, c.mac_stages, c.ppu_mul_stages)
+        self.pe = SimbaPE(**vars(c.pe))               # every PEParams field, by name
         flit = net_flit_layout(self.gcfg)
         super().__init__({
             "net_in": In(stream.Signature(flit)),
@@ -511,7 +512,11 @@ class PeNode(wiring.Component):
         m.d.comb += self.tiles.eq(done_tiles)
 
         il = pe.i_load
-        fs_free = ~Mux(fs, full[1] | busy_s[1], full[0] | busy_s[0])
+        # a region is filled while it holds no tile waiting to start; double-buffered, also
+        # while its tile still runs: the PE's i_load takes a word only into a half no tile
+        # still issuing operations reads (PE contract), so the next-but-one tile loads while
+        # that tile drains instead of after its done; a WHOLE region waits for the done
+        fs_free = ~Mux(fs, full[1] | (busy_s[1] & ~dbl), full[0] | (busy_s[0] & ~dbl))
         fill_en = running & fs_free & (filled_tiles != ntiles)
         # the PE starts on region ss; the configuration check (prep) sees WHOLE
         ibuf_plan(m, pe, dbl & running, ss)

@@ -23,7 +23,12 @@ with its source (to be calibrated against the RTL chiplet when it runs):
     the pass's PEConfig, or the PE's result stream if slower (a non-LAST PE's K1 P1 Q1 psum
     beats as ``psum_flits`` = 3 flits each + a head per ``psum_beats`` beats; a LAST PE's
     beats + a head per ``out_words``: one flit per cycle on its NoC port);
-  - Global PE injection: flits of one tile of every set (one round) at 1 flit/cycle;
+  - Global PE injection: flits of one tile of every set (one round) at 1 flit/cycle, or one
+    set's tile at its lane's credit-loop rate if slower: a multicast tile (one packet per
+    row of W_in words) leaves only when every member holds a credit, so a lane carries at
+    most ``credit_window`` packets per round trip of its farthest member (:func:`credit_rtt`:
+    hops both ways x ``hop_cycles`` + the packet's flits + its words into the PE +
+    ``credit_fixed_cycles``);
   - Global PE ejection: OUT words of one round (+ heads) at ``recv_words_per_cycle`` = 0.94
     (README RECV bench 0.9377 words/cycle);
   - controller issue: instructions per round (CMDW + CMD per SEND, GROUP re-writes) x
@@ -42,9 +47,18 @@ one input region per PE (``slots=1``: the next tile loads only while the PE is i
 the 16-PE pass, i.e. there the next tile's multicast does not overlap the compute as the NI/PE
 contract intends (it does on 2x2); the model keeps the contract's double buffer until the RTL
 side is understood.
+The 16-PE shortfall was the DATA credit loop: with credit_window = 4 packets of one 4-word tile
+row each (20 flits) and a ~60-cycle round trip to the PE 7 hops from the Global PE, the multicast
+of a 192-word tile ran at ~1/3 flit/cycle (the slots=1 experiment only mimicked it); the model
+now has the credit-loop bound above (``credit_fixed_cycles`` = 8 is an estimate, see
+bench/chiplet_layer.py for the RTL check), and the chiplet's credit_window default is 16.
+RTL (final: credit_window 16) on the 4x4 res3b_branch2b pass-0 slice P[0:2): 27382 cycles, the
+PEs busy 8680 of ~22950 cycles each: 17.1 cycles per 5-flit multicast packet, the routers'
+cut-through multicast waiting for a whole-max-packet of room downstream (buffer_flits = one max
+packet); modelled by ``mcast_sf_cycles`` (fitted on that one run; a router buffer of two max
+packets should remove it: not yet measured).
 Left out: NoC link contention other than the Global PE's own ports (e.g. psum and DATA sharing a
-link), bank conflicts, credit round trips (the PE input double buffer + the NI's
-credit_window-packet FIFO hide them when the period exceeds a round trip), the host's reaction
+link), bank conflicts, the PSUM credit loop beyond ``pcredit_rtt_cycles``, the host's reaction
 time after the input RECV opens.  Utilisation = useful MACs / (cycles x K0 C0 x PEs).
 """
 from __future__ import annotations
@@ -69,6 +83,9 @@ class ChipletCycles:
     pcredit_rtt_cycles: float = 10.0   # PCREDIT round trip between chain neighbours (assumption)
     tile_start_cycles: float = 4.0     # PE node per tile: region full -> PE start, done -> next (fitted)
     send_overhead_cycles: float = 0.0  # Global PE per SEND on the round's critical path (fitted)
+    credit_fixed_cycles: float = 8.0   # DATA credit loop beyond hops and packet length (fitted)
+    mcast_sf_cycles: float = 12.0      # per multicast packet and hop when a router buffer holds
+                                       # one max packet only (fitted: 4x4 res3b slice, see doc)
     source: str = ""
 
 
@@ -168,6 +185,23 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
     tile_flits = tile_words + g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in))
     n_sets = len(ps.sets)
     inj_round = n_sets * (tile_flits / cc.send_flits_per_cycle + cc.send_overhead_cycles)
+    # credit loop: a multicast tile leaves only when every member has a credit; a member's
+    # credit comes back one round trip after its packet left (hops both ways, the packet's
+    # flits in, its words out of the NI FIFO into the PE, the CREDIT packet), so a set's lane
+    # carries at most credit_window packets per round trip of its farthest member
+    rtt = credit_rtt(ps, cfg, cc)
+    pkt_flits = tile_flits / (g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in)))
+    lane_rate = min(1.0, cfg.credit_window * pkt_flits / rtt) if rtt > 0 else 1.0
+    inj_round = max(inj_round, tile_flits / (lane_rate * cc.send_flits_per_cycle))
+    # multicast is cut-through in the routers: a packet moves on only once it is whole in the
+    # input buffer and every branch's downstream VC has room for a max-length packet; with
+    # buffers of one max packet the next packet waits for the previous one to drain, so each
+    # multicast packet costs its flits + mcast_sf_cycles on the tree (RTL: 17.1 cycles per
+    # 5-flit packet on the 4x4 res3b slice)
+    if any(len(st.members) > 1 for st in ps.sets) and \
+            cfg.router_buffer_flits < cfg.max_packet_flits + pkt_flits:
+        n_pk = g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in))
+        inj_round = max(inj_round, n_pk * (pkt_flits + cc.mcast_sf_cycles))
     beats = g0.K1 * g0.P1 * g0.Q1
     lasts = [j for j in ps.jobs if int(j.cfg.role) in (2, 3)]
     out_round = len(lasts) * (beats + math.ceil(beats / cc.out_words)) / cc.recv_words_per_cycle
@@ -219,6 +253,18 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
             "compute_utilization": ps.useful_macs / ((terms["first_delivery"] + terms["steady"]
                                                        + terms["last_tile"]) * macs_total),
             "noc_flits": noc_flits(ps, cfg, cc), "ibuf_slots": slots}
+
+
+def credit_rtt(ps, cfg, cc: ChipletCycles) -> float:
+    """DATA credit round trip of the pass's farthest multicast member (cycles): head out of the
+    Global PE -> packet in the member's NI FIFO (hops + flits) -> its words into the PE
+    (one per cycle) -> CREDIT back (hops) + ``credit_fixed_cycles``."""
+    from tessera.hdl.chiplet.config import node_map
+    nm = node_map(cfg)
+    g0 = ps.jobs[0].cfg
+    w = min(cfg.max_tile, g0.W_in)
+    far = max(_hops(nm.gpe, j.node) for j in ps.jobs)
+    return 2 * far * cc.hop_cycles + (w + 1) + w + cc.credit_fixed_cycles
 
 
 def noc_flits(ps, cfg, cc: ChipletCycles) -> int:

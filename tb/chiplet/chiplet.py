@@ -65,6 +65,13 @@ class CocotbIO:
     def get(self, name) -> int:
         return int(self._handle(name).value)
 
+    def has(self, name) -> bool:
+        try:
+            self._handle(name)
+        except AttributeError:
+            return False
+        return True
+
     async def pre(self):
         from cocotb.triggers import FallingEdge
         await FallingEdge(self.clk)

@@ -56,11 +56,28 @@ async def drive_pass(tb, pl, max_cycles: int = 5_000_000) -> dict:
     tb.on_barrier(BAR_PRELOAD, bar)
     sample = tb._sample
 
+    npes = len(tb.nmap.pes)
+    busy = [0] * npes                            # per PE: cycles computing (pe_busy)
+    first_busy, last_busy = [None] * npes, [None] * npes
+    running = [0] * npes                         # per PE: cycles from START to DONE (pe_running)
+    has_busy = tb.io.has("pe_busy") if hasattr(tb.io, "has") else True
+
     def probe():                                 # phase timestamps (cycles after start)
         sample()
         if tb.start_cycle is None:
             return
         c = tb.cycle - tb.start_cycle
+        if tb.end_cycle is None:
+            r = tb.io.get("pe_running")
+            b = tb.io.get("pe_busy") if has_busy else 0
+            if r or b:
+                for i in range(npes):
+                    running[i] += (r >> i) & 1
+                    if (b >> i) & 1:
+                        busy[i] += 1
+                        if first_busy[i] is None:
+                            first_busy[i] = c
+                        last_busy[i] = c
         if tb.in_flits >= npre + nin and "input_sent" not in ev:
             ev["input_sent"] = c
         if tb.out_flits > 0 and "first_readback_flit" not in ev:
@@ -69,6 +86,10 @@ async def drive_pass(tb, pl, max_cycles: int = 5_000_000) -> dict:
     tb.start()
     await tb.run(max_cycles=max_cycles, until=lambda t: t.data_words() >= pl["out_words"])
     tb._sample = sample
+    if has_busy:
+        ev["pe_busy_cycles"] = busy
+        ev["pe_first_busy"], ev["pe_last_busy"] = first_busy, last_busy
+    ev["pe_running_cycles"] = running
     words = [int(w) for _h, ws in tb.data_packets() for w in ws]
     return {"words": words, "cycles": tb.cycles, "events": ev, "status": dict(tb.status)}
 
