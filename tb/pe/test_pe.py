@@ -112,9 +112,9 @@ class PETB(TBBase):
                 self.check(not int(self.dut.busy.value), "busy after illegal config")
                 self.check(self.edge - t0 <= CHECK_LATENCY + 2, "error decided late")
                 return None, 0, cause
-            self.check(int(self.dut.busy.value) == 1, "busy did not rise")
             if int(self.dut.done.value):
                 break
+            self.check(int(self.dut.busy.value) == 1, "busy did not rise")
             if self.edge - t0 > timeout:
                 raise AssertionError(f"tile did not finish in {timeout} cycles")
         cycles = self.edge - 1 - t0          # done was set at the previous edge
@@ -370,10 +370,11 @@ async def _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums):
             for beat in golden.input_beats(p, cfgs[t + 1], Xs[t + 1]):
                 tb.i_src.send_nowait(_flat(beat))
 
+        await tb.settle(cfg)                   # before the next tile's input is queued
         if t + 1 < len(cfgs):
             cocotb.start_soon(queue_next())
         starts.append(tb.edge + 1)
-        got, _, cause = await tb.run_tile(cfg, psums[t])
+        got, _, cause = await tb.run_tile(cfg, psums[t], settle=False)
         tb.check_equal(cause, 0, f"tile {t} refused")
         want = np.asarray(exp[key], dtype=np.int64).reshape(-1, p.K0)
         tb.check_equal(got.tolist(), want.tolist(), f"tile {t} ({cfg.ibuf_half=}) of {cfg}")
