@@ -219,7 +219,7 @@ class _VictimFIFO(wiring.Component):
             hq = hq | Mux(head_1h[i], q[i].as_value(), 0)
             hm = hm | Mux(head_1h[i], merged[i].as_value(), 0)
         # a record landing in the cycle its tile's record is popped merges into the popped one
-        m.d.comb += [self.r_rdy.eq(valid.any()),
+        m.d.comb += [self.r_rdy.eq(used != 0),                 # = valid.any()
                      self.r_data.eq(Mux(pe & (pm & head_1h).any(), hm, hq))]
         append = pe & pa
         for i in range(D):
@@ -349,7 +349,11 @@ class Tracker(wiring.Component):
 
         # ---- S0: input or victim re-entry, set read ---------------------------------------
         inflight = v1.as_unsigned() + v2 + v3 + v4
-        trig_ok = (tf.level + inflight) < TD
+        # trigger-FIFO room: tcount = tf.level + inflight, kept in a register (its next
+        # value from the next level and valid bits) so that take_vic -- which selects the
+        # set-memory read address -- comes from registers through two LUT levels
+        tcount = Signal(range(TD + PIPE + 1))
+        trig_ok = tcount < TD
         vic_ok = (vf.level + inflight) < VD
         vturn = Signal()                     # victim FIFO gets every other cycle
         m.d.sync += vturn.eq(~vturn)
@@ -367,6 +371,10 @@ class Tracker(wiring.Component):
                          s0.addr.eq(self.upd.payload.addr), s0.n.eq(self.upd.payload.n),
                          s0.src.eq(self.upd.payload.src)]
         m.d.sync += [v1.eq(take_vic | (self.upd.valid & self.upd.ready)), s1.eq(s0)]
+        tf_push = tf.w_en & tf.w_rdy if hasattr(tf, "w_rdy") else tf.w_en
+        m.d.sync += tcount.eq(tf.level + tf_push - (tf.r_en & tf.r_rdy)
+                              + (take_vic | (self.upd.valid & self.upd.ready))
+                              + ((v1.as_unsigned() + v2 + v3) & Mux(clearing, 0, 7)))
         m.d.comb += [mem.r_en.eq(1), mem.r_addr.eq(set_index(s0.wg))]
 
         # ---- S1: set data arrives (registered as it is); the corrections S2 will need -------
