@@ -47,7 +47,8 @@ class TrackerModel:
     victim FIFO (``victims`` + 4); the victim FIFO may enter every other cycle.  Only input
     updates evict; a victim record that finds its set full goes back to the victim FIFO, which
     keeps one record per tile (a pushed record merges into its tile's waiting record, or into
-    the one read out that cycle)."""
+    the one read out that cycle).  The FIFO's push is registered: a record pushed in S4 lands
+    in the FIFO in the next cycle, counting in its level (room reservation) until then."""
 
     PIPE = 4            # items in flight after S0
 
@@ -67,6 +68,7 @@ class TrackerModel:
         self.s4 = None                       # outcome of the item applied last cycle (S4)
         self.tfifo = deque()
         self.vfifo = deque()                 # victim records (wg, wf, addr, count, SRC_VICTIM)
+        self.pending_victim = None           # pushed by S4 last cycle, lands this cycle
         self.vturn = False
         self.vptr = 0
         self.err = 0
@@ -76,7 +78,7 @@ class TrackerModel:
 
     def idle(self):
         return (self.s1 is None and self.s2 is None and self.s3 is None and self.s4 is None
-                and not self.tfifo and not self.vfifo)
+                and not self.tfifo and not self.vfifo and self.pending_victim is None)
 
     def _apply(self, u):
         """Apply one item to the table (S3); returns its outcome, committed in S4."""
@@ -128,14 +130,23 @@ class TrackerModel:
         self.vptr = (self.vptr + 1) % self.ways
         return out
 
-    def _commit(self, o, popped):
-        """S4: push the trigger / victim record, update the counters.  ``popped``: the victim
-        record read out of the FIFO this cycle (entering S1), if any; returns it, merged with
-        the pushed record if they are of one tile."""
+    def _commit(self, o):
+        """S4: push the trigger (and the victim record, which lands next cycle: the
+        FIFO's push is registered), update the counters."""
         if o["trig"] is not None:
             self.tfifo.append(o["trig"])
-        if o["victim"] is not None:
-            v = o["victim"]
+        self.pending_victim = o["victim"]        # lands in the victim FIFO next cycle
+        self.err = min(self.err + o["err"], 0xFFFF)
+        self.conflicts = min(self.conflicts + o["conf"], 0xFFFF)
+        self.evictions = min(self.evictions + o["evict"], 0xFFFF)
+        self.occupancy += o["occ"]
+
+    def _land(self, popped):
+        """The victim record pushed by last cycle's S4 lands in the FIFO.  ``popped``: the
+        victim record read out of the FIFO this cycle (entering S1), if any; returns it,
+        merged with the landing record if they are of one tile."""
+        v, self.pending_victim = self.pending_victim, None
+        if v is not None:
             k = next((i for i, r in enumerate(self.vfifo) if r[:2] == v[:2]), None)
             if popped is not None and popped[:2] == v[:2]:      # merge into the one read out
                 popped = (v[0], v[1], min(popped[2], v[2]), popped[3] + v[3], SRC_VICTIM)
@@ -144,10 +155,6 @@ class TrackerModel:
             else:                       # one record per tile: merge into the waiting one
                 r = self.vfifo[k]
                 self.vfifo[k] = (r[0], r[1], min(r[2], v[2]), r[3] + v[3], SRC_VICTIM)
-        self.err = min(self.err + o["err"], 0xFFFF)
-        self.conflicts = min(self.conflicts + o["conf"], 0xFFFF)
-        self.evictions = min(self.evictions + o["evict"], 0xFFFF)
-        self.occupancy += o["occ"]
         return popped
 
     def step(self, upd_valid=False, upd=None, trig_ready=False):
@@ -167,7 +174,8 @@ class TrackerModel:
             return out
         inflight = sum(x is not None for x in (self.s1, self.s2, self.s3, self.s4))
         trig_ok = len(self.tfifo) + inflight < self.trig_depth + self.PIPE
-        vic_ok = len(self.vfifo) + inflight < self.victims + self.PIPE
+        landing = self.pending_victim is not None
+        vic_ok = len(self.vfifo) + landing + inflight < self.victims + self.PIPE
         vic_turn = bool(self.vfifo) and vturn
         take_vic = vic_turn and trig_ok
         out["upd_ready"] = trig_ok and vic_ok and not vic_turn
@@ -180,10 +188,11 @@ class TrackerModel:
             entering = tuple(upd)
         if pop_trig:
             self.tfifo.popleft()
+        popped = self._land(entering if take_vic else None)
+        if take_vic:
+            entering = popped
         if self.s4 is not None:
-            popped = self._commit(self.s4, entering if take_vic else None)
-            if take_vic:
-                entering = popped
+            self._commit(self.s4)
         applied = self._apply(self.s3) if self.s3 is not None else None
         self.s4, self.s3, self.s2, self.s1 = applied, self.s2, self.s1, entering
         return out

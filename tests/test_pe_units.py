@@ -491,8 +491,11 @@ def test_double_buffer_busy_half_held_back(running):
 
 def test_double_buffer_half_capacity():
     """IBUF_OVERFLOW is checked against the half in LOWER/UPPER mode; ibuf_half 3
-    is refused (BAD_IBUF_HALF); the RTL's cfg_cause agrees with the golden model."""
+    is refused (BAD_IBUF_HALF); the RTL's cfg_cause agrees with the golden model
+    (``cfg_cause`` is the cause of the fields other than ``ibuf_half`` as they were
+    CHECK_LATENCY cycles before, and of ``ibuf_half`` now)."""
     from tessera.hdl.pe import SimbaPE
+    from tessera.hdl.pe.pe import CHECK_LATENCY
     from tessera.hdl.pe.config import ErrorCause
     dut = SimbaPE(**TINY)
     p = dut.params
@@ -511,7 +514,8 @@ def test_double_buffer_half_capacity():
         for c in cases:
             for k, v in c.as_dict().items():
                 ctx.set(getattr(dut.cfg, k), v)
+            for _ in range(CHECK_LATENCY):
+                await ctx.tick()
             got.append(ctx.get(dut.cfg_cause))
-            await ctx.tick()
     _run(dut, tb)
     assert got == [int(w) for w in want]

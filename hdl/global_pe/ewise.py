@@ -106,10 +106,15 @@ class EwiseUnit(wiring.Component):
         a_wait, a_full, b_wait, b_full = Signal(), Signal(), Signal(), Signal()
         a_data, b_data = Signal(w), Signal(w)
 
+        # a_more / b_more: a_left / b_left != 0, kept in registers (the read requests
+        # come from registers through two LUT levels: they reach the bank arbiters
+        # and the block-RAM address multiplexers in the same cycle)
+        a_more, b_more = Signal(), Signal()
         m.d.comb += self.busy.eq(running)
         with m.If(self.start & ~running):
             m.d.sync += [sub.eq(self.sub), shift.eq(self.shift), ra.eq(self.a), rb.eq(self.b),
                          wc.eq(self.c), a_left.eq(self.n), b_left.eq(self.n),
+                         a_more.eq(self.n != 0), b_more.eq(self.n != 0),
                          w_left.eq(self.n), running.eq(1)]
 
         # write queue and the two non-stalling stages in front of it
@@ -119,7 +124,10 @@ class EwiseUnit(wiring.Component):
         o_addr, r_addr = Signal(AB), Signal(AB)
         raw_q = [Signal(signed(17), name=f"ew_rawq{j}") for j in range(cfg.lanes_int8)]
         room = Signal()
-        m.d.comb += [room.eq(wq.level + o_v + r_v < WQ_DEPTH), self.wq_level.eq(wq.level)]
+        # words in the operand and raw stages and the queue (= wq.level + o_v + r_v),
+        # counted in a register: + a pair taken, - a write granted
+        inq = Signal(range(WQ_DEPTH + 1))
+        m.d.comb += [room.eq(inq < WQ_DEPTH), self.wq_level.eq(wq.level)]
 
         # operand slots: one word each, either in flight (``wait``: the SRAM returns it
         # this cycle) or parked (``full``); consumed straight from the SRAM output
@@ -132,9 +140,10 @@ class EwiseUnit(wiring.Component):
         m.d.comb += consume.eq(running & a_avail & b_avail & room)
 
         m.d.comb += [self.rda.addr.eq(ra),
-                     self.rda.valid.eq(running & a_left.any() & (~a_avail | consume))]
+                     self.rda.valid.eq(running & a_more & (~a_avail | consume))]
         m.d.comb += [self.rdb.addr.eq(rb),
-                     self.rdb.valid.eq(running & b_left.any() & (~b_avail | consume))]
+                     self.rdb.valid.eq(running & b_more & (~b_avail | consume))]
+        m.d.sync += inq.eq(inq + consume - self.wr.grant)
         for wait, full, data, port in ((a_wait, a_full, a_data, self.rda),
                                        (b_wait, b_full, b_data, self.rdb)):
             with m.If(consume):
@@ -144,9 +153,9 @@ class EwiseUnit(wiring.Component):
             with m.If(port.grant):
                 m.d.sync += wait.eq(1)
         with m.If(self.rda.grant):
-            m.d.sync += [ra.eq(ra + 1), a_left.eq(a_left - 1)]
+            m.d.sync += [ra.eq(ra + 1), a_left.eq(a_left - 1), a_more.eq(a_left != 1)]
         with m.If(self.rdb.grant):
-            m.d.sync += [rb.eq(rb + 1), b_left.eq(b_left - 1)]
+            m.d.sync += [rb.eq(rb + 1), b_left.eq(b_left - 1), b_more.eq(b_left != 1)]
 
         # stage 1: operands; stage 2: raw results; then shift / saturate into the queue
         m.d.sync += [o_v.eq(consume), r_v.eq(o_v)]

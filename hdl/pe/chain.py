@@ -27,7 +27,7 @@ from tessera.params import ParamError
 
 from .config import Role
 from .layouts import act_layout, bits_for, cfg_layout, iload_layout, pload_layout, wload_layout
-from .pe import SimbaPE
+from .pe import CHECK_LATENCY, SimbaPE
 
 LEAF = "pe"
 
@@ -66,6 +66,7 @@ class PEChain(wiring.Component):
         n = self.n
         sig = self.leaf.signature
         pes = [sig.create(path=(f"pe{i}",)) for i in range(n)]
+        cfg_q = Signal(cfg_layout())        # the configuration of the last accepted start
         for i, pe in enumerate(pes):
             kw = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
             for name, is_in, value in _ports(sig, pe):
@@ -73,7 +74,7 @@ class PEChain(wiring.Component):
             m.submodules[f"pe{i}"] = Instance(LEAF, **kw)
             role = Role.ONLY if n == 1 else Role.FIRST if i == 0 else \
                 Role.LAST if i == n - 1 else Role.MIDDLE
-            m.d.comb += [pe.cfg.eq(self.cfg), pe.cfg.role.eq(role)]
+            m.d.comb += [pe.cfg.eq(cfg_q), pe.cfg.role.eq(role)]
             # loads addressed to this PE
             for name in ("w_load", "i_load"):
                 src, dst = getattr(self, name), getattr(pe, name)
@@ -99,18 +100,29 @@ class PEChain(wiring.Component):
         wiring.connect(m, pes[-1].out, wiring.flipped(self.out))
         # the chain starts only as a whole: when every PE is idle and every PE
         # accepts the configuration; otherwise nothing starts and the first
-        # PE's cause is reported (start while busy is ignored)
+        # PE's cause is reported (start while busy is ignored).  The PEs' check
+        # is pipelined (``cfg_cause`` follows ``cfg`` after CHECK_LATENCY cycles):
+        # the chain holds the accepted cfg in cfg_q, waits for the causes, then
+        # starts every PE (chain busy meanwhile)
         cause = Signal(4)
         c = 0
         for pe in reversed(pes):                       # first PE's cause wins
             c = Mux(pe.cfg_cause != 0, pe.cfg_cause, c)
         m.d.comb += cause.eq(c)
+        pend = Signal()
+        wait = Signal(range(CHECK_LATENCY + 1))
         accept = self.start & ~self.busy
+        go = pend & (wait == 0)
         for pe in pes:
-            m.d.comb += pe.start.eq(accept & (cause == 0))
+            m.d.comb += pe.start.eq(go & (cause == 0))
         with m.If(accept):
-            m.d.sync += [self.error.eq(cause != 0), self.error_cause.eq(cause)]
-        m.d.comb += [self.busy.eq(Cat(*[pe.busy for pe in pes]).any()),
+            m.d.sync += [cfg_q.eq(self.cfg), pend.eq(1), wait.eq(CHECK_LATENCY),
+                         self.error.eq(0), self.error_cause.eq(0)]
+        with m.If(pend):
+            m.d.sync += wait.eq(wait - 1)
+            with m.If(go):
+                m.d.sync += [pend.eq(0), self.error.eq(cause != 0), self.error_cause.eq(cause)]
+        m.d.comb += [self.busy.eq(Cat(*[pe.busy for pe in pes]).any() | pend),
                      self.done.eq(pes[-1].done)]
         return m
 

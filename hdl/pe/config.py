@@ -70,6 +70,14 @@ PE-level contract (what the golden model implements from this text)
   of K0 int8 (lane k0 at bits 8*k0).
 * Control: ``cfg`` is sampled on the cycle ``start`` is high while
   ``start_ready`` is high (a start while ``start_ready`` is low is ignored).
+  The configuration check is pipelined (``CHECK_LATENCY`` = 4 in pe.py):
+  ``cfg_cause`` is the cause of ``cfg``'s fields other than ``ibuf_half`` as
+  they were CHECK_LATENCY cycles before and of ``ibuf_half`` now (so it is
+  exact once cfg has been held CHECK_LATENCY cycles); a start accepted while
+  idle raises ``busy`` at once and is decided -- the tile starts, or
+  ``error`` rises and busy falls -- 1 cycle after it is accepted if cfg but
+  ``ibuf_half`` had not changed in the CHECK_LATENCY cycles before the start,
+  else CHECK_LATENCY + 1 cycles after it (``start_ready`` low meanwhile).
   ``start_ready`` is high while the PE is not busy, and also -- back-to-back
   tiles -- while fewer than 3 tiles are in flight and the newest one's
   operations have all been generated, when ``cfg`` is legal and equal to that
@@ -80,8 +88,9 @@ PE-level contract (what the golden model implements from this text)
   beat has been accepted downstream, ``done`` pulses for one cycle (once per
   tile, in start order; busy falls when no tile is left in flight); or the
   configuration is illegal (only possible while not busy): ``error`` rises
-  with ``error_cause`` (below), nothing is computed or emitted, busy stays
-  low.  ``error``/``error_cause`` hold until the next accepted start.  When
+  with ``error_cause`` (below), nothing is computed or emitted, busy falls
+  (it was high only while the start was being decided).  ``error``/``error_cause``
+  clear on an accepted start and hold until the next one.  When
   several checks fail, the cause is the smallest :class:`ErrorCause` code
   that applies.  Synchronous reset (``rst``) aborts every tile in flight: all
   control state, pipelines and output valids clear; buffer contents are

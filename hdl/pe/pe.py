@@ -1,6 +1,11 @@
 """The Simba processing element (Simba §3.1 / Fig 1(c), Listing 1 PE and
 vector-MAC levels), weight-stationary.
 
+Control: the configuration check is a pipeline on the live ``cfg``
+(``CHECK_LATENCY`` cycles); a start while idle is decided one cycle after it is
+accepted (CHECK_LATENCY + 1 if cfg changed in the CHECK_LATENCY cycles before),
+a back-to-back start (same cfg but ``ibuf_half``) at once.
+
 Datapath (one MAC operation per cycle, no stalls inside the MAC pipeline;
 every buffer is a :class:`~tessera.hdl.sram.SRAM`, read latency 1):
 
@@ -60,6 +65,10 @@ from .sequencer import Sequencer
 
 # tiles in flight at most (one issuing, the others draining: short tiles back to back)
 MAX_IN_FLIGHT = 3
+# cycles from ``cfg`` to its configuration check (``cfg_cause``); an idle start is
+# decided 1 cycle after it is accepted if cfg had not changed in this many cycles
+# before, else CHECK_LATENCY + 1 cycles after it
+CHECK_LATENCY = 4
 
 
 def pipeline_latency(p: PEParams) -> dict:
@@ -109,7 +118,8 @@ class SimbaPE(wiring.Component):
     reduction chain), ``out`` (int8 activations); ``cfg`` + ``start``;
     ``start_ready`` (a start is accepted), ``busy``, ``done`` (one-cycle
     pulse per tile), ``error`` + ``error_cause``;
-    ``cfg_cause`` (combinational check of ``cfg``)."""
+    ``cfg_cause`` (pipelined check of ``cfg``: CHECK_LATENCY cycles behind for
+    every field but ``ibuf_half``; see config.py)."""
 
     def __init__(self, K0=8, C0=8, acc_width=24, wbuf_bytes=32768, ibuf_bytes=8192,
                  abuf_entries=128, ppu_depth=16, mac_dsps=64, mac_stages=3, ppu_mul_stages=2):
@@ -132,8 +142,8 @@ class SimbaPE(wiring.Component):
             "done": Out(1),
             "error": Out(1),
             "error_cause": Out(4),
-            # the cause the current ``cfg`` would get (combinational), so that a
-            # controller (e.g. pe_chain) can check a tile before starting it
+            # the cause ``cfg`` gets once held CHECK_LATENCY cycles (pipelined), so
+            # that a controller (e.g. pe_chain) can check a tile before starting it
             "cfg_cause": Out(4),
         })
 
@@ -152,36 +162,62 @@ class SimbaPE(wiring.Component):
         m.submodules.abuf = abuf = SRAM(max(2, p.abuf_entries), K0 * AW)
 
         # ---- control: start, configuration check, busy/done/error ----------------
+        # The check is a pipeline on the live ``cfg`` (products in LUTs, no DSPs):
+        # its flags are registered CHECK_LATENCY cycles after the cfg they belong to,
+        # and everything that follows them (compare, encode) ends in a register or
+        # the ``cfg_cause`` port.  ``ibuf_half`` enters at the end (not delayed), so
+        # double-buffered tiles that change only ``ibuf_half`` are checked at once.
         cfg = self.cfg
         cur = Signal(cfg_layout())
-        cause = Signal(4)
-        # buffer-size checks: exact products of the cfg fields, in LUTs (no DSPs)
-        rs = lut_mul(m, cfg.R, cfg.S, 0, "chk_rs")
-        rsk = lut_mul(m, rs, cfg.K1, 0, "chk_rsk")
-        hw = lut_mul(m, cfg.H_in, cfg.W_in, 0, "chk_hw")
-        pq = lut_mul(m, cfg.P1, cfg.Q1, 0, "chk_pq")
-        checks = [
-            (ErrorCause.ZERO_BOUND, (cfg.R == 0) | (cfg.S == 0) | (cfg.C1 == 0) | (cfg.K1 == 0)
-             | (cfg.P1 == 0) | (cfg.Q1 == 0) | (cfg.H_in == 0) | (cfg.W_in == 0)),
-            (ErrorCause.BAD_STRIDE, (cfg.stride != 1) & (cfg.stride != 2)),
-            (ErrorCause.BAD_PAD, (cfg.pad_top >= cfg.R) | (cfg.pad_left >= cfg.S)),
-            (ErrorCause.WBUF_OVERFLOW, _gt_product(m, rsk, cfg.C1, p.wbuf_entries, "chk_w")),
-            (ErrorCause.IBUF_OVERFLOW, lut_mul(m, hw, cfg.C1, 0, "chk_i")
-             > Mux(cfg.ibuf_half == IbufHalf.WHOLE, p.ibuf_words, p.ibuf_words // 2)),
-            (ErrorCause.ABUF_OVERFLOW, _gt_product(m, pq, cfg.K1, p.abuf_entries, "chk_a")),
-            (ErrorCause.PPU_OVERFLOW, ((cfg.role == Role.LAST) | (cfg.role == Role.ONLY))
-             & (cfg.K1 > p.ppu_depth)),
-            (ErrorCause.BAD_POOL, cfg.pool & (cfg.P1[0] | cfg.Q1[0])),
-            (ErrorCause.BAD_IBUF_HALF, cfg.ibuf_half == 3),
+        LC = CHECK_LATENCY
+        # (at most two adder levels per cycle)
+        rs = lut_mul(m, cfg.R, cfg.S, 2, "chk_rs")
+        kc = lut_mul(m, cfg.C1, cfg.K1, 2, "chk_kc")
+        rskc = lut_mul(m, kc, rs, LC - 2, "chk_w")
+        hw = lut_mul(m, cfg.H_in, cfg.W_in, 2, "chk_hw")
+        hwc = lut_mul(m, hw, _delay(m, cfg.C1, 2, "chk_c1"), LC - 2, "chk_i")
+        pq = lut_mul(m, cfg.P1, cfg.Q1, 2, "chk_pq")
+        pqk = lut_mul(m, pq, _delay(m, cfg.K1, 2, "chk_k1"), LC - 2, "chk_a")
+        hi_flags = [          # causes before IBUF_OVERFLOW, in code order
+            (ErrorCause.ZERO_BOUND, _delay(m, (cfg.R == 0) | (cfg.S == 0) | (cfg.C1 == 0)
+                                           | (cfg.K1 == 0) | (cfg.P1 == 0) | (cfg.Q1 == 0)
+                                           | (cfg.H_in == 0) | (cfg.W_in == 0), LC, "chk_zero")),
+            (ErrorCause.BAD_STRIDE, _delay(m, (cfg.stride != 1) & (cfg.stride != 2), LC,
+                                           "chk_stride")),
+            (ErrorCause.BAD_PAD, _delay(m, (cfg.pad_top >= cfg.R) | (cfg.pad_left >= cfg.S), LC,
+                                        "chk_pad")),
+            (ErrorCause.WBUF_OVERFLOW, rskc > p.wbuf_entries),
         ]
-        with m.Switch(Cat(*[c for _, c in checks])):      # smallest cause wins
-            for i, (code, _) in enumerate(checks):
-                with m.Case("-" * (len(checks) - 1 - i) + "1" + "0" * i):
-                    m.d.comb += cause.eq(code)
-            with m.Default():
-                m.d.comb += cause.eq(ErrorCause.NONE)
+        lo_flags = [          # causes after IBUF_OVERFLOW, before BAD_IBUF_HALF
+            (ErrorCause.ABUF_OVERFLOW, pqk > p.abuf_entries),
+            (ErrorCause.PPU_OVERFLOW, _delay(m, ((cfg.role == Role.LAST) | (cfg.role == Role.ONLY))
+                                             & (cfg.K1 > p.ppu_depth), LC, "chk_ppu")),
+            (ErrorCause.BAD_POOL, _delay(m, cfg.pool & (cfg.P1[0] | cfg.Q1[0]), LC, "chk_pool")),
+        ]
+        # hi/lo: the smallest failing code of each group (0: none); over_whole /
+        # over_half: the tile's inputs exceed the whole buffer / one half
+        chk = data.StructLayout({"hi": 4, "lo": 4, "over_whole": 1, "over_half": 1})
+        chk_now, chk_q = Signal(chk), Signal(chk)
+        m.d.comb += [chk_now.hi.eq(_first(hi_flags)), chk_now.lo.eq(_first(lo_flags)),
+                     chk_now.over_whole.eq(hwc > p.ibuf_words),
+                     chk_now.over_half.eq(hwc > p.ibuf_words // 2)]
+        m.d.sync += chk_q.eq(chk_now)
 
-        m.d.comb += self.cfg_cause.eq(cause)
+        def cause_of(c, half):
+            ib_over = Mux(half == IbufHalf.WHOLE, c.over_whole, c.over_half)
+            return Mux(c.hi != 0, c.hi, Mux(ib_over, ErrorCause.IBUF_OVERFLOW,
+                                            Mux(c.lo != 0, c.lo,
+                                                Mux(half == 3, ErrorCause.BAD_IBUF_HALF,
+                                                    ErrorCause.NONE))))
+        m.d.comb += self.cfg_cause.eq(cause_of(chk_now, cfg.ibuf_half))
+
+        # cfg (but ibuf_half) unchanged for the last ``run`` cycles (saturating at LC):
+        # then chk_q, one cycle later, belongs to the cfg of this cycle
+        CW = len(cur.as_value()) - CFG_FIELDS["ibuf_half"]      # ibuf_half: the top bits
+        prev = Signal(CW)
+        run = Signal(range(LC + 1))
+        m.d.sync += [prev.eq(cfg.as_value()[:CW]),
+                     run.eq(Mux(cfg.as_value()[:CW] == prev, Mux(run == LC, LC, run + 1), 0))]
         to_ppu = (cur.role == Role.LAST) | (cur.role == Role.ONLY)
         needs_psum = (cur.role == Role.MIDDLE) | (cur.role == Role.LAST)
         emitted = Signal(24)
@@ -189,27 +225,48 @@ class SimbaPE(wiring.Component):
         # while earlier ones drain (same configuration but ibuf_half, see config.py)
         in_flight = Signal(range(MAX_IN_FLIGHT + 1))
         prev_half = Signal(2)                 # input-buffer region of the tile before cur
-        CW = len(cur.as_value()) - CFG_FIELDS["ibuf_half"]      # ibuf_half: the top bits
+        cur_over = Signal(2)                  # cur's over_whole, over_half (it is legal)
         same = cfg.as_value()[:CW] == cur.as_value()[:CW]
-        m.d.comb += [self.busy.eq(in_flight != 0),
-                     self.start_ready.eq((in_flight == 0)
-                                         | ((in_flight < MAX_IN_FLIGHT) & seq.free & (cause == 0)
-                                            & same))]
+        half_ok = (cfg.ibuf_half != 3) & ~Mux(cfg.ibuf_half == IbufHalf.WHOLE, cur_over[0],
+                                              cur_over[1])
+        # an idle start is decided (started or refused) in the cycle after it is
+        # accepted when cfg had not changed in the CHECK_LATENCY cycles before, else
+        # CHECK_LATENCY + 1 cycles after it; busy meanwhile
+        pend = Signal()
+        wait = Signal(range(LC + 1))
+        m.d.comb += [self.busy.eq((in_flight != 0) | pend),
+                     self.start_ready.eq(((in_flight == 0) & ~pend)
+                                         | ((in_flight != 0) & (in_flight < MAX_IN_FLIGHT)
+                                            & seq.free & same & half_ok))]
         accept = self.start & self.start_ready
-        m.d.comb += [seq.cfg.eq(cfg), seq.start.eq(accept & (cause == 0))]
+        cold = accept & (in_flight == 0)
+        decide = Signal()
+        m.d.comb += decide.eq(pend & (((wait == LC) & (run == LC)) | (wait == 0)))
+        dcause = Signal(4)
+        m.d.comb += dcause.eq(cause_of(chk_q, cur.ibuf_half))
+        started = Signal()                    # a tile starts in the sequencer this cycle
+        m.d.comb += started.eq((accept & ~cold) | (decide & (dcause == 0)))
+        m.d.comb += [seq.cfg.eq(Mux(pend, cur, cfg)), seq.start.eq(started)]
         m.d.sync += self.done.eq(0)
         tile_done = Signal()
         with m.If(accept):
-            m.d.sync += [self.error.eq(cause != 0), self.error_cause.eq(cause)]
-            with m.If(cause == 0):
-                m.d.sync += [cur.eq(cfg), prev_half.eq(cur.ibuf_half)]
-        m.d.sync += in_flight.eq(in_flight + (accept & (cause == 0)) - tile_done)
+            m.d.sync += [self.error.eq(0), self.error_cause.eq(0), cur.eq(cfg)]
+            with m.If(cold):
+                m.d.sync += [pend.eq(1), wait.eq(LC)]
+            with m.Else():
+                m.d.sync += prev_half.eq(cur.ibuf_half)
+        with m.If(pend):
+            m.d.sync += wait.eq(wait - 1)
+            with m.If(decide):
+                m.d.sync += [pend.eq(0), self.error.eq(dcause != 0), self.error_cause.eq(dcause),
+                             cur_over.eq(Cat(chk_q.over_whole, chk_q.over_half))]
+        m.d.sync += in_flight.eq(in_flight + started - tile_done)
         # tiles whose operations are not all issued yet (they still read their input:
         # the newest ``reading`` of the tiles in flight)
         reading = Signal(2)
         last_issued = Signal()
-        m.d.sync += reading.eq(reading + (accept & (cause == 0)) - last_issued)
-        idle_start = accept & (cause == 0) & (in_flight == 0)
+        m.d.sync += reading.eq(reading + started - last_issued)
+        idle_start = decide & (dcause == 0)
         with m.If(idle_start):
             m.d.sync += emitted.eq(0)
         # beats the tile emits: K1*P1*Q1 (/4 when pooled in the PPU), from the
@@ -228,7 +285,7 @@ class SimbaPE(wiring.Component):
             return ((half == IbufHalf.WHOLE) | ((half == IbufHalf.UPPER) & hi_addr)
                     | ((half == IbufHalf.LOWER) & ~hi_addr))
         il_ok = Signal()
-        m.d.comb += il_ok.eq(~((reading != 0) & reads(cur.ibuf_half))
+        m.d.comb += il_ok.eq(~(((reading != 0) | pend) & reads(cur.ibuf_half))
                              & ~((reading == 2) & reads(prev_half)))
         m.d.comb += [
             wl.ready.eq(~self.busy), il.ready.eq(il_ok),
@@ -347,6 +404,18 @@ class SimbaPE(wiring.Component):
         return m
 
 
-def _gt_product(m, a, b, limit: int, name: str):
-    """a * b > limit (exact, LUT product)."""
-    return lut_mul(m, a, b, 0, name) > limit
+def _delay(m, v, n: int, name: str):
+    """``v`` delayed by ``n`` registers."""
+    for i in range(n):
+        d = Signal(len(v), name=f"{name}_d{i}")
+        m.d.sync += d.eq(v)
+        v = d
+    return v
+
+
+def _first(flags):
+    """The first (smallest) code of ``(code, flag)`` pairs whose flag is set, else 0."""
+    out = 0
+    for code, flag in reversed(flags):
+        out = Mux(flag, code, out)
+    return out

@@ -20,8 +20,9 @@ Two pipelined parts, no multiplies (pipelined for 100 MHz, issue 20):
   c1*H_in*W_in + the input-buffer half's base, k1*P1*Q1, max(r - pad_top,
   0)*W_in, the first skipped row's p*Q1) -> B1 (padding offsets) -> B2
   (visited pixel bounds, empty) -> C (first pixel's h, w, row and
-  accumulator offsets); a small pipeline that stalls as a whole while its
-  last stage waits for the walker;
+  accumulator offsets) with a skid register behind C; a small pipeline that
+  stalls as a whole while the skid register is full (a registered enable:
+  the walker's take, which waits on the op stream, does not reach it);
 * pixel walker: takes the next descriptor in the cycle its current sweep
   issues its last pixel (no bubble between sweeps) and steps h, w and the
   row/column offsets by +-stride, +-stride*W_in, +-1, +-Q1; the operation
@@ -120,9 +121,14 @@ class Sequencer(wiring.Component):
             "plo": 8, "phi": 8, "qlo": 8, "qhi": 8, "empty": 1,
             "h": signed(13), "w": signed(13), "row_i": IB, "row_a": AB})
         b1, b2, cc = Signal(B1), Signal(B2), Signal(CL)
+        sk = Signal(CL)                          # skid register behind cc
+        cn = Signal(CL)                          # stage C's result for b2
         take = Signal()                          # the walker takes descriptor cc
         adv = Signal()                           # the descriptor pipeline advances
-        m.d.comb += adv.eq(~cc.valid | take)
+        # from a register: the walker's take (which waits on the op stream's ready)
+        # does not reach the generator's enables; the skid register holds the one
+        # descriptor C produced while the walker did not take (sk.valid implies cc.valid)
+        m.d.comb += adv.eq(~sk.valid)
 
         last_c1 = c1 == c.C1 - 1
         last_k1 = k1 == c.K1 - 1
@@ -136,7 +142,8 @@ class Sequencer(wiring.Component):
 
         running = Signal()                       # walker busy or op register valid
         m.d.comb += [self.free.eq(~gen),
-                     self.idle.eq(~gen & ~b1.valid & ~b2.valid & ~cc.valid & ~running)]
+                     self.idle.eq(~gen & ~b1.valid & ~b2.valid & ~cc.valid & ~sk.valid
+                                  & ~running)]
 
         with m.If(self.start & ~gen):
             half = self.cfg.ibuf_half
@@ -210,17 +217,25 @@ class Sequencer(wiring.Component):
         m.d.comb += [pt.eq(c.pad_top), pl.eq(c.pad_left), rr.eq(b2.r), ss.eq(b2.s)]
         skip_rows = b2.plo != 0
         h0odd = st2 & (c.pad_top[0] ^ b2.r[0])
-        with m.If(adv):
-            m.d.sync += [
-                cc.valid.eq(b2.valid), cc.wb.eq(b2.wb), cc.chw.eq(b2.chw), cc.kpq.eq(b2.kpq),
-                cc.first.eq(b2.first), cc.final.eq(b2.final), cc.last.eq(b2.last),
-                cc.plo.eq(b2.plo), cc.phi.eq(b2.phi), cc.qlo.eq(b2.qlo), cc.qhi.eq(b2.qhi),
-                cc.empty.eq(b2.empty),
-                cc.h.eq(Mux(skip_rows, h0odd, rr - pt)),
-                cc.w.eq(Mux(st2, b2.qlo << 1, b2.qlo) + ss - pl),
-                cc.row_i.eq(Mux(skip_rows, Mux(h0odd, c.W_in, 0), b2.rw)),
-                cc.row_a.eq(Mux(skip_rows, b2.rq, 0)),
-            ]
+        m.d.comb += [
+            cn.valid.eq(b2.valid), cn.wb.eq(b2.wb), cn.chw.eq(b2.chw), cn.kpq.eq(b2.kpq),
+            cn.first.eq(b2.first), cn.final.eq(b2.final), cn.last.eq(b2.last),
+            cn.plo.eq(b2.plo), cn.phi.eq(b2.phi), cn.qlo.eq(b2.qlo), cn.qhi.eq(b2.qhi),
+            cn.empty.eq(b2.empty),
+            cn.h.eq(Mux(skip_rows, h0odd, rr - pt)),
+            cn.w.eq(Mux(st2, b2.qlo << 1, b2.qlo) + ss - pl),
+            cn.row_i.eq(Mux(skip_rows, Mux(h0odd, c.W_in, 0), b2.rw)),
+            cn.row_a.eq(Mux(skip_rows, b2.rq, 0)),
+        ]
+        with m.If(take):
+            with m.If(sk.valid):
+                m.d.sync += [cc.eq(sk), sk.valid.eq(0)]
+            with m.Else():
+                m.d.sync += cc.eq(cn)
+        with m.Elif(~cc.valid):
+            m.d.sync += cc.eq(cn)
+        with m.Elif(adv):
+            m.d.sync += sk.eq(cn)
 
         # ---- pixel walker ------------------------------------------------------------
         wk = Signal()                            # walking a sweep

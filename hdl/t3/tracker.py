@@ -15,8 +15,11 @@ behaviour from this description).  The set memory is one :class:`tessera.hdl.sra
 set (all ways; read latency 1), so it maps to block RAM; five pipeline stages, one item per cycle
 (toward 100 MHz on ECP5: block-RAM read data goes straight into a register, the read-modify-write
 loop is one stage and the 608-bit set write comes from registers; measured 82.1 MHz speed grade 6
-at default parameters with a shifting victim FIFO, 96.6 MHz in ``t3_node`` with the ring below --
-the victim FIFO's merge compare into its slot enables is the critical path, next to register):
+at default parameters with a shifting victim FIFO, 96.6 MHz in ``t3_node`` with the ring below and
+an unregistered push -- the victim FIFO's merge compare into its slot enables was the critical
+path; the push is now registered, see below: 84.4 MHz, the critical path is now the 48-bit
+address minimum of a record landing in the cycle its tile's record is popped, through the head
+multiplexer into S1):
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
@@ -41,6 +44,10 @@ the victim FIFO's merge compare into its slot enables is the critical path, next
   victim record is requeued instead (below).  The decision is registered.
 * S4: the set word (the set before the write with the item's way replaced) and the overflow
   entry are written, the trigger / victim record pushed into its FIFO, the counters updated.
+  The victim FIFO's push is registered: the record is compared with the FIFO's slots in S4 and
+  lands (appended, or merged into its tile's record) one cycle later, from registered match bits;
+  until then it counts in the FIFO's level (room reservation) -- a victim record can re-enter
+  at the earliest 2 cycles after its S4 (was 1).
 
 Progress guarantee (a set conflict never blocks): nothing in the pipeline ever stalls -- every item
 is applied in S3 three cycles after S0 -- because space is reserved at S0: an item enters only if
@@ -161,15 +168,19 @@ class _RegFIFO(wiring.Component):
 class _VictimFIFO(wiring.Component):
     """First-word-fall-through FIFO of victim records in registers that keeps one record per
     tile: a record pushed while another of its tile waits merges into it (counts added, smaller
-    address kept) instead of taking a slot -- into the one read out, if it is popped that
-    cycle.  A ring of slots with a valid bit each (records never move, so a push compares and
-    updates slots in place).  Ports as :class:`_RegFIFO`."""
+    address kept) instead of taking a slot -- into the one read out, if it is popped in the
+    cycle the push lands.  A ring of slots with a valid bit each (records never move, so a
+    push updates slots in place).  The push is registered: a record written in cycle c is
+    compared with the slots in c (corrected for the push landing in c and the pop of c) and
+    lands -- appended or merged, from registered match bits -- in c+1.  Ports as
+    :class:`_RegFIFO`; ``level`` counts the slots in use plus a push not landed yet."""
 
     def __init__(self, layout, depth):
         self.layout, self.depth = layout, depth
         super().__init__({"w_en": In(1), "w_data": In(layout), "r_en": In(1),
                           "r_data": Out(layout), "r_rdy": Out(1),
-                          "level": Out(range(depth + 1))})
+                          "level": Out(range(depth + 1)),
+                          "pending": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
@@ -177,33 +188,47 @@ class _VictimFIFO(wiring.Component):
         q = [Signal(self.layout, name=f"q{i}") for i in range(D)]
         valid = Signal(D)
         head, tail = Signal(range(D)), Signal(range(D))
+        used = Signal(range(D + 1))
         w = self.w_data
+        # the registered push: record, it merges into slot pm (one-hot) or appends (pa)
+        pe, pa = Signal(), Signal()
+        pd = Signal(self.layout)
+        pm = Signal(D)
         head_1h, tail_1h = Signal(D), Signal(D)
         for i in range(D):
             m.d.comb += [head_1h[i].eq(head == i), tail_1h[i].eq(tail == i)]
         pop = self.r_en & self.r_rdy
+
+        def same_tile(a, b):
+            return (a.wg == b.wg) & (a.wf == b.wf)
+        # match of the record written now against the slots as they will be next cycle
         match = Signal(D)
+        follows = pe & pa & same_tile(pd, w)          # lands in tail this cycle, same tile
+        for i in range(D):
+            m.d.comb += match[i].eq(Mux(follows, tail_1h[i],
+                                        valid[i] & same_tile(q[i], w) & ~(pop & head_1h[i])))
+        m.d.sync += [pe.eq(self.w_en), pd.eq(w), pm.eq(match), pa.eq(~match.any())]
+
         merged = []
         for i in range(D):
-            m.d.comb += match[i].eq(valid[i] & (q[i].wg == w.wg) & (q[i].wf == w.wf))
             mq = Signal(self.layout, name=f"merged{i}")
-            m.d.comb += [mq.eq(q[i]), mq.n.eq(q[i].n + w.n),
-                         mq.addr.eq(Mux(w.addr < q[i].addr, w.addr, q[i].addr))]
+            m.d.comb += [mq.eq(q[i]), mq.n.eq(q[i].n + pd.n),
+                         mq.addr.eq(Mux(pd.addr < q[i].addr, pd.addr, q[i].addr))]
             merged.append(mq)
         hq = Const(0, len(q[0].as_value()))
         hm = Const(0, len(q[0].as_value()))
         for i in range(D):
             hq = hq | Mux(head_1h[i], q[i].as_value(), 0)
             hm = hm | Mux(head_1h[i], merged[i].as_value(), 0)
-        # a record pushed in the cycle its tile's record is popped merges into the popped one
-        m.d.comb += [self.r_rdy.eq(valid.any()),
-                     self.r_data.eq(Mux(self.w_en & (match & head_1h).any(), hm, hq))]
-        append = self.w_en & ~match.any()
+        # a record landing in the cycle its tile's record is popped merges into the popped one
+        m.d.comb += [self.r_rdy.eq(used != 0),                 # = valid.any()
+                     self.r_data.eq(Mux(pe & (pm & head_1h).any(), hm, hq))]
+        append = pe & pa
         for i in range(D):
             with m.If(append & tail_1h[i]):
-                m.d.sync += [q[i].eq(w), valid[i].eq(1)]
+                m.d.sync += [q[i].eq(pd), valid[i].eq(1)]
             with m.Else():
-                with m.If(self.w_en & match[i]):
+                with m.If(pe & pm[i]):
                     m.d.sync += q[i].eq(merged[i])
                 with m.If(pop & head_1h[i]):
                     m.d.sync += valid[i].eq(0)
@@ -211,7 +236,8 @@ class _VictimFIFO(wiring.Component):
             m.d.sync += tail.eq(Mux(tail == D - 1, 0, tail + 1))
         with m.If(pop):
             m.d.sync += head.eq(Mux(head == D - 1, 0, head + 1))
-        m.d.sync += self.level.eq(self.level + append - pop)
+        m.d.sync += used.eq(used + append - pop)
+        m.d.comb += [self.level.eq(used + pe), self.pending.eq(pe)]
         return m
 
 
@@ -325,7 +351,11 @@ class Tracker(wiring.Component):
 
         # ---- S0: input or victim re-entry, set read ---------------------------------------
         inflight = v1.as_unsigned() + v2 + v3 + v4
-        trig_ok = (tf.level + inflight) < TD
+        # trigger-FIFO room: tcount = tf.level + inflight, kept in a register (its next
+        # value from the next level and valid bits) so that take_vic -- which selects the
+        # set-memory read address -- comes from registers through two LUT levels
+        tcount = Signal(range(TD + PIPE + 1))
+        trig_ok = tcount < TD
         vic_ok = (vf.level + inflight) < VD
         vturn = Signal()                     # victim FIFO gets every other cycle
         m.d.sync += vturn.eq(~vturn)
@@ -343,6 +373,10 @@ class Tracker(wiring.Component):
                          s0.addr.eq(self.upd.payload.addr), s0.n.eq(self.upd.payload.n),
                          s0.src.eq(self.upd.payload.src)]
         m.d.sync += [v1.eq(take_vic | (self.upd.valid & self.upd.ready)), s1.eq(s0)]
+        tf_push = tf.w_en & tf.w_rdy if hasattr(tf, "w_rdy") else tf.w_en
+        m.d.sync += tcount.eq(tf.level + tf_push - (tf.r_en & tf.r_rdy)
+                              + (take_vic | (self.upd.valid & self.upd.ready))
+                              + ((v1.as_unsigned() + v2 + v3) & Mux(clearing, 0, 7)))
         m.d.comb += [mem.r_en.eq(1), mem.r_addr.eq(set_index(s0.wg))]
 
         # ---- S1: set data arrives (registered as it is); the corrections S2 will need -------
@@ -543,7 +577,7 @@ class Tracker(wiring.Component):
             m.d.sync += occ.eq(occ - 1)
         m.d.comb += [self.err_count.eq(err), self.error.eq(err != 0), self.conflicts.eq(conf),
                      self.evictions.eq(evc), self.occupancy.eq(occ)]
-        m.d.comb += [self.f_idle.eq(~v1 & ~v2 & ~v3 & ~v4 & ~tf.r_rdy & ~vf.r_rdy),
+        m.d.comb += [self.f_idle.eq(~v1 & ~v2 & ~v3 & ~v4 & ~tf.r_rdy & ~vf.r_rdy & ~vf.pending),
                      self.f_apply_valid.eq(v3), self.f_vfifo_level.eq(vf.level),
                      self.f_vfifo_pop.eq(take_vic)]
         return m

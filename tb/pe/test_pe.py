@@ -19,6 +19,7 @@ from cocotb.triggers import RisingEdge
 
 from tessera.golden import pe as golden
 from tessera.hdl.pe.config import ErrorCause, PEConfig, PEParams, Role
+from tessera.hdl.pe.pe import CHECK_LATENCY
 from tessera.tb.common import StreamSink, StreamSource, TBBase, load_manifest, pack
 
 
@@ -78,7 +79,16 @@ class PETB(TBBase):
         for s in (self.w_src, self.i_src, self.p_src):
             await s.wait_idle()
 
-    async def start_tile(self, cfg: PEConfig):
+    async def settle(self, cfg: PEConfig):
+        """Present cfg and wait CHECK_LATENCY cycles: a start then is decided in the
+        next cycle (as in pe_node, whose cfg is written long before its start)."""
+        self.dut.cfg.value = pack(self.cfg_fields, cfg.as_dict())
+        for _ in range(CHECK_LATENCY):
+            await RisingEdge(self.clk)
+
+    async def start_tile(self, cfg: PEConfig, settle=True):
+        if settle:
+            await self.settle(cfg)
         self.dut.cfg.value = pack(self.cfg_fields, cfg.as_dict())
         self.dut.start.value = 1
         await RisingEdge(self.clk)
@@ -86,23 +96,25 @@ class PETB(TBBase):
         self.dut.start.value = 0
         return t0
 
-    async def run_tile(self, cfg, psum_in=None, timeout=200000):
-        """Start a tile and wait for done (or error). Returns (outputs, cycles, error_cause)."""
+    async def run_tile(self, cfg, psum_in=None, timeout=200000, settle=True):
+        """Start a tile and wait for done (or error). Returns (outputs, cycles, error_cause).
+        The start is decided (error, or the tile runs) 1 cycle after it is accepted
+        (settled cfg) or CHECK_LATENCY + 1 cycles after it; busy is high meanwhile."""
         if psum_in is not None:
             for row in psum_in:
                 self.ps_src.send_nowait({str(i): int(v) for i, v in enumerate(row)})
         n_ps, n_o = len(self.ps_snk.items), len(self.o_snk.items)
-        t0 = await self.start_tile(cfg)
-        await RisingEdge(self.clk)
-        if int(self.dut.error.value):
-            cause = int(self.dut.error_cause.value)
-            self.check(not int(self.dut.busy.value), "busy after illegal config")
-            return None, 0, cause
-        self.check(int(self.dut.busy.value) == 1, "busy did not rise")
+        t0 = await self.start_tile(cfg, settle)
         while True:
             await RisingEdge(self.clk)
+            if int(self.dut.error.value):
+                cause = int(self.dut.error_cause.value)
+                self.check(not int(self.dut.busy.value), "busy after illegal config")
+                self.check(self.edge - t0 <= CHECK_LATENCY + 2, "error decided late")
+                return None, 0, cause
             if int(self.dut.done.value):
                 break
+            self.check(int(self.dut.busy.value) == 1, "busy did not rise")
             if self.edge - t0 > timeout:
                 raise AssertionError(f"tile did not finish in {timeout} cycles")
         cycles = self.edge - 1 - t0          # done was set at the previous edge
@@ -358,10 +370,11 @@ async def _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums):
             for beat in golden.input_beats(p, cfgs[t + 1], Xs[t + 1]):
                 tb.i_src.send_nowait(_flat(beat))
 
+        await tb.settle(cfg)                   # before the next tile's input is queued
         if t + 1 < len(cfgs):
             cocotb.start_soon(queue_next())
         starts.append(tb.edge + 1)
-        got, _, cause = await tb.run_tile(cfg, psums[t])
+        got, _, cause = await tb.run_tile(cfg, psums[t], settle=False)
         tb.check_equal(cause, 0, f"tile {t} refused")
         want = np.asarray(exp[key], dtype=np.int64).reshape(-1, p.K0)
         tb.check_equal(got.tolist(), want.tolist(), f"tile {t} ({cfg.ibuf_half=}) of {cfg}")
@@ -547,12 +560,13 @@ async def bench(dut):
     tb.report("bench")
 
 
-FRONT_CYCLES = 7      # idle start -> first issue, beyond the old single cycle (see below)
+FRONT_CYCLES = 8      # idle start -> first issue, beyond the old single cycle (see below)
 
 
 def pipeline_extra(p: PEParams, to_ppu: bool) -> int:
     """Cycles of an isolated tile (started while idle) beyond its issue cycles:
-    front end FRONT_CYCLES (per-tile constants SETUP = 2, sweep generator
+    front end FRONT_CYCLES (start decided 1 cycle after it is accepted when cfg
+    was settled CHECK_LATENCY cycles before, per-tile constants SETUP = 2, sweep generator
     stages A, B1, B2, C, walker, op register), operand registers (1), MAC
     (mac_stages), accumulate + result-FIFO write (1), FIFO head (1), result
     register (1); then the psum_out register (1) or the PPU (parameter read,
@@ -594,11 +608,13 @@ async def latency(dut):
     start to done: one operation per cycle, no bubble when the weight block
     changes (double-buffered weight registers), the drain overlapped with
     compute, and all-padding rows/columns skipped (schedule_cycles).
-    Pipeline (pipeline_extra): +22 through the PPU (LAST/ONLY), +15 to psum_out
-    (FIRST/MIDDLE) at the default mac_stages = 3, ppu_mul_stages = 2 (was +11 /
-    +6 before the sequencer, accumulator, result FIFO, MAC tree and PPU round
-    were pipelined for 100 MHz, issue 20; back-to-back tiles hide it: see
-    ``back_to_back``)."""
+    Pipeline (pipeline_extra): +23 through the PPU (LAST/ONLY), +16 to psum_out
+    (FIRST/MIDDLE) at the default mac_stages = 3, ppu_mul_stages = 2 with cfg settled
+    CHECK_LATENCY cycles before the start (was +11 / +6 before the sequencer,
+    accumulator, result FIFO, MAC tree and PPU round were pipelined for 100 MHz,
+    issue 20, and +22 / +15 before the configuration check was pipelined; back-to-back
+    tiles hide it: see ``back_to_back``); a cfg presented with the start costs
+    CHECK_LATENCY cycles more."""
     tb = await _setup(dut, 1.0, 0.0)
     cases = [{"P1": 1, "Q1": 1}, {"P1": 4, "Q1": 4}, {"R": 3, "S": 3, "C1": 2, "K1": 2},
              {"R": 3, "S": 3, "C1": 2, "P1": 4, "Q1": 4, "pad_top": 1, "pad_left": 1,
@@ -615,6 +631,16 @@ async def latency(dut):
                 if role in (Role.MIDDLE, Role.LAST) else None     # queued before start
             _, cycles = await tb.check_tile(cfg, W, X, b, s, ps, name="latency")
             tb.check_equal(cycles, schedule_cycles(cfg) + extra, f"cycles of {cfg}")
+    # cfg changed in the start cycle: the check's pipeline delays the decision
+    extra = pipeline_extra(tb.p, True)
+    for over in cases[:2]:
+        cfg, W, X, b, s = _case(tb, role=Role.ONLY, **{"pool": False, **over})
+        await tb.load(cfg, W, X, b, s)
+        tb.dut.cfg.value = 0
+        await tb.clocks(CHECK_LATENCY + 1)
+        _, cycles, _ = await tb.run_tile(cfg, settle=False)
+        tb.check_equal(cycles, schedule_cycles(cfg) + extra + CHECK_LATENCY,
+                       f"cycles of {cfg}, cfg given with the start")
     tb.report("latency")
 
 
@@ -746,8 +772,9 @@ async def start_with_load(dut):
                          shift=0, relu=not cfg.relu)
         dut.cfg.value = pack(tb.cfg_fields, other.as_dict())
 
+    await tb.settle(cfg)
     cocotb.start_soon(after_start())
-    got, _, _ = await tb.run_tile(cfg)
+    got, _, _ = await tb.run_tile(cfg, settle=False)
     tb.check_equal(seen["ready"], (1, 1), "loads ready in the start cycle")
     exp = golden.run_tile(p, cfg, W2, X2)["psum_out"]
     tb.check(not np.array_equal(exp, golden.run_tile(p, cfg, W, X)["psum_out"]),
