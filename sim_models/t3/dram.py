@@ -42,7 +42,7 @@ SRC_GREAD, SRC_GWRITE, SRC_DMA, SRC_UPD = 0, 1, 2, 3
 # integer parameter vector layout (see ``simulate`` in overlap.py)
 (I_Q, I_NBG, I_BPG, I_CCDS, I_CCDL, I_CCDWL, I_MISS, I_RTW, I_WTR, I_WHI, I_WLO, I_LAT, I_OUT,
  I_DMABUF, I_COMMCAP, I_LINKLAT, I_POLICY, I_THR, I_STARVE, I_DYN, I_LEARN, I_NMC, I_COMM,
- I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_NI) = range(33)
+ I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_RAS, I_NI) = range(34)
 (F_LINK, F_PH_GR, F_PH_GW, F_PH_DMA, F_PH_UPD, F_NF) = range(6)
 
 
@@ -112,6 +112,8 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     wbuf, remcap, rec_every = IP[I_WBUF], IP[I_REMCAP], IP[I_REC]
     w0, wlen, maxcyc = IP[I_W0], IP[I_WLEN], IP[I_MAXCYC]
     xhit = IP[I_XHIT]                 # 1: another stream's open row does not destroy locality
+    RAS = IP[I_RAS]                   # tRAS: an open row is precharged no earlier than this after its ACT
+    TRP = MISS // 2                   # tRP = tRCD (the miss is tRP + tRCD)
     link_rate = FP[F_LINK]
     ph = np.array([FP[F_PH_GR], FP[F_PH_GW], FP[F_PH_DMA], FP[F_PH_UPD]])
     S = C.shape[0]
@@ -129,6 +131,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     nwrites_q = 0
     next_id = 1
     bank_ready = np.zeros(nb, np.int64)
+    bank_act = np.full(nb, -(1 << 40), np.int64)   # ACT time of the open row
     bank_src = np.full(nb, -1, np.int64)
     bank_owner = np.zeros(nb, np.int64)
     hitpend = np.zeros(nb, np.int64)
@@ -410,9 +413,10 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                     if isw != mode:
                         continue
                     b = q_bank[k]
-                    if bank_ready[b] > t or hitpend[b] == 1:
+                    if bank_ready[b] > t or hitpend[b] == 1 or t < bank_act[b] + RAS:
                         continue
                     bank_ready[b] = t + MISS
+                    bank_act[b] = t + TRP
                     bank_src[b] = sk
                     bank_owner[b] = q_id[k]
                     break
