@@ -69,6 +69,7 @@ class System:
     wg_fast_dim: str = "tokens"       # "tokens" | "fewer_tiles": output tile dimension dispatched fastest
     l2_retention: str = "graded"      # "graded" | "lru" (all-or-nothing): cross-stage operand reuse
     row_interference: bool = True     # another stream's open row is a miss (False: take-apart only)
+    wg_retire: bool = False           # WGs retire one by one on store ack (False: stage barrier)
     tRAS: int = 0                     # ACT to PRE minimum (0: not modelled)
     write_path_entries: int = 0       # uncached stores buffered between the CUs and the MC queue (per channel)
 

@@ -56,6 +56,7 @@ class FusedResult:
     trace: dict = field(default_factory=dict)
     policy: str = ""
     window: np.ndarray | None = None   # per-cycle arbiter inputs/grant (c, m, ready, occ, drain, learn, g)
+    stage_compute_end: np.ndarray | None = None   # s: the stage's compute done and its stores issued
 
 
 def threshold_table(sysm: System) -> np.ndarray:
@@ -113,13 +114,14 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
     IP[D.I_MAXCYC] = maxcyc
     IP[D.I_XHIT] = int(not sysm.row_interference)
     IP[D.I_RAS] = sysm.tRAS
+    IP[D.I_WGR] = int(sysm.wg_retire)
     FP = np.zeros(D.F_NF)
     FP[D.F_LINK] = sysm.link_bw / U / fc
     FP[D.F_PH_GR:D.F_PH_UPD + 1] = sysm.row_hit
     bins = np.array(sysm.mca_bins, dtype=np.int64)
     out = D.fused_kernel(IP, FP, C, R, SB, slot_req.astype(np.int64), threshold_table(sysm), bins)
     (t, gend, j, st, se, sr, ss, sen, cnt, busy, occ, dthr, dvalid, mwait, rt, rsrv, rprod, rinc,
-     win) = out
+     win, sce) = out
     if t < 0:
         raise RuntimeError(f"fused simulation did not finish in {maxcyc} cycles (stage {j}/{plan.stages})")
     sec = 1.0 / fc
@@ -147,4 +149,4 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
     return FusedResult(t * sec, gend * sec, nan(st), nan(se), sr, nan(ss), nan(sen), dramb,
                        busy / max(t, 1.0), occ / max(t, 1.0),
                        int(dthr if dvalid else thr), bool(dvalid), int(mwait), trace, policy,
-                       win if window[1] else None)
+                       win if window[1] else None, nan(sce))
