@@ -259,7 +259,7 @@ def main() -> int:
     print(f"  MCA thresholds learned in the first stage (entries; {overlap.NO_LIMIT} = no limit): {learned}")
     print("Take-apart: MC write-drain watermarks (high/low entries; system.json write_drain_watermarks), Fig 16 set")
     wds = {}
-    for wd in ((40, 16), (28, 16), tuple(sysm.write_drain)):
+    for wd in ((40, 16), (16, 8), (12, 7), tuple(sysm.write_drain)):
         k = f"{wd[0]}/{wd[1]}"
         wds[k] = {"t3": sm["t3"], "t3-mca": sm["t3-mca"]} if wd == tuple(sysm.write_drain) else \
             fig16_with(sysm.scaled(write_drain=wd), ("t3", "t3-mca"))
@@ -396,6 +396,15 @@ def main() -> int:
         print(f"  {k:44s} T3 {v['t3']['geomean']:5.1f}%/{v['t3']['max']:5.1f}%  T3-MCA {v['t3-mca']['geomean']:5.1f}%/"
               f"{v['t3-mca']['max']:5.1f}% (geomean/max)")
     F["dram_timing_take_apart"] = dt_
+    print("Take-apart: row locality (system.json row_locality): rows shared by address region vs by request stream")
+    rl = {"region (model), watermarks " + "/".join(map(str, sysm.write_drain)): {"t3": sm["t3"], "t3-mca": sm["t3-mca"]},
+          "region, watermarks 16/8": wds["16/8"],
+          "stream (first pass), watermarks 16/8": fig16_with(sysm.scaled(row_locality="stream", write_drain=(16, 8)),
+                                                             ("t3", "t3-mca"))}
+    for k, v in rl.items():
+        print(f"  {k:44s} T3 {v['t3']['geomean']:5.1f}%/{v['t3']['max']:5.1f}%  T3-MCA {v['t3-mca']['geomean']:5.1f}%/"
+              f"{v['t3-mca']['max']:5.1f}% (geomean/max)")
+    F["row_locality_take_apart"] = rl
     print("TP32 (§6.4): Ideal-GEMM-RS-Overlap maximum vs a per-step fixed cost (alpha, in the sequential RS/AG) and "
           "the GEMM's MMA efficiency")
     tp32 = {}
@@ -451,50 +460,43 @@ def main() -> int:
     wd_old = wds["40/16"]
     note = [
         "Closing note (larger differences):",
-        f"* Fig 16 T3 / T3-MCA: the lever is the MC's write batching, not the L2 estimate. With the first pass's "
-        f"40/16 write-drain watermarks T3 / T3-MCA are {wd_old['t3']['geomean']:.1f} / {wd_old['t3-mca']['geomean']:.1f}% "
-        "(MCA below T3: 40 parked writes keep the queue above every §6.1.3 threshold, communication enters only "
-        f"through the starvation limit); at 16/8 they are {sm['t3']['geomean']:.1f} / {sm['t3-mca']['geomean']:.1f}%. "
-        f"The first-pass L2 estimate with 16/8 gives {old_l2['t3']['geomean']:.1f} / {old_l2['t3-mca']['geomean']:.1f}%; "
-        "the L2 change (activation re-walked, graded retention) is there for Fig 18's per-TP GEMM-read reductions "
-        "(§6.2), which the first pass had reversed. GEMM DRAM utilisation in isolation is now "
-        f"{100 * min(util):.0f}-{100 * max(util):.0f}%.",
-        f"* Where T3 loses in the model: round-robin interleaves the GEMM's and RS's streams in every bank, so "
-        f"each closes the other's rows (row-buffer interference) and writes force turnarounds; the MC queue fills "
-        f"and the GEMM's output stores wait for admission. T-NLG FC-1 TP16 (GEMM reads ~2 MB per stage) runs its "
-        f"GEMM in {tnl['gemm_in_t3_us']:.0f} us inside T3 vs {tnl['gemm_isolated_us']:.0f} us alone; T3 {tnl['t3']:.1f}% -> "
-        f"{ta['no row-buffer interference between streams']['t3']:.1f}% without interference, "
-        f"{ta['no interference, no turnaround']['t3']:.1f}% also without turnarounds (Ideal {tnl['ideal']:.1f}%); "
-        f"zeroing tRTW/tWTR alone {ta['no read/write turnaround (tRTW=tWTR=0)']['t3']:.1f}%, all same-stream row hits "
-        f"{ta['all row hits']['t3']:.1f}%. Fig 16 set without interference: T3 {noi['t3']['geomean']:.1f}% / "
-        f"T3-MCA {noi['t3-mca']['geomean']:.1f}%. MCA batches communication and avoids most of it.",
-        f"* T3 max {sm['t3']['max']:.1f}% vs the paper's 39% (missed): the best T3 case is {best_t3.model} TP{best_t3.tp} "
-        f"{best_t3.sublayer} (Ideal {pct(best_t3.speedup('ideal')):.1f}%). The loss is not in the GEMM's read phase but in "
-        f"its output bursts: on T-NLG FC-2 TP16 a stage reads for {ph['alone']['read_phase_us']:.0f} us alone / "
-        f"{ph['t3 (round-robin)']['read_phase_us']:.0f} us in T3, while its 5 MB output takes "
-        f"{ph['alone']['output_burst_us']:.0f} us alone, {ph['t3 (round-robin)']['output_burst_us']:.0f} us in T3 and "
-        f"{ph['t3-mca']['output_burst_us']:.0f} us with MCA (round-robin mixes the GEMM's NMC stores with the DMA reads and "
-        "updates of the just-written chunk: turnarounds and row conflicts). Every stage of every case pays it, so "
-        f"Ideal - T3 does not follow the GEMM's read rate (correlation {corr:+.2f}), unlike §6.1.2. One assumption that "
-        f"moves it: WGs retiring one by one instead of a stage barrier gives T3 {wr['WG-granular retirement']['t3']['geomean']:.1f}"
-        f"/{wr['WG-granular retirement']['t3']['max']:.1f}% but T3-MCA {wr['WG-granular retirement']['t3-mca']['geomean']:.1f}%: "
-        "the GEMM's own queue occupancy then sits above the 30-entry threshold (Mega-GPT-2) and MCA starves RS; only "
-        f"'no limit' everywhere keeps MCA ({wnl['t3-mca']['geomean']:.1f}"
-        f"/{wnl['t3-mca']['max']:.1f}%), against §4.5's smaller thresholds "
-        "for memory-intensive GEMMs. Not adopted.",
-        f"* T3-MCA max {sm['t3-mca']['max']:.1f}% (met, within 5 of 47) after the HBM2 timing correction (Table 1's 1 GHz: "
-        f"tRP+tRCD 28, tRTW 15; the 850 MHz line gives {dt_['850 MHz line (first pass: 24, 13)']['t3-mca']['max']:.1f}%). "
-        f"Slot-0 remote stores (100 KB in flight) still hold it back: unbounded buffering gives "
-        f"{ta['unbounded remote-store buffer']['t3-mca']:.1f}% on T-NLG FC-1 TP16 but T3-MCA geomean "
-        f"{rbs[inf]['t3-mca']['geomean']:.1f}%.",
-        f"* §6.4 TP32: T3-MCA {bl['t3-mca']['geomean']:.1f}% / {bl['t3-mca']['max']:.1f}% vs 29 / 35 (missed); Ideal "
+        f"* Row locality by address region (T3's chunk traffic - NMC output stores, the neighbour's updates and the "
+        f"DMA reads of the same chunk - shares rows; system.json row_locality) instead of by stream: with the stream "
+        f"grouping at the calibrated watermarks T3 is {rl['stream (first pass), watermarks 16/8']['t3']['geomean']:.1f}/"
+        f"{rl['stream (first pass), watermarks 16/8']['t3']['max']:.1f}% (geomean/max), by region "
+        f"{rl['region, watermarks 16/8']['t3']['geomean']:.1f}/{rl['region, watermarks 16/8']['t3']['max']:.1f}% at 16/8 and "
+        f"{sm['t3']['geomean']:.1f}/{sm['t3']['max']:.1f}% at the recalibrated 12/6 (T3-MCA {sm['t3-mca']['geomean']:.1f}/"
+        f"{sm['t3-mca']['max']:.1f}%). 40/16 (first pass): T3 / T3-MCA {wd_old['t3']['geomean']:.1f} / "
+        f"{wd_old['t3-mca']['geomean']:.1f}% (MCA below T3: parked writes keep the queue above every §6.1.3 threshold).",
+        f"* T3 geomean {sm['t3']['geomean']:.1f}% vs 20 and T3 max {sm['t3']['max']:.1f}% vs 39: the two move together with "
+        "the write-drain watermarks (system.json write_drain_watermarks lists 8 settings): the model's T3 spread "
+        f"(max - geomean, {sm['t3']['max'] - sm['t3']['geomean']:.1f} points) is about half the paper's (19). Why: the loss is "
+        f"in every stage's output burst, not in the GEMM's read phase. On T-NLG FC-2 TP16 a stage reads for "
+        f"{ph['alone']['read_phase_us']:.0f} us alone / {ph['t3 (round-robin)']['read_phase_us']:.0f} us in T3, its 5 MB "
+        f"output takes {ph['alone']['output_burst_us']:.0f} us alone, {ph['t3 (round-robin)']['output_burst_us']:.0f} us in "
+        f"T3, {ph['t3-mca']['output_burst_us']:.0f} us with MCA (round-robin mixes the NMC stores with the DMA reads of the "
+        "chunk they complete: read/write turnarounds). Every stage of every case pays it, so Ideal - T3 does not follow "
+        f"the GEMM's read rate (correlation {corr:+.2f}), unlike §6.1.2. WGs retiring one by one instead of a stage barrier "
+        f"(one assumption) gives T3 {wr['WG-granular retirement']['t3']['geomean']:.1f}/{wr['WG-granular retirement']['t3']['max']:.1f}% "
+        f"but T3-MCA {wr['WG-granular retirement']['t3-mca']['geomean']:.1f}%: the GEMM's own queue occupancy then sits above "
+        f"the learned 30-entry threshold and MCA starves RS; 'no limit' everywhere gives {wnl['t3-mca']['geomean']:.1f}/"
+        f"{wnl['t3-mca']['max']:.1f}%, against §4.5's smaller thresholds for memory-intensive GEMMs. Not adopted.",
+        f"* Where the T3 loss comes from on T-NLG FC-1 TP16 (GEMM {tnl['gemm_in_t3_us']:.0f} us inside T3 vs "
+        f"{tnl['gemm_isolated_us']:.0f} us alone): T3 {tnl['t3']:.1f}% -> {ta['no read/write turnaround (tRTW=tWTR=0)']['t3']:.1f}% "
+        f"without turnarounds, {ta['no row-buffer interference between streams']['t3']:.1f}% without row interference, "
+        f"{ta['no interference, no turnaround']['t3']:.1f}% without both (Ideal {tnl['ideal']:.1f}%).",
+        f"* T3-MCA max {sm['t3-mca']['max']:.1f}% (HBM2 timing from Table 1's 1 GHz: tRP+tRCD 28, tRTW 15; the 850 MHz line "
+        f"gives {dt_['850 MHz line (first pass: 24, 13)']['t3-mca']['max']:.1f}%). Slot-0 remote stores (100 KB in flight) "
+        f"hold it back: unbounded buffering gives {ta['unbounded remote-store buffer']['t3-mca']:.1f}% on T-NLG FC-1 TP16 but "
+        f"T3-MCA geomean {rbs[inf]['t3-mca']['geomean']:.1f}%.",
+        f"* §6.4 TP32: T3-MCA {bl['t3-mca']['geomean']:.1f}% / {bl['t3-mca']['max']:.1f}% vs 29 / 35; Ideal "
         f"{bl['ideal']['geomean']:.1f}% / {bl['ideal']['max']:.1f}%. The K of the TP32 GEMMs (384-2560) is dense enough "
         "that some case always has GEMM ~= RS: a per-step fixed cost of 5/10/20 us gives Ideal maxima "
         + "/".join(f"{tp32[k]['ideal_max']:.1f}" for k in ("alpha 5 us", "alpha 10 us", "alpha 20 us"))
         + "%, MMA efficiency 0.6/1.0 "
         + "/".join(f"{tp32[k]['ideal_max']:.1f}" for k in ("MMA efficiency 0.6", "MMA efficiency 1.0"))
-        + "%. A 35% T3-MCA maximum needs MCA ~15 points below Ideal on the balanced case (the model: 8), as the paper "
-        "reports for T-NLG FC-1 TP16 (§6.1.3, 'L2 bypassing of GEMM writes hurts the GEMM'), which this model's "
+        + "%. A 35% T3-MCA maximum needs MCA ~15 points below Ideal on the balanced case (model: ~8), as the paper "
+        "reports for T-NLG FC-1 TP16 (§6.1.3: 'L2 bypassing of GEMM writes hurts the GEMM'), which this model's "
         "L2 estimate cannot produce (bypassing only frees L2 for the operands).",
         f"* MCA's occupancy threshold: learned thresholds {learned}; fixed thresholds 5/10/30 give "
         + "/".join(f"{ths[k]['geomean']:.1f}" for k in ("5", "10", "30"))

@@ -25,10 +25,13 @@ Per cycle:
   read/write turnaround (tRTW, tWTR), 4 bank groups x 4 banks: column commands ``tCCDS`` apart,
   ``tCCDL`` in one bank group, ``tCCDWL`` after an NMC update (read-modify-write in the bank, one
   data burst on the bus, §5.1.1); row miss = tRP + tRCD on that bank (Accel-Sim's 1 GHz HBM2 line,
-  Table 1's clock); ``tRAS`` (ACT to PRE, take-apart switch, 0 = off) bounds the row cycle.  Row locality: a request hits
-  with its stream's probability if its bank's open row was opened by the same stream, else misses
-  (streams interleaving in a bank destroy each other's locality; ``row_interference=False`` turns this
-  off for take-apart experiments).
+  Table 1's clock); ``tRAS`` (ACT to PRE, take-apart switch, 0 = off) bounds the row cycle.
+  Row locality: a request hits with its stream's probability if its bank's open row was opened by
+  the same row group, else misses.  Groups (``row_locality``): ``region`` - the GEMM's operand reads
+  apart, chunk traffic (NMC output stores, incoming updates, DMA reads) by chunk slot, since T3's
+  three streams of a stage address the chunk being reduced (§4.1, Fig 7); ``stream`` - by request
+  source (first pass).  Groups interleaving in a bank destroy each other's locality;
+  ``row_interference=False`` turns this off for take-apart experiments.
 
 Left out: refresh, per-channel imbalance, the return path's own contention, address-exact rows, tRAS/tRC
 (switch only), buffering between the CUs and the MC queue (``write_path_entries``, switch only).
@@ -46,7 +49,7 @@ SRC_GREAD, SRC_GWRITE, SRC_DMA, SRC_UPD = 0, 1, 2, 3
 # integer parameter vector layout (see ``simulate`` in overlap.py)
 (I_Q, I_NBG, I_BPG, I_CCDS, I_CCDL, I_CCDWL, I_MISS, I_RTW, I_WTR, I_WHI, I_WLO, I_LAT, I_OUT,
  I_DMABUF, I_COMMCAP, I_LINKLAT, I_POLICY, I_THR, I_STARVE, I_DYN, I_LEARN, I_NMC, I_COMM,
- I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_RAS, I_WGR, I_NI) = range(35)
+ I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_RAS, I_WGR, I_RGRP, I_NI) = range(36)
 (F_LINK, F_PH_GR, F_PH_GW, F_PH_DMA, F_PH_UPD, F_NF) = range(6)
 
 
@@ -116,6 +119,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     wbuf, remcap, rec_every = IP[I_WBUF], IP[I_REMCAP], IP[I_REC]
     w0, wlen, maxcyc = IP[I_W0], IP[I_WLEN], IP[I_MAXCYC]
     xhit = IP[I_XHIT]                 # 1: another stream's open row does not destroy locality
+    rgrp = IP[I_RGRP]                 # row locality by 0: stream, 1: address region (chunk slot)
     wgr = IP[I_WGR]                   # 1: WG-granular retirement, 0: stage barrier
     RAS = IP[I_RAS]                   # tRAS: an open row is precharged no earlier than this after its ACT
     TRP = MISS // 2                   # tRP = tRCD (the miss is tRP + tRCD)
@@ -429,7 +433,8 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                     if isw != mode:
                         continue
                     b = q_bank[k]
-                    if bank_owner[b] == q_id[k] or ((bank_src[b] == sk or xhit == 1) and q_u[k] < ph[sk]):
+                    rk = sk if (rgrp == 0 or sk == SRC_GREAD) else 16 + q_slot[k]
+                    if bank_owner[b] == q_id[k] or ((bank_src[b] == rk or xhit == 1) and q_u[k] < ph[sk]):
                         hitpend[b] = 1
                         if pick < 0 and bank_ready[b] <= t and bg_next[b // bpg] <= t:
                             pick = k
@@ -445,7 +450,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                         continue
                     bank_ready[b] = t + MISS
                     bank_act[b] = t + TRP
-                    bank_src[b] = sk
+                    bank_src[b] = sk if (rgrp == 0 or sk == SRC_GREAD) else 16 + q_slot[k]
                     bank_owner[b] = q_id[k]
                     break
                 if pick < 0:
@@ -457,7 +462,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                     upd = sk == SRC_UPD or (sk == SRC_GWRITE and nmc == 1)
                     bg_next[bg] = t + (CCDWL if upd else CCDL)
                     bus_next = t + CCDS
-                    bank_src[b] = sk
+                    bank_src[b] = sk if (rgrp == 0 or sk == SRC_GREAD) else 16 + q_slot[pick]
                     cnt[sk] += 1
                     acc[sk] += 1
                     busy += 1

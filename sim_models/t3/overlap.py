@@ -115,6 +115,7 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
     IP[D.I_XHIT] = int(not sysm.row_interference)
     IP[D.I_RAS] = sysm.tRAS
     IP[D.I_WGR] = int(sysm.wg_retire)
+    IP[D.I_RGRP] = int(sysm.row_locality == "region")
     FP = np.zeros(D.F_NF)
     FP[D.F_LINK] = sysm.link_bw / U / fc
     FP[D.F_PH_GR:D.F_PH_UPD + 1] = sysm.row_hit
