@@ -259,7 +259,7 @@ def main() -> int:
     print(f"  MCA thresholds learned in the first stage (entries; {overlap.NO_LIMIT} = no limit): {learned}")
     print("Take-apart: MC write-drain watermarks (high/low entries; system.json write_drain_watermarks), Fig 16 set")
     wds = {}
-    for wd in ((40, 16), (16, 8), (12, 7), tuple(sysm.write_drain)):
+    for wd in ((40, 16), (16, 8), (12, 6), tuple(sysm.write_drain)):
         k = f"{wd[0]}/{wd[1]}"
         wds[k] = {"t3": sm["t3"], "t3-mca": sm["t3-mca"]} if wd == tuple(sysm.write_drain) else \
             fig16_with(sysm.scaled(write_drain=wd), ("t3", "t3-mca"))
@@ -465,11 +465,12 @@ def main() -> int:
         f"grouping at the calibrated watermarks T3 is {rl['stream (first pass), watermarks 16/8']['t3']['geomean']:.1f}/"
         f"{rl['stream (first pass), watermarks 16/8']['t3']['max']:.1f}% (geomean/max), by region "
         f"{rl['region, watermarks 16/8']['t3']['geomean']:.1f}/{rl['region, watermarks 16/8']['t3']['max']:.1f}% at 16/8 and "
-        f"{sm['t3']['geomean']:.1f}/{sm['t3']['max']:.1f}% at the recalibrated 12/6 (T3-MCA {sm['t3-mca']['geomean']:.1f}/"
+        f"{sm['t3']['geomean']:.1f}/{sm['t3']['max']:.1f}% at the recalibrated {'/'.join(map(str, sysm.write_drain))} (T3-MCA {sm['t3-mca']['geomean']:.1f}/"
         f"{sm['t3-mca']['max']:.1f}%). 40/16 (first pass): T3 / T3-MCA {wd_old['t3']['geomean']:.1f} / "
         f"{wd_old['t3-mca']['geomean']:.1f}% (MCA below T3: parked writes keep the queue above every §6.1.3 threshold).",
         f"* T3 geomean {sm['t3']['geomean']:.1f}% vs 20 and T3 max {sm['t3']['max']:.1f}% vs 39: the two move together with "
-        "the write-drain watermarks (system.json write_drain_watermarks lists 8 settings): the model's T3 spread "
+        f"the write-drain watermarks (12/6: {wds['12/6']['t3']['geomean']:.1f}/{wds['12/6']['t3']['max']:.1f}%; system.json "
+        "write_drain_watermarks lists 8 settings): the model's T3 spread "
         f"(max - geomean, {sm['t3']['max'] - sm['t3']['geomean']:.1f} points) is about half the paper's (19). Why: the loss is "
         f"in every stage's output burst, not in the GEMM's read phase. On T-NLG FC-2 TP16 a stage reads for "
         f"{ph['alone']['read_phase_us']:.0f} us alone / {ph['t3 (round-robin)']['read_phase_us']:.0f} us in T3, its 5 MB "
