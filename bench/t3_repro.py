@@ -259,7 +259,7 @@ def main() -> int:
     print(f"  MCA thresholds learned in the first stage (entries; {overlap.NO_LIMIT} = no limit): {learned}")
     print("Take-apart: MC write-drain watermarks (high/low entries; system.json write_drain_watermarks), Fig 16 set")
     wds = {}
-    for wd in ((40, 16), (16, 8), (12, 6), tuple(sysm.write_drain)):
+    for wd in ((40, 16), (16, 8), (12, 6), (12, 7), tuple(sysm.write_drain)):
         k = f"{wd[0]}/{wd[1]}"
         wds[k] = {"t3": sm["t3"], "t3-mca": sm["t3-mca"]} if wd == tuple(sysm.write_drain) else \
             fig16_with(sysm.scaled(write_drain=wd), ("t3", "t3-mca"))
