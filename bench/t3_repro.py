@@ -259,7 +259,7 @@ def main() -> int:
     print(f"  MCA thresholds learned in the first stage (entries; {overlap.NO_LIMIT} = no limit): {learned}")
     print("Take-apart: MC write-drain watermarks (high/low entries; system.json write_drain_watermarks), Fig 16 set")
     wds = {}
-    for wd in ((40, 16), (28, 16), tuple(sysm.write_drain)):
+    for wd in ((40, 16), (16, 8), (12, 6), (12, 7), tuple(sysm.write_drain)):
         k = f"{wd[0]}/{wd[1]}"
         wds[k] = {"t3": sm["t3"], "t3-mca": sm["t3-mca"]} if wd == tuple(sysm.write_drain) else \
             fig16_with(sysm.scaled(write_drain=wd), ("t3", "t3-mca"))
@@ -340,6 +340,88 @@ def main() -> int:
               f"Mega-GPT-2 OP TP16 {lk[str(bw / 1e9)]['mega_op_tp16']:5.1f}%")
     F["link_rate_named_cases"] = lk
 
+    # ---------------- issue 15 second pass: where T3 loses, DRAM timing, write path, TP32 balance
+    print("Take-apart: T3's loss on the largest-Ideal case (T-NLG FC-2 TP16), per stage: read phase (compute) "
+          "vs output burst until the WGs retire (store acknowledged)")
+    s16 = sysm.scaled(n_gpus=16)
+    pu16 = gemm.plan(s16, gemm.sublayer_dims(config.model("t-nlg"), 16, "FC-2"), cached_output=False)
+    ph = {}
+    for name, kw in (("alone", dict(comm=False)), ("t3 (round-robin)", dict(comm=True, policy="rr")),
+                     ("t3-mca", dict(comm=True, policy="mca"))):
+        f = overlap.simulate(s16, pu16, **kw)
+        rd = (f.stage_compute_end - f.stage_start)[1:] * 1e6
+        ep = (f.stage_end - f.stage_compute_end)[1:] * 1e6
+        ph[name] = dict(read_phase_us=float(rd.mean()), output_burst_us=float(ep.mean()), gemm_end_us=f.gemm_end * 1e6)
+        print(f"  {name:17s} stages 2..{pu16.stages}: read phase {rd.mean():5.1f} us, output burst {ep.mean():5.1f} us "
+              f"(stage output {pu16.out_bytes[1] / 1e6:.1f} MB); GEMM done at {f.gemm_end * 1e6:5.0f} us")
+    F["t3_loss_phases_tnlg_fc2_tp16"] = ph
+    fcip = [r for r in rows if r.sublayer != "OP" and r.sublayer != "FC-1"]
+    loss = np.array([pct(r.speedup("ideal")) - pct(r.speedup("t3")) for r in fcip])
+    inten = np.array([r.traffic["t3"]["gemm_reads"] / r.gemm for r in fcip]) / 1e9
+    corr = float(np.corrcoef(loss, inten)[0, 1])
+    F["t3_loss_vs_gemm_read_rate"] = dict(rows=[dict(model=r.model, tp=r.tp, sublayer=r.sublayer, loss_points=float(a),
+                                                     gemm_read_GBps=float(b)) for r, a, b in zip(fcip, loss, inten)],
+                                          correlation=corr)
+    print("  Ideal - T3 (points) vs the GEMM's own DRAM read rate in T3 (GB/s), FC-2 and IP: "
+          + ", ".join(f"{r.model[:5]} TP{r.tp} {r.sublayer} {a:4.1f}/{b:4.0f}" for r, a, b in zip(fcip, loss, inten))
+          + f"; correlation {corr:+.2f} (§6.1.2: the loss follows the GEMM-RS DRAM contention)")
+    print("Take-apart: WG retirement (one assumption): stage barrier (model) vs WGs retiring one by one as their "
+          "stores are acknowledged (next stage's WGs take the freed slots)")
+    wr = {"stage barrier (model)": {"t3": sm["t3"], "t3-mca": sm["t3-mca"]}}
+    wr["WG-granular retirement"] = fig16_with(sysm.scaled(wg_retire=True), ("t3", "t3-mca"))
+    wr["WG-granular, MCA threshold always 'no limit'"] = fig16_with(
+        sysm.scaled(wg_retire=True, mca_thresholds=(None, None, None, None)), ("t3", "t3-mca"))
+    for k, v in wr.items():
+        print(f"  {k:44s} T3 {v['t3']['geomean']:5.1f}%/{v['t3']['max']:5.1f}%  T3-MCA {v['t3-mca']['geomean']:5.1f}%/"
+              f"{v['t3-mca']['max']:5.1f}% (geomean/max)")
+    mg = study.evaluate(sysm.scaled(wg_retire=True), config.model("mega-gpt-2"), 8, "FC-2",
+                        configs=("sequential", "t3", "t3-mca"))
+    wr["mega_fc2_tp8_wg_retire"] = dict(learned_threshold=mg.mca_threshold_entries,
+                                        isolated_first_stage_occupancy=float(
+                                            overlap.simulate(sysm.scaled(n_gpus=8, wg_retire=True),
+                                                             gemm.plan(sysm.scaled(n_gpus=8, wg_retire=True),
+                                                                       gemm.sublayer_dims(config.model("mega-gpt-2"), 8, "FC-2"),
+                                                                       cached_output=False), comm=False).mean_occupancy),
+                                        t3=pct(mg.speedup("t3")), t3mca=pct(mg.speedup("t3-mca")))
+    print(f"  with WG-granular retirement Mega-GPT-2 FC-2 TP8 learns threshold {mg.mca_threshold_entries:.0f}; the GEMM alone "
+          f"keeps {wr['mega_fc2_tp8_wg_retire']['isolated_first_stage_occupancy']:.0f} entries queued on average, so MCA "
+          f"admits RS only through the starvation limit: T3-MCA {pct(mg.speedup('t3-mca')):.1f}% < T3 {pct(mg.speedup('t3')):.1f}%")
+    F["wg_retire_take_apart"] = wr
+    print("Take-apart: HBM2 timing line (system.json t_row_miss/tRTW: Accel-Sim's 1 GHz line = Table 1's clock)")
+    dt_ = {"1 GHz line (model: tRP+tRCD 28, tRTW 15)": {"t3": sm["t3"], "t3-mca": sm["t3-mca"]},
+           "850 MHz line (first pass: 24, 13)": fig16_with(sysm.scaled(t_row_miss=24, tRTW=13), ("t3", "t3-mca")),
+           "1 GHz line + tRAS 33": fig16_with(sysm.scaled(tRAS=33), ("t3", "t3-mca")),
+           "1 GHz + 256 write-path entries per channel": fig16_with(sysm.scaled(write_path_entries=256), ("t3", "t3-mca"))}
+    for k, v in dt_.items():
+        print(f"  {k:44s} T3 {v['t3']['geomean']:5.1f}%/{v['t3']['max']:5.1f}%  T3-MCA {v['t3-mca']['geomean']:5.1f}%/"
+              f"{v['t3-mca']['max']:5.1f}% (geomean/max)")
+    F["dram_timing_take_apart"] = dt_
+    print("Take-apart: row locality (system.json row_locality): rows shared by address region vs by request stream")
+    rl = {"region (model), watermarks " + "/".join(map(str, sysm.write_drain)): {"t3": sm["t3"], "t3-mca": sm["t3-mca"]},
+          "region, watermarks 16/8": wds["16/8"],
+          "stream (first pass), watermarks 16/8": fig16_with(sysm.scaled(row_locality="stream", write_drain=(16, 8)),
+                                                             ("t3", "t3-mca"))}
+    for k, v in rl.items():
+        print(f"  {k:44s} T3 {v['t3']['geomean']:5.1f}%/{v['t3']['max']:5.1f}%  T3-MCA {v['t3-mca']['geomean']:5.1f}%/"
+              f"{v['t3-mca']['max']:5.1f}% (geomean/max)")
+    F["row_locality_take_apart"] = rl
+    print("TP32 (§6.4): Ideal-GEMM-RS-Overlap maximum vs a per-step fixed cost (alpha, in the sequential RS/AG) and "
+          "the GEMM's MMA efficiency")
+    tp32 = {}
+    for lab, kw in (("model (alpha 0.5 us)", {}), ("alpha 5 us", dict(link_latency=5e-6)),
+                    ("alpha 10 us", dict(link_latency=10e-6)), ("alpha 20 us", dict(link_latency=20e-6)),
+                    ("MMA efficiency 0.6", dict(mma_eff=0.6)), ("MMA efficiency 1.0", dict(mma_eff=1.0))):
+        ss = sysm.scaled(**kw) if kw else sysm
+        rr = [study.evaluate(ss, config.model(k), 32, sl, configs=("sequential", "ideal"))
+              for k in ("gpt-3", "palm", "mt-nlg") for sl in config.SUBLAYERS]
+        best = max(rr, key=lambda r: r.speedup("ideal"))
+        tp32[lab] = dict(ideal_geomean=pct(study.geomean(r.speedup("ideal") for r in rr)),
+                         ideal_max=pct(best.speedup("ideal")), max_case=f"{best.model} {best.sublayer}",
+                         gemm_over_rs=best.gemm / best.rs)
+        print(f"  {lab:22s} Ideal geomean {tp32[lab]['ideal_geomean']:5.1f}%  max {tp32[lab]['ideal_max']:5.1f}% "
+              f"({best.model} {best.sublayer}, GEMM/RS {best.gemm / best.rs:.2f})")
+    F["tp32_ideal_balance"] = tp32
+
     # ---------------- cross-check: cycle-level tracker reference on a 4-GPU, 4-stage instance
     sx = config.system(4).scaled(cus=8)
     dx = gemm.GemmDims("xcheck", 1024, 1024, 512)
@@ -374,35 +456,52 @@ def main() -> int:
     bl = F["large"]["summary"]
     tnl = ta["model"]
     best_t3 = max(rows, key=lambda r: r.speedup("t3"))
+    wnl = wr["WG-granular, MCA threshold always 'no limit'"]
     wd_old = wds["40/16"]
     note = [
         "Closing note (larger differences):",
-        f"* Fig 16 T3 / T3-MCA: the lever is the MC's write batching, not the L2 estimate. With the first pass's "
-        f"40/16 write-drain watermarks T3 / T3-MCA are {wd_old['t3']['geomean']:.1f} / {wd_old['t3-mca']['geomean']:.1f}% "
-        "(MCA below T3: 40 parked writes keep the queue above every §6.1.3 threshold, communication enters only "
-        f"through the starvation limit); at 16/8 they are {sm['t3']['geomean']:.1f} / {sm['t3-mca']['geomean']:.1f}%. "
-        f"The first-pass L2 estimate with 16/8 gives {old_l2['t3']['geomean']:.1f} / {old_l2['t3-mca']['geomean']:.1f}%; "
-        "the L2 change (activation re-walked, graded retention) is there for Fig 18's per-TP GEMM-read reductions "
-        "(§6.2), which the first pass had reversed. GEMM DRAM utilisation in isolation is now "
-        f"{100 * min(util):.0f}-{100 * max(util):.0f}%.",
-        f"* Where T3 loses in the model: round-robin interleaves the GEMM's and RS's streams in every bank, so "
-        f"each closes the other's rows (row-buffer interference) and writes force turnarounds; the MC queue fills "
-        f"and the GEMM's output stores wait for admission. T-NLG FC-1 TP16 (GEMM reads ~2 MB per stage) runs its "
-        f"GEMM in {tnl['gemm_in_t3_us']:.0f} us inside T3 vs {tnl['gemm_isolated_us']:.0f} us alone; T3 {tnl['t3']:.1f}% -> "
-        f"{ta['no row-buffer interference between streams']['t3']:.1f}% without interference, "
-        f"{ta['no interference, no turnaround']['t3']:.1f}% also without turnarounds (Ideal {tnl['ideal']:.1f}%); "
-        f"zeroing tRTW/tWTR alone {ta['no read/write turnaround (tRTW=tWTR=0)']['t3']:.1f}%, all same-stream row hits "
-        f"{ta['all row hits']['t3']:.1f}%. Fig 16 set without interference: T3 {noi['t3']['geomean']:.1f}% / "
-        f"T3-MCA {noi['t3-mca']['geomean']:.1f}%. MCA batches communication and avoids most of it.",
-        f"* T3 max {sm['t3']['max']:.1f}% vs the paper's 39% (missed): round-robin costs every FC/IP case 6-26 points, "
-        f"so the best T3 case is {best_t3.model} TP{best_t3.tp} {best_t3.sublayer} (Ideal {pct(best_t3.speedup('ideal')):.1f}%); "
-        "the paper's T3 must leave some large-Ideal cases nearly uncontended, which a uniform write-path "
-        "mechanism cannot. T3-MCA max: T-NLG FC-1 TP16 is held back by the slot-0 remote stores (100 KB in "
-        f"flight): unbounded buffering gives {ta['unbounded remote-store buffer']['t3-mca']:.1f}% (model {tnl['t3-mca']:.1f}%).",
-        f"* §6.4 TP32: T3-MCA {bl['t3-mca']['geomean']:.1f}% / {bl['t3-mca']['max']:.1f}% vs 29 / 35; the model's "
-        f"Ideal there is {bl['ideal']['geomean']:.1f}% / {bl['ideal']['max']:.1f}% (GPT-3 IP: GEMM ~= RS), so a 35% "
-        "maximum would need MCA 15 points below Ideal on the best-balanced case, against 3-8 points in the "
-        "Fig 16 set; the paper gives no TP32 Ideal to check the GEMM/RS balance against.",
+        f"* Row locality by address region (T3's chunk traffic - NMC output stores, the neighbour's updates and the "
+        f"DMA reads of the same chunk - shares rows; system.json row_locality) instead of by stream: with the stream "
+        f"grouping at the calibrated watermarks T3 is {rl['stream (first pass), watermarks 16/8']['t3']['geomean']:.1f}/"
+        f"{rl['stream (first pass), watermarks 16/8']['t3']['max']:.1f}% (geomean/max), by region "
+        f"{rl['region, watermarks 16/8']['t3']['geomean']:.1f}/{rl['region, watermarks 16/8']['t3']['max']:.1f}% at 16/8 and "
+        f"{sm['t3']['geomean']:.1f}/{sm['t3']['max']:.1f}% at the recalibrated {'/'.join(map(str, sysm.write_drain))} (T3-MCA {sm['t3-mca']['geomean']:.1f}/"
+        f"{sm['t3-mca']['max']:.1f}%). 40/16 (first pass): T3 / T3-MCA {wd_old['t3']['geomean']:.1f} / "
+        f"{wd_old['t3-mca']['geomean']:.1f}% (MCA below T3: parked writes keep the queue above every §6.1.3 threshold).",
+        f"* T3 geomean {sm['t3']['geomean']:.1f}% vs 20 and T3 max {sm['t3']['max']:.1f}% vs 39: the two move together with "
+        f"the write-drain watermarks (12/6: {wds['12/6']['t3']['geomean']:.1f}/{wds['12/6']['t3']['max']:.1f}%; system.json "
+        "write_drain_watermarks lists 8 settings): the model's T3 spread "
+        f"(max - geomean, {sm['t3']['max'] - sm['t3']['geomean']:.1f} points) is about half the paper's (19). Why: the loss is "
+        f"in every stage's output burst, not in the GEMM's read phase. On T-NLG FC-2 TP16 a stage reads for "
+        f"{ph['alone']['read_phase_us']:.0f} us alone / {ph['t3 (round-robin)']['read_phase_us']:.0f} us in T3, its 5 MB "
+        f"output takes {ph['alone']['output_burst_us']:.0f} us alone, {ph['t3 (round-robin)']['output_burst_us']:.0f} us in "
+        f"T3, {ph['t3-mca']['output_burst_us']:.0f} us with MCA (round-robin mixes the NMC stores with the DMA reads of the "
+        "chunk they complete: read/write turnarounds). Every stage of every case pays it, so Ideal - T3 follows the "
+        f"GEMM's read rate only partly (correlation {corr:+.2f}; §6.1.2 makes the GEMM-RS DRAM contention the driver). WGs retiring one by one instead of a stage barrier "
+        f"(one assumption) gives T3 {wr['WG-granular retirement']['t3']['geomean']:.1f}/{wr['WG-granular retirement']['t3']['max']:.1f}% "
+        f"(T3 targets met) but T3-MCA {wr['WG-granular retirement']['t3-mca']['geomean']:.1f}%: the GEMM's own queue "
+        f"occupancy then sits above the learned 30-entry threshold and MCA starves RS; 'no limit' everywhere gives "
+        f"{wnl['t3-mca']['geomean']:.1f}/{wnl['t3-mca']['max']:.1f}% (compute-first plus the starvation limit starves it as "
+        "well). Not adopted: it would need the MCA learning/threshold model redone.",
+        f"* Where the T3 loss comes from on T-NLG FC-1 TP16 (GEMM {tnl['gemm_in_t3_us']:.0f} us inside T3 vs "
+        f"{tnl['gemm_isolated_us']:.0f} us alone): T3 {tnl['t3']:.1f}% -> {ta['no read/write turnaround (tRTW=tWTR=0)']['t3']:.1f}% "
+        f"without turnarounds, {ta['no row-buffer interference between streams']['t3']:.1f}% without row interference, "
+        f"{ta['no interference, no turnaround']['t3']:.1f}% without both (Ideal {tnl['ideal']:.1f}%).",
+        f"* T3-MCA max {sm['t3-mca']['max']:.1f}% (HBM2 timing from Table 1's 1 GHz: tRP+tRCD 28, tRTW 15; the 850 MHz line "
+        f"gives {dt_['850 MHz line (first pass: 24, 13)']['t3-mca']['max']:.1f}%). Slot-0 remote stores (100 KB in flight) "
+        f"hold it back: unbounded buffering gives {ta['unbounded remote-store buffer']['t3-mca']:.1f}% on T-NLG FC-1 TP16 but "
+        f"T3-MCA geomean {rbs[inf]['t3-mca']['geomean']:.1f}%.",
+        f"* §6.4 TP32: T3-MCA {bl['t3-mca']['geomean']:.1f}% / {bl['t3-mca']['max']:.1f}% vs 29 / 35; Ideal "
+        f"{bl['ideal']['geomean']:.1f}% / {bl['ideal']['max']:.1f}%. The K of the TP32 GEMMs (384-2560) is dense enough "
+        "that some case always has GEMM ~= RS, so the Ideal maximum stays near 50% whatever the per-step cost or GEMM "
+        "rate: a per-step fixed cost of 5/10/20 us gives "
+        + "/".join(f"{tp32[k]['ideal_max']:.1f}" for k in ("alpha 5 us", "alpha 10 us", "alpha 20 us"))
+        + "%, MMA efficiency 0.6/1.0 "
+        + "/".join(f"{tp32[k]['ideal_max']:.1f}" for k in ("MMA efficiency 0.6", "MMA efficiency 1.0"))
+        + f"%. The paper's 35% maximum therefore means MCA ~{bl['ideal']['max'] - bl['t3-mca']['max']:.0f} points below "
+        "Ideal on the balanced case (GPT-3 IP), as §6.1.3 reports for T-NLG FC-1 TP16; in the model that gap is the "
+        "NMC updates' read/write turnarounds slowing the GEMM under MCA too (write-drain calibration, "
+        "system.json write_drain_watermarks: 12/7 gives 32.1 / 42.4%).",
         f"* MCA's occupancy threshold: learned thresholds {learned}; fixed thresholds 5/10/30 give "
         + "/".join(f"{ths[k]['geomean']:.1f}" for k in ("5", "10", "30"))
         + "% geomean: 30 helps the memory-intensive GEMMs (test_mca_threshold_beats_compute_first_on_a_"

@@ -69,6 +69,10 @@ class System:
     wg_fast_dim: str = "tokens"       # "tokens" | "fewer_tiles": output tile dimension dispatched fastest
     l2_retention: str = "graded"      # "graded" | "lru" (all-or-nothing): cross-stage operand reuse
     row_interference: bool = True     # another stream's open row is a miss (False: take-apart only)
+    row_locality: str = "stream"     # rows shared by: "stream" (source) | "region" (chunk slot; GEMM reads apart)
+    wg_retire: bool = False           # WGs retire one by one on store ack (False: stage barrier)
+    tRAS: int = 0                     # ACT to PRE minimum (0: not modelled)
+    write_path_entries: int = 0       # uncached stores buffered between the CUs and the MC queue (per channel)
 
     @property
     def peak_flops(self) -> float:
@@ -104,6 +108,10 @@ class System:
             raise ValueError(f"wg_fast_dim must be 'tokens' or 'fewer_tiles', got {self.wg_fast_dim!r}")
         if self.l2_retention not in ("graded", "lru"):
             raise ValueError(f"l2_retention must be 'graded' or 'lru', got {self.l2_retention!r}")
+        if self.row_locality not in ("stream", "region"):
+            raise ValueError(f"row_locality must be 'stream' or 'region', got {self.row_locality!r}")
+        if self.tRAS < 0 or self.write_path_entries < 0:
+            raise ValueError(f"tRAS and write_path_entries must be >= 0, got {self.tRAS}, {self.write_path_entries}")
         if len(self.mca_thresholds) != 4 or len(self.mca_bins) != 3:
             raise ValueError("mca_thresholds needs 4 entries and mca_bins 3")
 
@@ -132,6 +140,7 @@ def system(n_gpus: int = 8, **overrides) -> System:
         wgs_per_cu=_v(d, "wgs_per_cu"), stage_overhead=_v(d, "stage_overhead_ns") * 1e-9,
         write_buffer_cached=_v(d, "write_buffer_cached_bytes"),
         remote_store_buffer_bytes=_v(d, "remote_store_buffer_bytes"),
+        write_path_entries=_v(d, "write_path_entries"), tRAS=_v(d, "tRAS"), row_locality=_v(d, "row_locality"),
         mca_thresholds=tuple(_v(d, "mca_thresholds_entries")), mca_bins=tuple(_v(d, "mca_occupancy_bins")),
         wg_fast_dim=_v(d, "wg_dispatch_fast_dim"), l2_retention=_v(d, "l2_retention"),
         mca_starve_limit=_v(d, "mca_starve_limit_cycles"), mca_learn_log2=_v(d, "mca_learn_log2"),

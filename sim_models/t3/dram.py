@@ -11,7 +11,9 @@ Per cycle:
 * **sources** - the GEMM issues its stage's reads in a read phase paced by its compute progress, at
   most ``gemm_outstanding`` reads in flight (Little's law: queueing delay slows it), then writes the
   stage's output as a burst (Fig 17a); the WGs retire once every store is *acknowledged* by the MC
-  (admitted to its queue; cached stores instead once they fit the L2 dirty budget).  Communication:
+  (admitted to its queue; cached stores instead once they fit the L2 dirty budget).  Default: a stage
+  barrier (the next stage starts when the last store is acknowledged); ``wg_retire`` (take-apart
+  switch) lets WGs retire one by one, the next stage computing at the retired fraction's rate.  Communication:
   incoming ring updates (NMC op-and-store) and tracker-triggered DMA reads (bounded by the DMA
   buffer) share one FIFO; DMA data leaves on the link at ``link_bw``.
 * **arbiter** - :func:`arb_step`, the single definition of round-robin / compute-first / MCA with
@@ -22,12 +24,17 @@ Per cycle:
   first, one activate per cycle for the oldest miss), write-drain mode with high/low watermarks and
   read/write turnaround (tRTW, tWTR), 4 bank groups x 4 banks: column commands ``tCCDS`` apart,
   ``tCCDL`` in one bank group, ``tCCDWL`` after an NMC update (read-modify-write in the bank, one
-  data burst on the bus, §5.1.1); row miss = tRP + tRCD on that bank.  Row locality: a request hits
-  with its stream's probability if its bank's open row was opened by the same stream, else misses
-  (streams interleaving in a bank destroy each other's locality; ``row_interference=False`` turns this
-  off for take-apart experiments).
+  data burst on the bus, §5.1.1); row miss = tRP + tRCD on that bank (Accel-Sim's 1 GHz HBM2 line,
+  Table 1's clock); ``tRAS`` (ACT to PRE, take-apart switch, 0 = off) bounds the row cycle.
+  Row locality: a request hits with its stream's probability if its bank's open row was opened by
+  the same row group, else misses.  Groups (``row_locality``): ``region`` - the GEMM's operand reads
+  apart, chunk traffic (NMC output stores, incoming updates, DMA reads) by chunk slot, since T3's
+  three streams of a stage address the chunk being reduced (§4.1, Fig 7); ``stream`` - by request
+  source (first pass).  Groups interleaving in a bank destroy each other's locality;
+  ``row_interference=False`` turns this off for take-apart experiments.
 
-Left out: refresh, per-channel imbalance, the return path's own contention, address-exact rows.
+Left out: refresh, per-channel imbalance, the return path's own contention, address-exact rows, tRAS/tRC
+(switch only), buffering between the CUs and the MC queue (``write_path_entries``, switch only).
 """
 from __future__ import annotations
 
@@ -42,7 +49,7 @@ SRC_GREAD, SRC_GWRITE, SRC_DMA, SRC_UPD = 0, 1, 2, 3
 # integer parameter vector layout (see ``simulate`` in overlap.py)
 (I_Q, I_NBG, I_BPG, I_CCDS, I_CCDL, I_CCDWL, I_MISS, I_RTW, I_WTR, I_WHI, I_WLO, I_LAT, I_OUT,
  I_DMABUF, I_COMMCAP, I_LINKLAT, I_POLICY, I_THR, I_STARVE, I_DYN, I_LEARN, I_NMC, I_COMM,
- I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_NI) = range(33)
+ I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_RAS, I_WGR, I_RGRP, I_NI) = range(36)
 (F_LINK, F_PH_GR, F_PH_GW, F_PH_DMA, F_PH_UPD, F_NF) = range(6)
 
 
@@ -112,6 +119,10 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     wbuf, remcap, rec_every = IP[I_WBUF], IP[I_REMCAP], IP[I_REC]
     w0, wlen, maxcyc = IP[I_W0], IP[I_WLEN], IP[I_MAXCYC]
     xhit = IP[I_XHIT]                 # 1: another stream's open row does not destroy locality
+    rgrp = IP[I_RGRP]                 # row locality by 0: stream, 1: address region (chunk slot)
+    wgr = IP[I_WGR]                   # 1: WG-granular retirement, 0: stage barrier
+    RAS = IP[I_RAS]                   # tRAS: an open row is precharged no earlier than this after its ACT
+    TRP = MISS // 2                   # tRP = tRCD (the miss is tRP + tRCD)
     link_rate = FP[F_LINK]
     ph = np.array([FP[F_PH_GR], FP[F_PH_GW], FP[F_PH_DMA], FP[F_PH_UPD]])
     S = C.shape[0]
@@ -129,6 +140,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     nwrites_q = 0
     next_id = 1
     bank_ready = np.zeros(nb, np.int64)
+    bank_act = np.full(nb, -(1 << 40), np.int64)   # ACT time of the open row
     bank_src = np.full(nb, -1, np.int64)
     bank_owner = np.zeros(nb, np.int64)
     hitpend = np.zeros(nb, np.int64)
@@ -146,6 +158,8 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     g_h = 0
     g_t = 0
     epi = False
+    ret_j = -1                        # stage whose WGs are still retiring (wgr=1)
+    ret_tot = 1
     wq_slot = np.zeros(S * n + 1, np.int64)
     wq_cnt = np.zeros(S * n + 1, np.int64)
     wq_h = 0
@@ -154,6 +168,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     remote_q = 0
     stage_start = np.full(S, -1.0)
     stage_end = np.full(S, -1.0)
+    stage_cend = np.full(S, -1.0)      # compute (read phase) of the stage done, stores issued
     stage_start[0] = 0.0
     gemm_end = -1
     # communication
@@ -205,7 +220,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
         if t >= maxcyc:
             return (-1.0, -1.0, j, stage_start, stage_end, slot_ready, send_start, send_end, cnt,
                     busy, occ_sum, dyn_thr, dyn_valid, max_wait, rec_t[:nr], rec_srv[:nr],
-                    rec_prod[:nr], rec_inc[:nr], win)
+                    rec_prod[:nr], rec_inc[:nr], win, stage_cend)
         # ---------------- returns
         while g_h != g_t and g_ret[g_h % rcap] <= t:
             g_h += 1
@@ -273,6 +288,19 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                 else:
                     link_acc = min(link_acc, 1.0)
         # ---------------- GEMM: read phase paced by compute, then output burst, retire on ack
+        # wgr=0: stage barrier (the next stage starts once every store of this one is acknowledged);
+        # wgr=1: WGs retire one by one as their stores are acknowledged (FIFO), each freeing its CU
+        # slot for a WG of the next stage, so the next stage computes at the retired fraction's rate
+        rate = 1.0
+        if wgr == 1 and ret_j >= 0:
+            unret = max(0, wq_total - wbuf) + max(0, remote_q - remcap)
+            if unret > ret_tot:
+                unret = ret_tot
+            if unret == 0:
+                stage_end[ret_j] = t
+                ret_j = -1
+            else:
+                rate = 1.0 - unret / ret_tot
         if j < S and not epi:
             Rj = R[j]
             Cj = C[j]
@@ -282,13 +310,16 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                     issued += 1
                     cf_reads += 1
             if p < Cj and returned >= min(Rj, Rj * (p + 1.0) / Cj) - 1e-9:
-                p += 1.0
-            if p >= Cj and returned >= Rj:
+                p += rate
+            if p >= Cj and returned >= Rj and ret_j < 0:
                 epi = True
+                stage_cend[j] = t
+                tot = 0
                 for s in range(n):
                     b = SB[j, s]
                     if b <= 0:
                         continue
+                    tot += b
                     if comm == 1 and s == 0:
                         remote_q += b
                     else:
@@ -296,8 +327,12 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                         wq_cnt[wq_t] = b
                         wq_t += 1
                         wq_total += b
-        if epi and wq_total <= wbuf and remote_q <= remcap:
-            stage_end[j] = t
+                if wgr == 1:
+                    ret_j = j
+                    ret_tot = max(tot, 1)
+        if epi and (wgr == 1 or (wq_total <= wbuf and remote_q <= remcap)):
+            if wgr == 0:
+                stage_end[j] = t
             epi = False
             j += 1
             p = 0.0
@@ -308,7 +343,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
         drain = 0
         if j >= S and gemm_end < 0 and wq_total == 0 and remote_q == 0:
             gemm_end = t
-        if j >= S:
+        if j >= S and ret_j < 0:
             drain = 1
         # ---------------- arbiter (one grant per cycle into the MC queue)
         learn = 1 if (dynamic == 1 and j == 0 and not epi) else 0
@@ -398,7 +433,8 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                     if isw != mode:
                         continue
                     b = q_bank[k]
-                    if bank_owner[b] == q_id[k] or ((bank_src[b] == sk or xhit == 1) and q_u[k] < ph[sk]):
+                    rk = sk if (rgrp == 0 or sk == SRC_GREAD) else 16 + q_slot[k]
+                    if bank_owner[b] == q_id[k] or ((bank_src[b] == rk or xhit == 1) and q_u[k] < ph[sk]):
                         hitpend[b] = 1
                         if pick < 0 and bank_ready[b] <= t and bg_next[b // bpg] <= t:
                             pick = k
@@ -410,10 +446,11 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                     if isw != mode:
                         continue
                     b = q_bank[k]
-                    if bank_ready[b] > t or hitpend[b] == 1:
+                    if bank_ready[b] > t or hitpend[b] == 1 or t < bank_act[b] + RAS:
                         continue
                     bank_ready[b] = t + MISS
-                    bank_src[b] = sk
+                    bank_act[b] = t + TRP
+                    bank_src[b] = sk if (rgrp == 0 or sk == SRC_GREAD) else 16 + q_slot[k]
                     bank_owner[b] = q_id[k]
                     break
                 if pick < 0:
@@ -425,7 +462,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                     upd = sk == SRC_UPD or (sk == SRC_GWRITE and nmc == 1)
                     bg_next[bg] = t + (CCDWL if upd else CCDL)
                     bus_next = t + CCDS
-                    bank_src[b] = sk
+                    bank_src[b] = sk if (rgrp == 0 or sk == SRC_GREAD) else 16 + q_slot[pick]
                     cnt[sk] += 1
                     acc[sk] += 1
                     busy += 1
@@ -483,4 +520,4 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
         nr += 1
     return (float(t), float(gemm_end), j, stage_start, stage_end, slot_ready, send_start, send_end,
             cnt, busy, occ_sum, dyn_thr, dyn_valid, max_wait, rec_t[:nr], rec_srv[:nr], rec_prod[:nr],
-            rec_inc[:nr], win)
+            rec_inc[:nr], win, stage_cend)

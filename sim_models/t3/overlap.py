@@ -56,6 +56,7 @@ class FusedResult:
     trace: dict = field(default_factory=dict)
     policy: str = ""
     window: np.ndarray | None = None   # per-cycle arbiter inputs/grant (c, m, ready, occ, drain, learn, g)
+    stage_compute_end: np.ndarray | None = None   # s: the stage's compute done and its stores issued
 
 
 def threshold_table(sysm: System) -> np.ndarray:
@@ -105,20 +106,23 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
     IP[D.I_LEARN] = 1 << sysm.mca_learn_log2
     IP[D.I_NMC] = int(nmc and not plan.cached_output)
     IP[D.I_COMM] = int(comm)
-    IP[D.I_WBUF] = int(sysm.write_buffer_cached // U) if plan.cached_output else 0
+    IP[D.I_WBUF] = int(sysm.write_buffer_cached // U) if plan.cached_output else sysm.write_path_entries
     IP[D.I_REMCAP] = max(1, int(sysm.remote_store_buffer_bytes // U))
     IP[D.I_REC] = rec_every
     IP[D.I_W0], IP[D.I_WLEN] = window
     IP[D.I_SEED] = seed
     IP[D.I_MAXCYC] = maxcyc
     IP[D.I_XHIT] = int(not sysm.row_interference)
+    IP[D.I_RAS] = sysm.tRAS
+    IP[D.I_WGR] = int(sysm.wg_retire)
+    IP[D.I_RGRP] = int(sysm.row_locality == "region")
     FP = np.zeros(D.F_NF)
     FP[D.F_LINK] = sysm.link_bw / U / fc
     FP[D.F_PH_GR:D.F_PH_UPD + 1] = sysm.row_hit
     bins = np.array(sysm.mca_bins, dtype=np.int64)
     out = D.fused_kernel(IP, FP, C, R, SB, slot_req.astype(np.int64), threshold_table(sysm), bins)
     (t, gend, j, st, se, sr, ss, sen, cnt, busy, occ, dthr, dvalid, mwait, rt, rsrv, rprod, rinc,
-     win) = out
+     win, sce) = out
     if t < 0:
         raise RuntimeError(f"fused simulation did not finish in {maxcyc} cycles (stage {j}/{plan.stages})")
     sec = 1.0 / fc
@@ -146,4 +150,4 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
     return FusedResult(t * sec, gend * sec, nan(st), nan(se), sr, nan(ss), nan(sen), dramb,
                        busy / max(t, 1.0), occ / max(t, 1.0),
                        int(dthr if dvalid else thr), bool(dvalid), int(mwait), trace, policy,
-                       win if window[1] else None)
+                       win if window[1] else None, nan(sce))
