@@ -51,7 +51,8 @@ def test_from_params_rejects_address_fields():
 def _run(tmp_path, seed, **kw):
     from tessera.tb.runner import run
     out = tmp_path / "package.json"
-    run("package", params(seed, **kw), "tessera.tb.package.test_package", seed=seed,
+    run("package", params(seed, **kw), "tessera.tb.package.test_package", testcase="package",
+        seed=seed,
         opt="-O0", public="top", extra_env={"PACKAGE_OUT": str(out)})
     return json.loads(out.read_text())
 
@@ -68,3 +69,21 @@ def test_cocotb_verilator_package_2x2(tmp_path):
 def test_cocotb_verilator_package_serialised_links(tmp_path):
     """soak: another seed (another link latency) with a NoP link serialisation of 2."""
     _run(tmp_path, 2, nop_flit_cycles=2)
+
+
+@pytest.mark.slow
+def test_export_6x6_package_lints(tmp_path):
+    """soak: the largest package (6x6 chiplets, 2x2-PE chiplets) exports and lints; the
+    chiplet, router, NoP router and pe_node are each emitted once."""
+    from tessera.export import export
+    from tessera.registry import blocks
+    from tessera.toolchain import verilator_lint
+    paths = export(blocks()["package"], {"ckx": 6, "cky": 6, "nx": 2, "ny": 2}, tmp_path)
+    text = paths["verilog"].read_text()
+    for mod in ("package_chiplet", "package_router", "package_nop_router", "package_pe_node"):
+        assert text.count(f"module {mod}(") + text.count(f"module {mod} (") == 1, mod
+    assert text.count("package_chiplet c") >= 36
+    doc = json.loads(paths["manifest"].read_text())
+    assert doc["chiplet_instances"] == 36
+    lint = verilator_lint([paths["verilog"]], "package")
+    assert lint.returncode == 0, lint.stderr

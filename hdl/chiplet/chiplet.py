@@ -37,6 +37,13 @@ router n counted a dropped flit, or a flit reached the empty node n; sticky
 until ``clear``), ``noc_flits`` (flits injected at all local ports since the
 last ``start``, saturating 32 bits).
 
+Package mode (``cfg.hier``, :mod:`tessera.hdl.package`): the routers are ``hier=True``
+and take the chiplet's coordinate from the input ``chiplet_id`` (as do every node's
+address), ``host_in`` / ``host_out`` carry the gateway's NoP traffic, the host's port
+moves to the first router-only node (``aux_in`` / ``aux_out``), and the controller's
+``BAR`` goes through a :class:`tessera.hdl.package.barrier.BarrierAgent` sharing its
+NoC port (``bar_mask`` in, ``bar_err`` out; no ``bar_ack`` input).
+
 Verilog export (:func:`chiplet_verilog`): the router and the PE node are each
 emitted ONCE (``chiplet_router``, ``chiplet_pe_node``) and instantiated per
 node with ``amaranth.hdl.Instance`` (constant ``my`` / ``node_id`` inputs);

@@ -24,8 +24,13 @@ The routers are square (``max_node = max(mesh_x, mesh_y)``) and use
 the two at each local port (pure wiring; the mask bit order is the same, only
 coordinate and mask widths differ).
 
-Left out: more than one chiplet (``chiplet_mesh_x/y`` only size the address
-fields for the package issue), per-node clocking.
+Package mode (``hier=True``, set by :class:`tessera.hdl.package.config.PackageConfig`):
+``chiplet_mesh_x/y`` are the package's ``ckx/cky``, the routers are ``hier=True``
+(a destination on another chiplet goes to the gateway, whose local port is the NoP port),
+:meth:`ChipletConfig.nop_router_config` gives the NoP routers.  Default ``hier=False``:
+one chiplet, as before.
+
+Left out: per-node clocking.
 """
 from __future__ import annotations
 

@@ -349,3 +349,37 @@ def check_bad(st, exp, name):
         assert (st["done"] >> c & 1) == (1 - e), (name, c, st)
     if name == "bad_chiplet":
         assert any(st["noc_err"]), st     # the DONE to a chiplet outside was dropped
+
+
+# ---- barrier cost ---------------------------------------------------------------------------
+def barrier_programs(pcfg: PackageConfig, late_c: int, late: int = 30, tmo=5000):
+    """Every chiplet: BAR 1, END; chiplet ``late_c`` first burns ``late`` CMDW (3 cycles
+    each), so it is the last to arrive."""
+    progs = []
+    for c in range(pcfg.nchiplets):
+        p = program(pcfg).tmo(tmo)
+        for _ in range(late if c == late_c else 0):
+            p.cmdw(0, 0)
+        progs.append(p.bar(1).end().words)
+    return progs
+
+
+async def run_barrier_costs(tb) -> list:
+    """Barrier cost (last arrival -> last release) with each chiplet in turn arriving last;
+    also last arrival -> each chiplet's release."""
+    out = []
+    for c in range(tb.pcfg.nchiplets):
+        tb.new_run()
+        for i, w in enumerate(barrier_programs(tb.pcfg, c)):
+            tb.load_program(w, i)
+        tb.start()
+        await tb.run(max_cycles=20_000)
+        st = tb.status
+        assert st["error"] == 0 and st["done"] == (1 << tb.pcfg.nchiplets) - 1, st
+        ev = tb.bar_events[1]
+        last = max(ev["arrive"].values())
+        assert ev["arrive"][c] == last, ev
+        out.append({"late_chiplet": list(tb.pcfg.chiplets()[c]), "cost": tb.barrier_cost(1),
+                    "release_after_last_arrival": [ev["release"][i] - last
+                                                   for i in range(tb.pcfg.nchiplets)]})
+    return out

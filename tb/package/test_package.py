@@ -78,3 +78,18 @@ async def package(dut):
     if path:
         with open(path, "w") as fh:
             json.dump(out, fh, indent=1)
+
+
+@cocotb.test()
+async def barrier_costs(dut):
+    """bench/package_barrier.py: barrier cost with each chiplet arriving last."""
+    from tessera.tb.package.scenarios import run_barrier_costs
+    if not os.environ.get("PACKAGE_BAR_OUT"):
+        return                                   # only when the bench asks for it
+    params = json.loads(os.environ.get("TESSERA_PARAMS", "{}"))
+    pcfg = PackageConfig.from_params(params)
+    tb = PackageTB(CocotbIO(dut), pcfg)
+    await tb.setup()
+    res = await run_barrier_costs(tb)
+    with open(os.environ["PACKAGE_BAR_OUT"], "w") as fh:
+        json.dump({"params": params, "barriers": res}, fh, indent=1)
