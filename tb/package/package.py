@@ -216,6 +216,9 @@ class PackageTB(ChipletTB):
     async def reset_mid_run(self, cycles=3):
         """Pulse the DUT's reset (cocotb adapter) in the middle of a run and forget the
         host side of that run (queued packets, program words, barrier state)."""
+        await self.io.pre()                      # out of the sampling phase
+        for name in self.INPUTS:
+            self.io.set(name, 0)
         await self.io.reset(cycles)
         self.cycle += cycles
         self.tx.clear()
@@ -226,6 +229,18 @@ class PackageTB(ChipletTB):
         self._bar_prev = [0] * self.C
         self.new_run()
         self.clear_pending = False
+
+    def log(self, msg):                  # replaced by tests that want a progress log
+        pass
+
+    async def run(self, max_cycles=100_000, drain=True, until=None):
+        try:
+            return await super().run(max_cycles=max_cycles, drain=drain, until=until)
+        except AssertionError:
+            self.read_status()
+            self.log(f"hang: {self.status} bar_events {self.bar_events} "
+                     f"tx {len(self.tx)} cur {self.cur is not None} rx {len(self.rx_packets)}")
+            raise
 
     async def setup(self):
         self._bar_hold = 0

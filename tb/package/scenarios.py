@@ -113,8 +113,8 @@ def xchip_scenario(pcfg: PackageConfig, seed: int, ntiles: int = 2):
     n_in = len(inA) + len(inF) + len(inL)
 
     # output window on XC_GPE_OUT: one region per producing PE
-    def beats(cfg):
-        return cfg.K1 * cfg.P1 * cfg.Q1
+    def beats(cfg):                   # output beats per tile (2x2 max-pool: a quarter)
+        return cfg.K1 * cfg.P1 * cfg.Q1 // (4 if cfg.pool else 1)
     obase, cur, regions = 0, 0, {}
     for cxy in XC_MCAST:
         regions[(cxy, (0, 0))] = (cur, beats(cfgA))
@@ -217,7 +217,7 @@ def xchip_scenario(pcfg: PackageConfig, seed: int, ntiles: int = 2):
             "n_in": n_in, "n_out": n_out, "expect": expect}
 
 
-async def run_xchip(tb, sc, max_cycles=200_000) -> dict:
+async def run_xchip(tb, sc, max_cycles=30_000) -> dict:
     """Drive a :func:`xchip_scenario` on a set-up PackageTB; returns plain data."""
     tb.new_run()
     for c, w in enumerate(sc["programs"]):

@@ -36,8 +36,15 @@ async def package(dut):
     tb = PackageTB(CocotbIO(dut), pcfg, seed=seed, in_gap=0.2, out_ready=0.6)
     await tb.setup()
     out = {"params": params, "seed": seed}
+    logp = os.environ.get("PACKAGE_OUT", "/dev/null") + ".log"
+
+    def log(msg):
+        with open(logp, "a") as fh:
+            fh.write(f"cycle {tb.cycle}: {msg}\n")
+    tb.log = log
 
     sc = xchip_scenario(pcfg, seed)
+    log(f"xchip: {sc['n_in']} words in, {sc['n_out']} out")
     r = await run_xchip(tb, sc)
     check_xchip(r, sc)
     xc_cycles = r["status"]["cycles"]
@@ -46,6 +53,7 @@ async def package(dut):
                     "noc_flits": r["status"]["noc_flits"], "bar_cost": r["bar_cost"]}
     dut._log.info(f"xchip: {out['xchip']}")
 
+    log(f"xchip done {out['xchip']}")
     late = {2: 40}
     r = await run_round_trip(tb, late=late, seed=seed)
     check_round_trip(r)
@@ -56,11 +64,13 @@ async def package(dut):
                          "done_cycle": r["status"]["done_cycle"]}
     dut._log.info(f"round trip: {out['round_trip']}")
 
+    log(f"round trip done {out['round_trip']['bar_cost']}")
     for name, (progs, exp) in bad_programs(pcfg).items():
         st = await run_bad(tb, progs)
         check_bad(st, exp, name)
         out[name] = {"error": st["error"], "timeout": st["timeout"], "cycles": st["cycles"]}
 
+    log("bad programs done")
     # reset in the middle of the cross-chiplet pass, then run it again
     tb.new_run()
     for c, w in enumerate(sc["programs"]):
