@@ -67,8 +67,10 @@ def test_cocotb_verilator_package_2x2(tmp_path):
 @pytest.mark.cocotb
 @pytest.mark.slow
 def test_cocotb_verilator_package_serialised_links(tmp_path):
-    """soak: another seed (another link latency) with a NoP link serialisation of 2."""
-    _run(tmp_path, 2, nop_flit_cycles=2)
+    """soak: another seed (NoP link latency 5 instead of 2) with a NoP link serialisation
+    of 2 cycles per flit."""
+    assert params(5)["nop_link_latency"] != params(1)["nop_link_latency"]
+    _run(tmp_path, 5, nop_flit_cycles=2)
 
 
 @pytest.mark.slow
