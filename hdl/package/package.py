@@ -49,7 +49,9 @@ gpe_status[c]         out   Global PE sticky flags (``status_layout``)
 pe_error[c]           out   npes bits: PE node raised an ``err`` flag since ``clear``
 pe_running[c]         out   npes bits: PE node running
 noc_err[c]            out   mesh nodes bits: router dropped a flit / flit at an empty node
-nop_err               out   C bits: NoP router c dropped a flit (sticky until ``clear``)
+nop_err               out   C bits: NoP router c dropped a flit, or a flit reached the host
+                            node of chiplet c != 0 (no host there; drained) (sticky until
+                            ``clear``)
 noc_flits[c]          out   32 bits: flits injected at chiplet c's local ports since ``start``
                             (the NoP port counts as a local port of the chiplet)
 nop_flits             out   32 bits: flits sent on NoP links (one per flit per link hop) since
