@@ -127,6 +127,8 @@ class ChipletConfig:
     err_width: int = 16
     chiplet_mesh_x: int = 1           # address fields only (package issue)
     chiplet_mesh_y: int = 1
+    hier: bool = False                # package mode (hdl/package): routers hier=True with
+                                      # the chiplet's coordinate, gateway = NoP port
     # controller
     prog_depth: int = 1024
     timeout_bits: int = 24
@@ -182,11 +184,16 @@ class ChipletConfig:
     def router_params(self) -> dict:
         """Keyword arguments of :class:`~tessera.hdl.noc.router.RouterConfig`."""
         mx, my = self.mesh
+        extra = {}
+        if self.hier:
+            gx, gy = node_map(self).gateway
+            extra = dict(level="noc", hier=True, ckx=self.chiplet_mesh_x,
+                         cky=self.chiplet_mesh_y, gw_x=gx, gw_y=gy)
         return dict(kx=mx, ky=my, vcs=self.vcs, buffer_flits=self.router_buffer_flits,
                     max_packet_flits=self.max_packet_flits, payload_width=self.word_bits,
                     classes=self.classes, max_node=self.max_node,
                     max_chiplet=max(self.chiplet_mesh_x, self.chiplet_mesh_y),
-                    err_width=self.err_width)
+                    err_width=self.err_width, **extra)
 
     def router_config(self):
         from tessera.hdl.noc.router import RouterConfig
@@ -194,6 +201,16 @@ class ChipletConfig:
             return RouterConfig(**self.router_params())
         except ParamError:
             raise
+        except ValueError as err:
+            raise ParamError(getattr(err, "param", "router"), str(err)) from None
+
+    def nop_router_config(self, buffer_flits: int):
+        """RouterConfig of the package's NoP routers (``hier`` mode; same flit layout as
+        :meth:`router_config`)."""
+        from tessera.hdl.noc.router import RouterConfig
+        p = dict(self.router_params(), level="nop", buffer_flits=buffer_flits)
+        try:
+            return RouterConfig(**p)
         except ValueError as err:
             raise ParamError(getattr(err, "param", "router"), str(err)) from None
 

@@ -14,7 +14,10 @@ sub-kind.  A Global PE receiving one drops it as a bad flit.
 * ``DONE`` (node -> controller): one flit, :func:`done_layout`: the node
   ``node`` (its (x, y) on the chiplet; equal to ``flit.src.node``) finished
   the work it was configured for; ``code`` is node-defined (0 = OK).
-* ``BARRIER`` (reserved for the package issue: chiplet-to-chiplet barrier).
+* ``BARRIER`` (package, :mod:`tessera.hdl.package`): one flit,
+  :func:`barrier_layout`: ``op`` ARRIVE (a chiplet's barrier agent -> the
+  master's controller node) or RELEASE (master -> the controller node of every
+  participating chiplet, one multicast), barrier ``id``, arriving ``chiplet``.
 
 Control packets travel in message class :func:`ctrl_class` (the highest
 class, apart from the Global PE's ``DATA_CLASS`` 0 when there are two).
@@ -43,6 +46,15 @@ def ctrl_class(classes: int) -> int:
 def cfg_layout() -> data.StructLayout:
     return data.StructLayout({"kind": KIND_BITS, "ext": EXT_BITS,
                               "reg": REG_BITS, "value": VALUE_BITS})
+
+
+BAR_ARRIVE, BAR_RELEASE = 1, 2
+
+
+def barrier_layout(chiplet_mesh=(8, 8)) -> data.StructLayout:
+    """BARRIER (kind 0, ext 3) payload: op (BAR_ARRIVE / BAR_RELEASE), id, chiplet."""
+    return data.StructLayout({"kind": KIND_BITS, "ext": EXT_BITS, "op": 2, "id": 8,
+                              "chiplet": coord_layout(*chiplet_mesh)})
 
 
 def done_layout(node_mesh=(8, 8)) -> data.StructLayout:
@@ -176,12 +188,25 @@ def unpack_pe_cfg(word: int) -> PEConfig:
     return PEConfig(**d)
 
 
-def dest_value(xy) -> int:
-    """Register value naming node (x, y) of this chiplet."""
+def dest_value(xy, chiplet=None) -> int:
+    """Register value naming node (x, y) of this chiplet, or (package, hdl/package) of
+    chiplet ``chiplet`` = (cx, cy): bit 31 set, cx [19:16], cy [23:20].  ``xy`` may also
+    be a hierarchical ((cx, cy), (x, y)) (what pe_node_registers' dests accept)."""
+    if isinstance(xy[0], (tuple, list)):
+        chiplet, xy = xy
     x, y = xy
     if not (0 <= x < 256 and 0 <= y < 256):
         raise ValueError(f"node {xy} outside 0..255")
-    return x | y << 8
+    if chiplet is None:
+        return x | y << 8
+    cx, cy = chiplet
+    if not (0 <= cx < 16 and 0 <= cy < 16):
+        raise ValueError(f"chiplet {chiplet} outside 0..15")
+    return x | y << 8 | cx << 16 | cy << 20 | 1 << DEST_REMOTE_BIT
+
+
+#: pe_node destination registers: bit 31 = the chiplet coordinate in [23:16] is given
+DEST_REMOTE_BIT = 31
 
 
 def pe_node_registers(pe_cfg: PEConfig, ntiles: int, psum_dest=(0, 0), out_dest=(0, 0),
