@@ -31,8 +31,13 @@ from tessera.hdl.pe.config import Role
 
 
 def decode_dest(v: int) -> tuple:
-    """Hierarchical register value -> ((chiplet x, y), (node x, y))."""
-    return ((v >> 16) & 0xFF, (v >> 24) & 0xFF), (v & 0xFF, (v >> 8) & 0xFF)
+    """Hierarchical register value -> ((chiplet x, y), (node x, y)) (encoding of
+    ``packets.dest_value``: bit 31 = chiplet given, cx [19:16], cy [23:20]); ``None`` as
+    the chiplet when bit 31 is clear (this chiplet)."""
+    node = (v & 0xFF, (v >> 8) & 0xFF)
+    if not v >> 31 & 1:
+        return None, node
+    return ((v >> 16) & 0xF, (v >> 20) & 0xF), node
 
 
 def _cmd(c) -> gpe_model.Command:
@@ -47,14 +52,14 @@ def run_package(pp) -> dict:
     base): [n, K0] int8 read back by the host}, "completions": {chiplet: [...]}}."""
     from tessera.hdl.chiplet.config import node_map
     tg = pp.target
-    cfg = tg.cfg
+    cfg = tg.chiplet_cfg()
     pe = cfg.pe
     K0, C0 = pe.K0, pe.C0
     nm = node_map(cfg)
     g = {c.chiplet: gpe_model.GlobalPEModel(cfg.gpe) for c in pp.chiplets}
     gcfg = cfg.gpe
     cons_id = lambda chip_xy, node: (chip_xy[1] * tg.ckx + chip_xy[0]) * gcfg.nodes + node[1] * nm.mesh[0] + node[0]
-    host = cons_id(*tg.host)
+    host = cons_id(*tg.host_addr)
     hl = out_header_layout()
     # phase 1: input RECVs (host -> home Global PEs)
     for ch in pp.chiplets:
@@ -99,7 +104,7 @@ def run_package(pp) -> dict:
         pcfg = pk.unpack_pe_cfg(r[R["pe_cfg0"]] | r[R["pe_cfg1"]] << 32 | r[R["pe_cfg2"]] << 64)
         chp = pp.chiplets[chip]
         wb, pb = _decode_loads(chp.preload_pe.get(node, []), K0, C0)
-        me = cons_id(tg.xy(chip), node)
+        me = cons_id(tg.chiplets()[chip], node)
         st = streams.get(me, [])
         if len(st) != 1:
             raise ValueError(f"PE {node} of chiplet {chip} receives {len(st)} DATA streams (expected 1)")
@@ -108,8 +113,10 @@ def run_package(pp) -> dict:
         if len(words) != n * r[R["ntiles"]]:
             raise ValueError(f"chiplet {chip} PE {node}: {len(words)} DATA words for "
                              f"{r[R['ntiles']]} tiles of {n}")
+        here = tg.chiplets()[chip]
         pdc, pdn = decode_dest(r[R["psum_dest"]])
         odc, odn = decode_dest(r[R["out_dest"]])
+        pdc, odc = pdc or here, odc or here
         jobs[key] = dict(cfg=pcfg, ntiles=r[R["ntiles"]], words=words,
                          W=_pe_weights(pcfg, wb, K0, C0),
                          bias=np.array([pb.get((k // K0, k % K0), (0, 0))[0] for k in range(pcfg.K1 * K0)]),
@@ -144,7 +151,7 @@ def run_package(pp) -> dict:
                 if res["error"] != 0:
                     raise ValueError(f"PE {x} refuses its config: {res['error'].name}")
                 psum = res.get("psum_out")
-            src = cons_id(tg.xy(chain[-1][0]), chain[-1][1])
+            src = cons_id(tg.chiplets()[chain[-1][0]], chain[-1][1])
             arrivals.setdefault(last["out_chip"], []).append(
                 (src, last["out_base"] + t * last["out_stride"],
                  [int.from_bytes(b.astype(np.uint8).tobytes(), "little") for b in res["out"]]))
@@ -211,7 +218,7 @@ def coverage(pp) -> np.ndarray:
 
 def check_package(pp, T: dict) -> dict:
     """Run the compiled pass on the executable model and compare with the numpy reference."""
-    ref = reference(pp.layer, T, pp.target.cfg.pe.acc_width)
+    ref = reference(pp.layer, T, pp.target.chiplet.pe.acc_width)
     r = run_package(pp)
     out = compare(pp, r["windows"], ref)
     cov = coverage(pp)

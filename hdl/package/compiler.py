@@ -53,11 +53,13 @@ from tessera.hdl.chiplet.compiler import (TAG_GROUP, TAG_READBACK, TAG_RECV_IN, 
                                           pack_nested, preload)
 from tessera.hdl.chiplet.config import ChipletConfig, node_map
 from tessera.hdl.global_pe.packets import FIELD, OP_GROUP, OP_RECV, OP_SEND, TILE_BITS, command_layout
+from tessera.hdl.package.config import PackageConfig
 from tessera.hdl.pe.config import Role
+from tessera.params import ParamError
 from tessera.sim_models.simba.layers import Layer
 
-__all__ = ["CompileError", "PackageTarget", "PkgCmd", "ChipletProgram", "PackagePass",
-           "compile_package", "sub_tensors", "hier_dest", "BAR_INPUT", "BAR_CONFIG", "BAR_DONE"]
+__all__ = ["CompileError", "target_of", "PkgCmd", "ChipletProgram", "PackagePass",
+           "compile_package", "sub_tensors", "hier_dest", "small_package", "BAR_INPUT", "BAR_CONFIG", "BAR_DONE"]
 
 #: package barrier ids: inputs may be sent / every PE configured / (optional) layer end
 BAR_INPUT, BAR_CONFIG, BAR_DONE = 1, 2, 3
@@ -65,43 +67,23 @@ BAR_INPUT, BAR_CONFIG, BAR_DONE = 1, 2, 3
 
 def hier_dest(chiplet_xy, node_xy) -> int:
     """Register value of a hierarchical node address (psum_dest / out_dest / done_dest):
-    node x [7:0], y [15:8] (as ``packets.dest_value``), chiplet x [23:16], y [31:24]."""
-    (cx, cy), (x, y) = chiplet_xy, node_xy
-    for v in (cx, cy, x, y):
-        if not 0 <= v < 256:
-            raise CompileError(f"address {chiplet_xy}/{node_xy} outside 0..255")
-    return x | y << 8 | cx << 16 | cy << 24
+    ``packets.dest_value`` with a chiplet (the RTL's encoding, hdl/package/config.py)."""
+    try:
+        return pk.dest_value(tuple(node_xy), tuple(chiplet_xy))
+    except ValueError as e:
+        raise CompileError(str(e)) from None
 
 
-@dataclass(frozen=True)
-class PackageTarget:
-    """What the compiler needs of the package: ``ckx x cky`` chiplets of ``chiplet``
-    (chiplet index c = cy*ckx + cx) and the host's hierarchical address (the producer of the
-    input blocks and the consumer of the read-back output windows)."""
-    ckx: int = 2
-    cky: int = 2
-    chiplet: ChipletConfig = field(default_factory=lambda: ChipletConfig(nx=2, ny=2))
-    host: tuple = ((0, 0), (2, 2))       # (chiplet (x, y), node (x, y))
+def target_of(pcfg: PackageConfig) -> PackageConfig:
+    """Validated package configuration (one-line CompileError on a bad one)."""
+    try:
+        return pcfg.validate()
+    except ParamError as e:
+        raise CompileError(str(e).splitlines()[0]) from None
 
-    @property
-    def n(self) -> int:
-        return self.ckx * self.cky
 
-    def xy(self, c: int) -> tuple:
-        return (c % self.ckx, c // self.ckx)
-
-    @property
-    def cfg(self) -> ChipletConfig:
-        """The chiplet configuration with the package's chiplet address fields."""
-        return replace(self.chiplet, chiplet_mesh_x=self.ckx, chiplet_mesh_y=self.cky).validate()
-
-    def validate(self) -> "PackageTarget":
-        if not (1 <= self.ckx <= 6 and 1 <= self.cky <= 6):
-            raise CompileError(f"package {self.ckx}x{self.cky} outside 1..6 x 1..6 chiplets")
-        (hx, hy), node = self.host
-        if not (0 <= hx < self.ckx and 0 <= hy < self.cky):
-            raise CompileError(f"host chiplet {(hx, hy)} outside the {self.ckx}x{self.cky} package")
-        return self
+def _xy(pcfg, c):
+    return pcfg.chiplets()[c]
 
 
 @dataclass
@@ -155,7 +137,7 @@ class ChipletProgram:
 class PackagePass:
     layer: Layer
     mapping: object              # sim_models.simba.model.Mapping
-    target: PackageTarget
+    target: PackageConfig
     phys: tuple                  # logical -> physical chiplet
     chiplets: list               # ChipletProgram per physical chiplet (index = c)
     useful_macs: int
@@ -164,7 +146,7 @@ class PackagePass:
     def summary(self) -> str:
         act = [c for c in self.chiplets if c.logical is not None]
         return (f"{self.layer.name}: {self.mapping.short()} on {len(act)} of "
-                f"{self.target.n} chiplets ({self.target.ckx}x{self.target.cky}), binding "
+                f"{self.target.nchiplets} chiplets ({self.target.ckx}x{self.target.cky}), binding "
                 f"{list(self.phys)}, IA homes "
                 f"{[c.chiplet for c in self.chiplets if c.home_of is not None]}, "
                 f"{sum(len(c.program.words) for c in self.chiplets)} instructions")
@@ -204,7 +186,17 @@ def _set_sig(ps):
             ps.in_words, [(j.node, j.cfg.C1, j.cfg.H_in, j.cfg.W_in, j.ntiles) for j in ps.jobs])
 
 
-def compile_package(layer: Layer, mapping, target: PackageTarget | None = None, tensors=None,
+def small_package(ckx: int = 2, cky: int = 2, **chiplet) -> PackageConfig:
+    """A package of small chiplets (2x2 PEs, small buffers) for fast simulation."""
+    from tessera.hdl.pe.config import PEParams
+    base = dict(nx=2, ny=2, words=512, banks=2, max_tile=8, out_words=8, psum_beats=2,
+                prog_depth=512, timeout_bits=16)
+    pe = chiplet.pop("pe", PEParams(wbuf_bytes=1024, ibuf_bytes=512, abuf_entries=32, ppu_depth=4))
+    base.update(chiplet)
+    return PackageConfig(chiplet=ChipletConfig(pe=pe, **base), ckx=ckx, cky=cky)
+
+
+def compile_package(layer: Layer, mapping, target: PackageConfig | None = None, tensors=None,
                     binding="row-major", placement="local", arch=None,
                     final_barrier: bool = False) -> PackagePass:
     """Compile ``layer`` under the package ``mapping`` (``sim_models.simba.model.Mapping``,
@@ -213,13 +205,13 @@ def compile_package(layer: Layer, mapping, target: PackageTarget | None = None, 
     fill the preload."""
     from tessera.sim_models.simba.model import MappingError, build_structure
     from tessera.sim_models.simba.package_cycles import package_arch
-    tg = (target or PackageTarget()).validate()
-    cfg = tg.cfg
+    tg = target_of(target or small_package())
+    cfg = tg.chiplet_cfg()
     L = layer
     mp = mapping
     arch = arch or package_arch(tg)
-    if mp.n_chiplets > tg.n:
-        raise CompileError(f"mapping {mp.short()} uses {mp.n_chiplets} chiplets; the package has {tg.n}")
+    if mp.n_chiplets > tg.nchiplets:
+        raise CompileError(f"mapping {mp.short()} uses {mp.n_chiplets} chiplets; the package has {tg.nchiplets}")
     try:
         st = build_structure(L, arch, mp.kc, mp.cc, mp.pc, mp.qc, binding, placement, mp.k_ext, mp.p_ext)
     except (MappingError, ValueError) as e:
@@ -228,7 +220,7 @@ def compile_package(layer: Layer, mapping, target: PackageTarget | None = None, 
     rk, rc, rp, rq = _cum(ke), _cum(ce), _cum(pe_), _cum(qe)
     pem = PEMapping(mp.kp, mp.cp, mp.pp, mp.qp, mp.p1, mp.q1)
     phys = tuple(int(x) for x in st.phys)
-    chips = [ChipletProgram(c, tg.xy(c), None, None, {}, None, None) for c in range(tg.n)]
+    chips = [ChipletProgram(c, _xy(tg, c), None, None, {}, None, None) for c in range(tg.nchiplets)]
     by_idx = {}
     for i, (ki, ci, pi, qi) in enumerate(st.idx.tolist()):
         d = phys[i]
@@ -286,8 +278,8 @@ def compile_package(layer: Layer, mapping, target: PackageTarget | None = None, 
         chips[h].home_of = key
         chips[h].consumers = [c.chiplet for c in cons]
     # ---- OA homes: windows after the home's input band ------------------------------
-    used = [chips[c].ps.in_words if chips[c].home_of is not None else 0 for c in range(tg.n)]
-    for c in range(tg.n):
+    used = [chips[c].ps.in_words if chips[c].home_of is not None else 0 for c in range(tg.nchiplets)]
+    for c in range(tg.nchiplets):
         if chips[c].home_of is not None:
             src = by_idx[(0, *chips[c].home_of)]
             used[c] = src.ps.in_words
@@ -309,7 +301,7 @@ def compile_package(layer: Layer, mapping, target: PackageTarget | None = None, 
         lasts = [j for j in ps.jobs if j.role in (Role.LAST, Role.ONLY)]
         for j in lasts:
             j.out_base = j.out_base - ps.out_base + base
-            j.out_chip = tg.xy(h)
+            j.out_chip = _xy(tg, h)
         # sub-layer flat index -> layer flat index
         sub = ch.sub
         oi = ps.out_index
@@ -339,9 +331,9 @@ def compile_package(layer: Layer, mapping, target: PackageTarget | None = None, 
     return PackagePass(L, mp, tg, phys, chips, useful, final_barrier)
 
 
-def _program(ch: ChipletProgram, chips, by_idx, tg: PackageTarget, cfg, nm, final_barrier):
+def _program(ch: ChipletProgram, chips, by_idx, tg: PackageConfig, cfg, nm, final_barrier):
     ops = [("tmo", (1 << cfg.timeout_bits) - 1)]
-    (hcx, hcy), hnode = tg.host
+    (hcx, hcy), hnode = tg.host_addr
     host_chip = 1 << (hcy * tg.ckx + hcx)
     tile_w = min(cfg.max_tile, (1 << TILE_BITS) - 1)
     src = by_idx[(0, *ch.home_of)].ps if ch.home_of is not None else None
