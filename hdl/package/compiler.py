@@ -228,7 +228,10 @@ def compile_package(layer: Layer, mapping, target: PackageConfig | None = None, 
         sub = sub_layer(L, rg, f"{L.name}.chiplet{d}")
         try:
             Ts = sub_tensors(L, tensors, rg) if tensors is not None else None
-            passes = compile_layer(sub, pem, cfg, Ts, preload_passes=[])   # shift/relu in the PE configs
+            # a PE split larger than a (non-uniform / remainder) slice: the extra PEs idle
+            pm_i = PEMapping(min(pem.kp, sub.K), min(pem.cp, sub.C), min(pem.pp, sub.P),
+                             min(pem.qp, sub.Q), pem.p1, pem.q1)
+            passes = compile_layer(sub, pm_i, cfg, Ts, preload_passes=[])   # shift/relu in the PE configs
         except CompileError as e:
             raise CompileError(f"{L.name} chiplet {d} slice K{rg['k']} C{rg['c']} P{rg['p']} "
                                f"Q{rg['q']}: {e}") from None
@@ -244,14 +247,14 @@ def compile_package(layer: Layer, mapping, target: PackageConfig | None = None, 
         by_idx[(ki, ci, pi, qi)] = ch
     nm = node_map(cfg)
     # ---- reduction chains across chiplets: roles and hierarchical psum destinations ----
-    cp = mp.cp
-    n_chain = mp.cc * cp
     for ch in chips:
         if ch.ps is None:
             continue
         ki, ci, pi, qi = ch.kcpq
+        cps = [by_idx[(ki, x, pi, qi)].ps.mapping.cp for x in range(mp.cc)]
+        cp, n_chain = cps[ci], sum(cps)
         for j in ch.ps.jobs:
-            pos = ci * cp + j.c
+            pos = sum(cps[:ci]) + j.c
             role = (Role.ONLY if n_chain == 1 else Role.FIRST if pos == 0 else
                     Role.LAST if pos == n_chain - 1 else Role.MIDDLE)
             j.cfg = replace(j.cfg, role=role)
