@@ -11,9 +11,9 @@ timeline per chiplet (program order of the compiler's docstring):
 * ``bar1``: prologue instructions (``instr_cycles`` each, + the Global PE decoder for the
   input RECV) -> ARRIVE; barrier release = the last ARRIVE at the master (+ its latency there)
   + ``barrier_cycles`` + the RELEASE's latency back to each chiplet;
-* ``input``: the host sends a home's input block when that chiplet raises ``bar_req``
-  (its RECV window is open), blocks one after the other on the one host port at
-  ``host_flits_per_cycle``; WAIT G ends when the block has crossed to the home's Global PE;
+* ``input``: the host sends the input blocks when every chiplet shows ``BAR 1`` (every RECV
+  window is open; ``PackageTB.on_barrier``), one after the other (chiplet order) on the one
+  host port at ``host_flits_per_cycle``; WAIT G ends when the block has crossed to the home;
 * ``bar2``: output RECVs + CFG instructions, then the second barrier (every PE configured);
 * ``first``: the home issues GROUPs / first SENDs; the first tile reaches the consumer's
   farthest PE after the round's injection (at the slower of the Global PE's rate and the NoP
@@ -186,9 +186,9 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None) -> 
     has_in = {c.chiplet: any(o[0] == "recv" and o[1].tag == TAG_RECV_IN for o in c.ops) for c in chips}
     a1 = {c: seg(c, None, "bar") * ins + (pc.gpe_cmd_cycles if has_in[c] else 0) for c in range(N)}
     r1, _ = barrier(a1)
-    t_host = 0.0
+    t_host = max(a1.values())                # the host's cue: every chiplet shows BAR 1
     in_done = {}
-    for c in sorted((c for c in range(N) if has_in[c]), key=lambda c: (a1[c], c)):
+    for c in sorted(c for c in range(N) if has_in[c]):
         words_in = sum(len(p) for p in chips[c].preload_input)
         if not chips[c].preload_input:
             src = [x for x in chips if x.ps is not None and x.chiplet in chips[c].consumers][0].ps
