@@ -173,6 +173,9 @@ def run_package(pp) -> dict:
                 windows[(ch.chiplet, op[1].a)] = (np.stack([_lanes(w, K0) for w in words])
                                                   if words else np.zeros((0, K0), np.int8))
         bad = [c for c in m.completions if c[1] != 0]
+        if any(m.flags.values()):
+            raise ValueError(f"chiplet {ch.chiplet}: Global PE flags {m.flags} (a word from a "
+                             "producer outside the RECV mask, or outside its window)")
         if bad:
             raise ValueError(f"chiplet {ch.chiplet}: Global PE commands failed: {bad[:3]}")
     return {"windows": windows, "completions": {c: list(m.completions) for c, m in g.items()}}

@@ -112,3 +112,38 @@ def test_program_fits_and_host_address():
             if o[0] == "send" and o[1].tag == 5:
                 assert (o[1].uchip, o[1].unode) == (hc, hn)
     assert np.all(gp.coverage(pp) == 1) is not None
+
+
+# ------------------------------------------------------------------ tessera run-layer --chiplets
+def test_run_layer_chiplets_cli(tmp_path, capsys):
+    import json
+
+    from tessera.cli import main
+    from tessera.run_package import ENTRY_KEYS
+    rc = main(["run-layer", "--layer", "res3b_branch2b", "--chiplets", "2x2", "--pes", "2x2", "--small",
+               "--slice", "C=16,K=32,H=8", "--samples", "60", "--no-rtl", "--out", str(tmp_path)])
+    assert rc == 0
+    out = capsys.readouterr().out
+    e = json.loads((tmp_path / "run_package.json").read_text())["entries"][0]
+    assert set(ENTRY_KEYS) <= set(e)
+    assert e["golden_bit_exact"] is True and e["covered_once"] is True
+    assert len(e["model_chiplet_cycles"]) == 4 and e["model_cycles"] == max(e["model_chiplet_cycles"])
+    assert e["rtl_cycles"] is None and e["bit_exact"] is None and e["nop_flits"] is None
+    assert e["rtl_chiplet_cycles"] is None
+    assert "per chiplet c0=" in out and "NoP flits" in out and "nop_hop_cycles = " in out
+    assert "RTL not run (--no-rtl)" in out
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--chiplets", "2"], "--chiplets"), (["--chiplets", "7x1"], "ckx"),
+    (["--chiplets", "2x2", "--slice", "Z=3"], "--slice"),
+    (["--chiplets", "2x2", "--small", "--slice", "C=256,K=256,H=28"], "passes|exceed|buffer|mapping"),
+])
+def test_run_layer_chiplets_errors(tmp_path, capsys, argv, msg):
+    from tessera.cli import main
+    rc = main(["run-layer", "--layer", "res3b_branch2b", "--pes", "2x2", "--samples", "30", "--no-rtl",
+               "--out", str(tmp_path)] + argv)
+    err = capsys.readouterr().err
+    assert rc == 2 and "error:" in err and len(err.strip().splitlines()) == 1
+    import re
+    assert re.search(msg, err)

@@ -281,7 +281,7 @@ def compile_package(layer: Layer, mapping, target: PackageConfig | None = None, 
         chips[h].home_of = key
         chips[h].consumers = [c.chiplet for c in cons]
     # ---- OA homes: windows after the home's input band ------------------------------
-    used = [chips[c].ps.in_words if chips[c].home_of is not None else 0 for c in range(tg.nchiplets)]
+    used = [0] * tg.nchiplets
     for c in range(tg.nchiplets):
         if chips[c].home_of is not None:
             src = by_idx[(0, *chips[c].home_of)]
