@@ -355,10 +355,15 @@ def _program(ch: ChipletProgram, chips, by_idx, tg: PackageConfig, cfg, nm, fina
             regs = pk.pe_node_registers(j.cfg, j.ntiles, psum_dest=j.psum_dest or (0, 0),
                                         out_dest=nm.gpe, out_base=j.out_base,
                                         out_tile_stride=j.out_tile_stride, done_dest=nm.ctrl)
-            hier = {pk.REGS["psum_dest"]: hier_dest(getattr(j, "psum_chip", None) or ch.xy,
-                                                    j.psum_dest or (0, 0)),
-                    pk.REGS["out_dest"]: hier_dest(getattr(j, "out_chip", None) or ch.xy, nm.gpe),
-                    pk.REGS["done_dest"]: hier_dest(ch.xy, nm.ctrl)}
+            # a destination on another chiplet: hierarchical value (bit 31); on this chiplet
+            # the single-chiplet value (bit 31 clear = this chiplet)
+            pchip = getattr(j, "psum_chip", None) or ch.xy
+            ochip = getattr(j, "out_chip", None) or ch.xy
+            hier = {pk.REGS["psum_dest"]: (hier_dest(pchip, j.psum_dest or (0, 0)) if pchip != ch.xy
+                                           else pk.dest_value(j.psum_dest or (0, 0))),
+                    pk.REGS["out_dest"]: (hier_dest(ochip, nm.gpe) if ochip != ch.xy
+                                          else pk.dest_value(nm.gpe)),
+                    pk.REGS["done_dest"]: pk.dest_value(nm.ctrl)}
             j.registers = [(r, hier.get(r, v)) for r, v in regs]
             for reg, val in j.registers:
                 ops.append(("cfg", j.node, reg, val))
