@@ -47,6 +47,52 @@ def layers():
     return net
 
 
+def measure(rtl_entries) -> dict:
+    """RTL-measured constants from the runs' barrier events (cycles after start at which each
+    chiplet's ``bar_req`` rose (arrive) and fell (release)):
+
+    * ``nop_hop_cycles``: on the 1x4 run, the release of BAR 2 (one multicast RELEASE flit from
+      the master, chiplet 0) reaches chiplet c = 1..3 at const + c x nop_hop: least-squares
+      slope of the release cycle over the NoP hop count;
+    * ``barrier_cycles``: the master's own time, last ARRIVE in -> RELEASE out = the release at
+      the master's chiplet minus the last arrival minus the ARRIVE's route latency to the master
+      (package model's route formula with the measured hop), median over runs and barriers.
+    Both null without RTL runs."""
+    out = {"nop_hop_cycles": None, "barrier_cycles": None,
+           "doc": "RTL-measured package constants (bench/package_layer.py measure()); null until "
+                  "the package RTL runs"}
+    long = [e for e in rtl_entries if e["chiplets"] == "1x4" and e.get("rtl_bar_events")]
+    if long:
+        rel = long[0]["rtl_bar_events"].get("2", long[0]["rtl_bar_events"].get(2))["release"]
+        pts = [(int(c), t) for c, t in rel.items() if int(c) >= 1]
+        if len(pts) >= 2:
+            n = len(pts)
+            mx = sum(p[0] for p in pts) / n
+            my = sum(p[1] for p in pts) / n
+            out["nop_hop_cycles"] = round(sum((x - mx) * (y - my) for x, y in pts)
+                                          / sum((x - mx) ** 2 for x, _ in pts), 2)
+    from tessera.hdl.chiplet.config import node_map
+    costs = []
+    for e in rtl_entries:
+        pc = small_package(*map(int, e["chiplets"].split("x")))
+        nm = node_map(pc.chiplet_cfg())
+        noc = 3.0
+        nop = out["nop_hop_cycles"] or (noc + pc.nop_link_latency)
+        xy = pc.chiplets()
+        for ev in (e.get("rtl_bar_events") or {}).values():
+            arr, rel = {int(k): v for k, v in ev["arrive"].items()}, {int(k): v for k, v in ev["release"].items()}
+            if 0 not in rel or not arr:
+                continue
+            lastc = max(arr, key=lambda c: arr[c])
+            route = 0.0 if lastc == 0 else (
+                (abs(nm.ctrl[0] - nm.gateway[0]) + abs(nm.ctrl[1] - nm.gateway[1])) * 2 + 2) * noc \
+                + (abs(xy[lastc][0]) + abs(xy[lastc][1])) * nop
+            costs.append(rel[0] - arr[lastc] - route)
+    if costs:
+        out["barrier_cycles"] = sorted(costs)[len(costs) // 2]
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-rtl", action="store_true", help="golden + model only")
@@ -75,11 +121,7 @@ def main(argv=None) -> int:
     fig7.update(rtl_ratio=ratio("rtl_cycles"), model_ratio=ratio("model_cycles"),
                 simba_model_ratio=ratio("simba_model_cycles"))
     rtl = [e for e in entries if e["rtl_cycles"] is not None]
-    bars = [v for e in rtl for v in (e.get("rtl_barrier_cycles") or {}).values() if v is not None]
-    measured = {"barrier_cycles": (sorted(bars)[len(bars) // 2] if bars else None),
-                "nop_hop_cycles": None,
-                "doc": "RTL-measured constants (median barrier cost from the runs' last arrival to "
-                       "last release); null until the package RTL runs"}
+    measured = measure(rtl)
     ok_total = [abs(e["rtl_error"]) <= 0.10 for e in rtl]
     ok_chip = [all(abs(x) <= 0.15 for x in e["rtl_chiplet_error"] if x is not None) for e in rtl]
     doc = {"doc": __doc__.split("\n\n")[0], "keys": list(ENTRY_KEYS), "rtl_run": bool(rtl),
@@ -102,6 +144,8 @@ def main(argv=None) -> int:
     print(f"Fig 7 ({f['layer']}, 4x4 package, {f['mapping']}): far/adjacent cycles ratio "
           f"RTL {f['rtl_ratio'] if f['rtl_ratio'] is None else round(f['rtl_ratio'], 3)}, package model "
           f"{f['model_ratio']:.3f}, Simba model {f['simba_model_ratio']:.3f}")
+    print(f"measured (RTL): nop_hop_cycles {measured['nop_hop_cycles']}, barrier_cycles "
+          f"{measured['barrier_cycles']}")
     print(f"targets: {doc['targets']}  (RTL run: {doc['rtl_run']})")
     print(f"wrote {out}")
     bad = [e for e in entries if not e["golden_bit_exact"] or e["bit_exact"] is False]

@@ -124,7 +124,8 @@ def run_package(layer, pcfg, seed: int = 0, samples: int = 300, out_dir=None, rt
         e.update(bit_exact=cmp_["bit_exact"], rtl_cycles=int(r["cycles"]),
                  rtl_chiplet_cycles=[int(x) for x in r["chiplet_cycles"]], nop_flits=r.get("nop_flits"),
                  rtl_seconds=round(time.time() - t1, 1), rtl_status=r.get("status"),
-                 rtl_barrier_cycles=r.get("barrier_cycles"), rtl_events=r.get("events"))
+                 rtl_barrier_cycles=r.get("barrier_cycles"), rtl_events=r.get("events"),
+                 rtl_bar_events=r.get("bar_events"))
         e["rtl_error"] = round((m["cycles"] - r["cycles"]) / r["cycles"], 4)
         e["rtl_chiplet_error"] = [round((a - b) / b, 4) if b else None
                                   for a, b in zip(m["chiplet_cycles"], e["rtl_chiplet_cycles"])]

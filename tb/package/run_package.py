@@ -72,8 +72,12 @@ async def drive_pass(tb, pl, max_cycles: int = 2_000_000) -> dict:
         windows.append([c, base, ws[:n]])
         got[c] = ws[n:]
     bars = {int(b): tb.barrier_cost(b) for b in tb.bar_events}
+    s0 = tb.start_cycle or 0
+    bar_events = {int(b): {k: {int(c): int(t - s0) for c, t in v.items()} for k, v in e.items()}
+                  for b, e in tb.bar_events.items()}
     return {"windows": windows, "cycles": tb.cycles, "chiplet_cycles": list(st["done_cycle"]),
             "nop_flits": st.get("nop_flits"), "events": ev, "barrier_cycles": bars,
+            "bar_events": bar_events,
             "status": {k: v for k, v in st.items()}}
 
 
@@ -126,4 +130,5 @@ def run_pass(pp, build_dir=None, seed: int = 1, in_gap: float = 0.0, out_ready: 
             r = json.loads(pout.read_text())
     return {"windows": {(c, b): _words_array(ws, K0) for c, b, ws in r["windows"]},
             "cycles": r["cycles"], "chiplet_cycles": r["chiplet_cycles"], "nop_flits": r["nop_flits"],
-            "barrier_cycles": r["barrier_cycles"], "events": r["events"], "status": r["status"]}
+            "barrier_cycles": r["barrier_cycles"], "bar_events": r.get("bar_events"),
+            "events": r["events"], "status": r["status"]}
