@@ -158,7 +158,8 @@ class _LeafPorts:
 
 
 class Chiplet(wiring.Component):
-    def __init__(self, cfg: ChipletConfig | None = None, *, sim: bool = False, **params):
+    def __init__(self, cfg: ChipletConfig | None = None, *, sim: bool = False,
+                 leaf_names=(ROUTER_MODULE, PE_NODE_MODULE), **params):
         if cfg is None:
             cfg = ChipletConfig.from_params(params)
         elif params:
@@ -166,13 +167,14 @@ class Chiplet(wiring.Component):
         self.cfg = cfg.validate()
         self.nmap = node_map(cfg)
         self.sim = sim
+        self.router_module, self.pe_node_module = leaf_names
         self.rcfg = cfg.router_config()
         self.gcfg = cfg.gpe
         lay = cfg.flit_layout()
         n = cfg.npes
         nodes = cfg.mesh[0] * cfg.mesh[1]
         cp = cfg.controller_params()
-        super().__init__({
+        members = {
             "host_in": In(stream.Signature(lay)),
             "host_out": Out(stream.Signature(lay)),
             "prog": In(stream.Signature(isa.INST_BITS)),
@@ -185,11 +187,32 @@ class Chiplet(wiring.Component):
             "pe_error": Out(n), "pe_running": Out(n),
             "noc_err": Out(nodes),
             "noc_flits": Out(32),
-        })
+        }
+        if cfg.hier:
+            # package mode (hdl/package): the gateway port (host_in/host_out) is the NoP
+            # port, the host port moves to the first router-only node (aux_in/aux_out);
+            # the barrier agent acks BAR (no bar_ack input)
+            del members["bar_ack"]
+            members |= {
+                "chiplet_id": In(node_address_layout(self.gcfg).members["chiplet"]),
+                "aux_in": In(stream.Signature(lay)),
+                "aux_out": Out(stream.Signature(lay)),
+                "bar_mask": In(cfg.chiplet_mesh_x * cfg.chiplet_mesh_y),
+                "bar_err": Out(1),
+            }
+        super().__init__(members)
 
     # ---- addresses ------------------------------------------------------------------------
     def _ep_addr(self, xy) -> dict:
         return {"chiplet": {"x": 0, "y": 0}, "node": {"x": xy[0], "y": xy[1]}}
+
+    def _ep_id(self, m, xy, lay, tag):
+        """A node's address: a constant, or (hier) the node with the chiplet_id input."""
+        if not self.cfg.hier:
+            return _const_of(lay, self._ep_addr(xy))
+        a = Signal(lay, name=f"{tag}_addr")
+        m.d.comb += [a.chiplet.eq(self.chiplet_id), a.node.x.eq(xy[0]), a.node.y.eq(xy[1])]
+        return Value.cast(a)
 
     def elaborate(self, platform):
         m = Module()
@@ -207,8 +230,10 @@ class Chiplet(wiring.Component):
                 rp = _RouterPorts(rproto, f"r{x}_{y}")
                 ports.append(rp)
                 my_addr = _addr_value(rc, (0, 0), (x, y))
+                if cfg.hier:
+                    my_addr = self._ep_id(m, (x, y), rc.addr, f"r{x}_{y}")
                 m.submodules[f"r{x}_{y}"] = (rp.submodule(m, Router(rc), my_addr) if self.sim
-                                             else rp.instance(ROUTER_MODULE, my_addr))
+                                             else rp.instance(self.router_module, my_addr))
         _wire_grid(m, ports, rc, mx, my, cfg.link_latency, "noc")
 
         # per node: endpoint-side streams in the endpoint layout
@@ -240,15 +265,28 @@ class Chiplet(wiring.Component):
         # ---- Global PE and controller ----------------------------------------------------
         m.submodules.gpe = gpe = GlobalPE(**cfg.gpe_params())
         m.submodules.ctrl = ctrl = Controller(**cfg.controller_params())
-        m.d.comb += [gpe.node_id.eq(_const_of(addr_lay, self._ep_addr(nm.gpe))),
-                     ctrl.node_id.eq(_const_of(addr_lay, self._ep_addr(nm.ctrl)))]
+        ctrl_id = self._ep_id(m, nm.ctrl, addr_lay, "ctrl")
+        m.d.comb += [gpe.node_id.eq(self._ep_id(m, nm.gpe, addr_lay, "gpe")),
+                     ctrl.node_id.eq(ctrl_id)]
         attach(nm.gpe, gpe.net_in, gpe.net_out)
-        attach(nm.ctrl, ctrl.net_in, ctrl.net_out)
+        if cfg.hier:
+            from tessera.hdl.package.barrier import BarrierAgent
+            m.submodules.bar = bar = BarrierAgent(cfg)
+            attach(nm.ctrl, bar.net_in, bar.net_out)
+            wiring.connect(m, ctrl.net_out, bar.ctrl_out)
+            wiring.connect(m, bar.ctrl_in, ctrl.net_in)
+            m.d.comb += [bar.node_id.eq(ctrl_id), bar.barrier_req.eq(ctrl.barrier_req),
+                         bar.barrier_id.eq(ctrl.barrier_id), ctrl.barrier_ack.eq(bar.barrier_ack),
+                         bar.bar_mask.eq(self.bar_mask), bar.start.eq(self.start & ~ctrl.busy),
+                         bar.clear.eq(self.clear & ~ctrl.busy), self.bar_err.eq(bar.err)]
+        else:
+            attach(nm.ctrl, ctrl.net_in, ctrl.net_out)
+            m.d.comb += ctrl.barrier_ack.eq(self.bar_ack)
         wiring.connect(m, ctrl.gpe_cmd, gpe.cmd)
         wiring.connect(m, gpe.cpl, ctrl.gpe_cpl)
         wiring.connect(m, wiring.flipped(self.prog), ctrl.prog)
         m.d.comb += [ctrl.start.eq(self.start), ctrl.clear.eq(self.clear),
-                     ctrl.barrier_ack.eq(self.bar_ack), self.bar_req.eq(ctrl.barrier_req),
+                     self.bar_req.eq(ctrl.barrier_req),
                      self.bar_id.eq(ctrl.barrier_id),
                      self.busy.eq(ctrl.busy), self.done.eq(ctrl.done), self.error.eq(ctrl.error),
                      self.timeout.eq(ctrl.timeout), self.err_code.eq(ctrl.err_code),
@@ -266,9 +304,9 @@ class Chiplet(wiring.Component):
         pe_err = Signal(cfg.npes)
         for i, xy in enumerate(nm.pes):
             t = f"pe{xy[0]}_{xy[1]}"
-            lp = _LeafPorts(pproto, t, {"node_id": _const_of(addr_lay, self._ep_addr(xy))})
+            lp = _LeafPorts(pproto, t, {"node_id": self._ep_id(m, xy, addr_lay, t)})
             m.submodules[t] = (lp.submodule(m, pe_node_build(cfg)) if self.sim
-                               else lp.instance(PE_NODE_MODULE))
+                               else lp.instance(self.pe_node_module))
             s = lp.sig
             iv, ir, ip = ep_in[xy]
             ov, orr, op = ep_out[xy]
@@ -287,7 +325,9 @@ class Chiplet(wiring.Component):
             for x in range(mx):
                 k = y * mx + x
                 m.d.comb += noc_now[k].eq(ports[k].sig["errors"].any())
-        for xy in nm.empty:
+        if cfg.hier:            # the package host port at the first router-only node
+            attach(nm.empty[0], wiring.flipped(self.aux_out), wiring.flipped(self.aux_in))
+        for xy in nm.empty[1 if cfg.hier else 0:]:
             iv, ir, ip = ep_in[xy]
             ov, orr, op = ep_out[xy]
             k = nm.index(xy)

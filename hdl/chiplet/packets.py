@@ -150,7 +150,7 @@ REGS = {
     "pe_cfg1": 1,          #                     [63:32]
     "pe_cfg2": 2,          #                     [83:64]
     "ntiles": 3,           # spatial tiles to run with that config (16 bits)
-    "psum_dest": 4,        # node of the downstream PE: x [7:0], y [15:8] (this chiplet)
+    "psum_dest": 4,        # downstream PE: x [7:0], y [15:8]; bit 31: chiplet [19:16],[23:20]
     "out_dest": 5,         # node of the Global PE receiving OUT packets
     "out_base": 6,         # GPE word address of output beat 0 of tile 0 (16 bits)
     "out_tile_stride": 7,  # GPE word address step per tile (16 bits)

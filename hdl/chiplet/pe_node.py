@@ -83,8 +83,8 @@ Ports (``wiring.Component``; flits = :func:`~tessera.hdl.global_pe.packets.net_f
 * ``tiles`` (Out 16): tiles the PE finished in the current/last run.
 * ``pe_busy`` (Out): the PE is computing a tile.
 
-Left out: register read-back, multicast psum, psum/OUT destinations on other
-chiplets, aborting a run, the PE's ``rst`` abort.
+Left out: register read-back, multicast psum (destinations on other chiplets: bit 31 of the
+register, packets.dest_value), aborting a run, the PE's ``rst`` abort.
 """
 from __future__ import annotations
 
@@ -290,7 +290,7 @@ class PeNode(wiring.Component):
         # ---------------- registers ---------------------------------------------------
         cfg_word = Signal(96)
         ntiles = Signal(16)
-        psum_dest, out_dest, done_dest = Signal(16), Signal(16), Signal(16)
+        psum_dest, out_dest, done_dest = Signal(32), Signal(32), Signal(32)   # dest_value()
         out_base, out_stride = Signal(16), Signal(16)
         off = 0
         for f in PE_CFG_FIELDS:
@@ -587,7 +587,9 @@ class PeNode(wiring.Component):
                          no.payload.src.eq(self.node_id), no.payload.payload.eq(fl_payload)]
 
         def dest_reg(reg):
-            return [fl_dest.chiplet.eq(self.node_id.chiplet),
+            # bit 31: the chiplet in [23:16] (package, packets.dest_value), else this chiplet
+            return [fl_dest.chiplet.x.eq(Mux(reg[31], reg[16:20], self.node_id.chiplet.x)),
+                    fl_dest.chiplet.y.eq(Mux(reg[31], reg[20:24], self.node_id.chiplet.y)),
                     fl_dest.node.x.eq(reg[:8]), fl_dest.node.y.eq(reg[8:16])]
 
         # DONE condition: every tile started, finished and sent

@@ -20,7 +20,7 @@ SerDes of the package links (modelled as pure latency).
 from __future__ import annotations
 
 from amaranth.back import verilog
-from amaranth.hdl import ClockSignal, Const, Instance, Module, ResetSignal, Signal, Value
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, ResetSignal, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -65,8 +65,9 @@ class _RouterPorts:
     def instance(self, module_name: str, my_value: int) -> Instance:
         kw = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
         for name, s in self.sig.items():
-            if name == "my":
-                kw["i_my"] = Const(my_value, len(Value.cast(s)))
+            if name == "my":      # a constant, or a Value (a chiplet's coordinate input)
+                kw["i_my"] = (my_value if isinstance(my_value, Value)
+                              else Const(my_value, len(Value.cast(s))))
                 continue
             kw[("i_" if self.dirs[name] is In else "o_") + name] = s
         return Instance(module_name, **kw)
@@ -82,9 +83,34 @@ def _addr_value(cfg: RouterConfig, chiplet, node) -> int:
     return val
 
 
-def _wire_grid(m, ports, cfg: RouterConfig, kx, ky, latency, tag):
-    """Connect a kx*ky grid of router port bundles with ``latency`` stages per link."""
+def _serialise(m, v, c, f, depth, cycles, tag):
+    """Link rate: flits (valid, vc, flit) queue in a FIFO of ``depth`` (the downstream
+    buffer space the upstream holds credits for, so it never overflows) and leave one per
+    ``cycles`` cycles.  Returns the (valid, vc, flit) seen by the downstream router."""
+    from amaranth.lib.fifo import SyncFIFO
+    fw = len(Value.cast(f))
+    q = SyncFIFO(width=len(c) + fw, depth=depth)
+    m.submodules[f"{tag}_ser"] = q
+    gap = Signal(range(cycles), name=f"{tag}_gap")
+    ov = Signal(name=f"{tag}_sv")
+    oc = Signal(len(c), name=f"{tag}_sc")
+    of = Signal(fw, name=f"{tag}_sf")
+    m.d.comb += [q.w_en.eq(v), q.w_data.eq(Cat(c, f)),
+                 ov.eq(q.r_rdy & (gap == 0)), q.r_en.eq(ov),
+                 oc.eq(q.r_data[:len(c)]), of.eq(q.r_data[len(c):])]
+    with m.If(ov):
+        m.d.sync += gap.eq(cycles - 1)
+    with m.Elif(gap != 0):
+        m.d.sync += gap.eq(gap - 1)
+    return ov, oc, of
+
+
+def _wire_grid(m, ports, cfg: RouterConfig, kx, ky, latency, tag, flit_cycles=1):
+    """Connect a kx*ky grid of router port bundles with ``latency`` stages per link (and,
+    if ``flit_cycles`` > 1, a serialiser per link: one flit per ``flit_cycles`` cycles).
+    Returns the ``valid`` of every link's sending end (one flit on a link per cycle)."""
     V = cfg.vcs
+    links = []
     for y in range(ky):
         for x in range(kx):
             a = ports[y * kx + x]
@@ -101,6 +127,7 @@ def _wire_grid(m, ports, cfg: RouterConfig, kx, ky, latency, tag):
                 i = f"in_{PORTS[OPP[d]]}"
                 # flit path a.out_d -> b.in_opp, latency stages
                 v, c, f = a.sig[f"{o}__valid"], a.sig[f"{o}__vc"], a.sig[f"{o}__flit"]
+                links.append(v)
                 cr = b.sig[f"{i}__credit"]
                 for k in range(latency):
                     nv = Signal(name=f"{tag}_l{x}_{y}_{d}_v{k}")
@@ -109,8 +136,12 @@ def _wire_grid(m, ports, cfg: RouterConfig, kx, ky, latency, tag):
                     ncr = Signal(V, name=f"{tag}_l{x}_{y}_{d}_cr{k}")
                     m.d.sync += [nv.eq(v), nc.eq(c), nf.eq(f), ncr.eq(cr)]
                     v, c, f, cr = nv, nc, nf, ncr
+                if flit_cycles > 1:
+                    v, c, f = _serialise(m, v, c, f, V * cfg.depth, flit_cycles,
+                                         f"{tag}_l{x}_{y}_{d}")
                 m.d.comb += [b.sig[f"{i}__valid"].eq(v), b.sig[f"{i}__vc"].eq(c),
                              b.sig[f"{i}__flit"].eq(f), a.sig[f"{o}__credit"].eq(cr)]
+    return links
 
 
 class Mesh(wiring.Component):
