@@ -14,10 +14,10 @@ from tessera.toolchain import verilator_lint, yosys_check
 NAMES = sorted(blocks())
 
 # Blocks whose flattened Yosys check takes minutes of CPU (the chiplet: ~90 s at 2x2 PEs,
-# ~5 min at the default 4x4; nocsys: ~75 s): make test lints them (test_export_lint_small, at
+# ~5 min at the default 4x4; nocsys: ~75 s; package: 2x2 chiplets of 2x2 PEs in make test): make test lints them (test_export_lint_small, at
 # the size given here); the full lint + Yosys check, at that size and at the defaults, runs in
 # make soak.
-SMALL = {"chiplet": {"nx": 2, "ny": 2}, "nocsys": {}}
+SMALL = {"chiplet": {"nx": 2, "ny": 2}, "nocsys": {}, "package": {"nx": 2, "ny": 2}}
 CASES = ([pytest.param(n, {}, id=n) for n in NAMES if n not in SMALL]
          + [pytest.param(n, SMALL[n], id=f"{n}-small", marks=pytest.mark.slow)
             for n in SMALL if SMALL[n]]

@@ -213,6 +213,20 @@ class PackageTB(ChipletTB):
                 self.tx_credit.append(self.packet(src, [cr], self.ctrl_cls))
                 self.credits += 1
 
+    async def reset_mid_run(self, cycles=3):
+        """Pulse the DUT's reset (cocotb adapter) in the middle of a run and forget the
+        host side of that run (queued packets, program words, barrier state)."""
+        await self.io.reset(cycles)
+        self.cycle += cycles
+        self.tx.clear()
+        self.tx_credit.clear()
+        self.prog_q.clear()
+        self.cur = None
+        self.start_pending = False
+        self._bar_prev = [0] * self.C
+        self.new_run()
+        self.clear_pending = False
+
     async def setup(self):
         self._bar_hold = 0
         self._busy = 0
