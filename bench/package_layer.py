@@ -5,8 +5,9 @@ times against the package model for the same mapping and placement, NoP flits, b
 Runs (small chiplets: 2x2 PEs, small buffers, ``hdl/package/compiler.py`` :func:`small_package`):
 six layer slices on 2x2 chiplets (mapping from the Simba mapper on the package Arch, then
 §5.1's non-uniform partition when the model prefers it), one slice on 1x4 chiplets (longer NoP
-paths), and Fig. 7 at small scale: one 4-chiplet slice on a 4x4 package with the chiplets
-adjacent (0, 1, 4, 5) and far apart (0, 3, 12, 15), same mapping; the cycle ratio far/adjacent
+paths), and Fig. 7 at small scale: one 4-chiplet slice (Listing 1's K/C-only tiling) on a 4x4
+package of one-PE chiplets (the RTL build stays small) with the chiplets adjacent (0, 1, 4, 5)
+and far apart (0, 3, 12, 15), same mapping; the cycle ratio far/adjacent
 of the RTL next to the package model's and the Simba model's (``sim_models/simba/model.py``).
 
 Writes ``build/bench/package_layer.json``: ``entries`` [{layer, chiplets, bit_exact, rtl_cycles,
@@ -39,6 +40,8 @@ SLICES = [("res2a_branch2b", "C=16,K=32,H=8"), ("res2b_branch2a", "C=32,K=32,H=8
 LONG = ("res3b_branch2b", "C=16,K=32,H=8")             # on 1x4 chiplets
 FIG7 = ("res4a_branch1", "C=16,K=32,H=8")
 FIG7_BINDINGS = {"adjacent": (0, 1, 4, 5), "far": (0, 3, 12, 15)}
+FIG7_PES = dict(nx=1, ny=1)
+PARTS = ("2x2", "1x4", "fig7")
 
 
 def layers():
@@ -99,27 +102,46 @@ def main(argv=None) -> int:
     ap.add_argument("--sim", choices=("verilator", "amaranth"), default="verilator")
     ap.add_argument("--samples", type=int, default=300)
     ap.add_argument("--out", default=str(OUT / "package_layer.json"))
+    ap.add_argument("--parts", default=",".join(PARTS),
+                    help="comma list of 2x2,1x4,fig7 (others kept from the existing JSON)")
     a = ap.parse_args(argv)
     net = layers()
     kw = dict(samples=a.samples, rtl=not a.no_rtl, sim=a.sim, out_dir=OUT / "package_layer")
+    parts = set(a.parts.split(","))
+    out = Path(a.out)
+    old = json.loads(out.read_text()) if out.exists() and parts != set(PARTS) else {}
+    keep = [e for e in old.get("entries", []) if e.get("part") not in parts]
     entries = []
-    for name, sl in SLICES:
-        entries.append(run_package(parse_slice(net[name], sl), small_package(2, 2), **kw))
-    entries.append(run_package(parse_slice(net[LONG[0]], LONG[1]), small_package(1, 4), **kw))
-    # Fig. 7: one mapping (the mapper's on 2x2), two placements of its 4 chiplets on 4x4
-    from tessera.sim_models.simba.package_cycles import map_for_package
-    L7 = parse_slice(net[FIG7[0]], FIG7[1])
-    m7 = map_for_package(L7, small_package(2, 2), samples=a.samples, nonuniform=False).mapping
-    fig7 = {"layer": L7.name, "mapping": m7.short(), "package": "4x4"}
-    for tag, b in FIG7_BINDINGS.items():
-        e = run_package(L7, small_package(4, 4), mapping=m7, binding=b, tag=f"{L7.name}@{tag}", **kw)
-        entries.append(e)
-        fig7[tag] = {"binding": list(b), "rtl_cycles": e["rtl_cycles"], "model_cycles": e["model_cycles"],
-                     "simba_model_cycles": e["simba_model_cycles"]}
-    ratio = lambda k: (fig7["far"][k] / fig7["adjacent"][k]
-                       if fig7["far"][k] is not None and fig7["adjacent"][k] else None)
-    fig7.update(rtl_ratio=ratio("rtl_cycles"), model_ratio=ratio("model_cycles"),
-                simba_model_ratio=ratio("simba_model_cycles"))
+    if "2x2" in parts:
+        for name, sl in SLICES:
+            entries.append(run_package(parse_slice(net[name], sl), small_package(2, 2), **kw))
+            entries[-1]["part"] = "2x2"
+    if "1x4" in parts:
+        entries.append(run_package(parse_slice(net[LONG[0]], LONG[1]), small_package(1, 4), **kw))
+        entries[-1]["part"] = "1x4"
+    # Fig. 7: one mapping (the mapper's K/C-only tiling on 2x2 chiplets of one PE), two
+    # placements of its 4 chiplets on a 4x4 package of one-PE chiplets (build size of the RTL)
+    fig7 = old.get("fig7", {})
+    if "fig7" in parts:
+        from tessera.sim_models.simba.package_cycles import map_for_package
+        L7 = parse_slice(net[FIG7[0]], FIG7[1])
+        m7 = map_for_package(L7, small_package(2, 2, **FIG7_PES), samples=a.samples, nonuniform=False,
+                             spatial_pq=False).mapping
+        fig7 = {"layer": L7.name, "mapping": m7.short(), "package": "4x4",
+                "pes_per_chiplet": FIG7_PES["nx"] * FIG7_PES["ny"]}
+        for tag, b in FIG7_BINDINGS.items():
+            e = run_package(L7, small_package(4, 4, **FIG7_PES), mapping=m7, binding=b,
+                            tag=f"{L7.name}@{tag}", **kw)
+            e["part"] = "fig7"
+            entries.append(e)
+            fig7[tag] = {"binding": list(b), "rtl_cycles": e["rtl_cycles"], "model_cycles": e["model_cycles"],
+                         "simba_model_cycles": e["simba_model_cycles"]}
+        ratio = lambda k: (fig7["far"][k] / fig7["adjacent"][k]
+                           if fig7["far"][k] is not None and fig7["adjacent"][k] else None)
+        fig7.update(rtl_ratio=ratio("rtl_cycles"), model_ratio=ratio("model_cycles"),
+                    simba_model_ratio=ratio("simba_model_cycles"))
+    order = {p: i for i, p in enumerate(PARTS)}
+    entries = sorted(keep + entries, key=lambda e: order.get(e.get("part"), 9))
     rtl = [e for e in entries if e["rtl_cycles"] is not None]
     measured = measure(rtl)
     ok_total = [abs(e["rtl_error"]) <= 0.10 for e in rtl]
@@ -128,7 +150,6 @@ def main(argv=None) -> int:
            "entries": entries, "fig7": fig7, "measured": measured,
            "targets": {"total_within_10pct": (all(ok_total) if rtl else None),
                        "chiplets_within_15pct": (all(ok_chip) if rtl else None)}}
-    out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1) + "\n")
     print()
@@ -141,9 +162,10 @@ def main(argv=None) -> int:
               f"{e['model_nop_flits']:7d}  {[round(x) for x in e['model_chiplet_cycles']]} "
               f"[{e['rtl_chiplet_cycles']}]  {e['mapping']}")
     f = fig7
-    print(f"Fig 7 ({f['layer']}, 4x4 package, {f['mapping']}): far/adjacent cycles ratio "
-          f"RTL {f['rtl_ratio'] if f['rtl_ratio'] is None else round(f['rtl_ratio'], 3)}, package model "
-          f"{f['model_ratio']:.3f}, Simba model {f['simba_model_ratio']:.3f}")
+    if f:
+        print(f"Fig 7 ({f['layer']}, 4x4 package, {f['mapping']}): far/adjacent cycles ratio "
+              f"RTL {f['rtl_ratio'] if f['rtl_ratio'] is None else round(f['rtl_ratio'], 3)}, package model "
+              f"{f['model_ratio']:.3f}, Simba model {f['simba_model_ratio']:.3f}")
     print(f"measured (RTL): nop_hop_cycles {measured['nop_hop_cycles']}, barrier_cycles "
           f"{measured['barrier_cycles']}")
     print(f"targets: {doc['targets']}  (RTL run: {doc['rtl_run']})")

@@ -52,7 +52,8 @@ def package_arch(pcfg, bench_dir=None):
 
 
 def map_for_package(layer, pcfg, samples: int = 300, seed: int = 0, counts=None,
-                    binding="row-major", nonuniform: bool = True, bench_dir=None):
+                    binding="row-major", nonuniform: bool = True, bench_dir=None,
+                    spatial_pq: bool = True):
     """Best package mapping from the Simba mapper (``mapper.search`` on the package Arch,
     chiplet counts ``counts``, default all chiplets of the package), then §5.1's non-uniform
     partition (``optim.nonuniform``) when the model finds it faster.  Returns the LayerResult
@@ -61,7 +62,7 @@ def map_for_package(layer, pcfg, samples: int = 300, seed: int = 0, counts=None,
     from .optim import nonuniform as nonuni
     arch = package_arch(pcfg, bench_dir)
     counts = counts or [pcfg.ckx * pcfg.cky]
-    res = search(layer, arch, counts, samples=samples, seed=seed, binding=binding)
+    res = search(layer, arch, counts, samples=samples, seed=seed, binding=binding, spatial_pq=spatial_pq)
     if nonuniform:
         nu = nonuni(layer, arch, res)
         if nu.latency_cycles < res.latency_cycles:
