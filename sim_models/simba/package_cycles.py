@@ -81,6 +81,8 @@ class PackageCycles:
     gpe_cmd_cycles: float = 5.0
     host_flits_per_cycle: float = 1.0
     send_flits_per_cycle: float = 1.0
+    credit_overhead_cycles: float = 0.0
+    ibuf_slots: int = 1
     provenance: dict = field(default_factory=dict, compare=False)
 
 
@@ -101,9 +103,17 @@ def default_constants(pcfg, bench_dir="default") -> PackageCycles:
         bar = 2 * float(k["instr_cycles"])
         prov["barrier_cycles"] = "assumption: 2 controller instruction times (not RTL-measured yet)"
     prov["nop_flit_cycles"] = "PackageConfig.nop_flit_cycles"
+    cr = k.get("credit_overhead_cycles")
+    if cr is None:
+        cr = 0.0
+        prov["credit_overhead_cycles"] = "assumption: 0 (not RTL-fitted yet)"
+    prov["ibuf_slots"] = ("input regions per PE node in the chiplet model: 1 = the next tile loads "
+                          "only while the PE is idle (chiplet bench experiment, chiplet_cycles.py "
+                          "docstring; package RTL runs: 2 leaves -9..-23 %, see bench/package_layer.py)")
     return PackageCycles(noc, float(nop), float(pcfg.nop_flit_cycles), float(bar),
                          float(k["instr_cycles"]), float(k["gpe_cmd_cycles"]),
-                         float(k["host_flits_per_cycle"]), float(k["send_flits_per_cycle"]), prov)
+                         float(k["host_flits_per_cycle"]), float(k["send_flits_per_cycle"]),
+                         float(cr), 1, prov)
 
 
 def _hops(a, b) -> int:
@@ -137,7 +147,7 @@ def _op_words(ch, cfg, nm) -> list:
     return out
 
 
-def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None) -> dict:
+def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slots=None) -> dict:
     """Predicted per-chiplet completion and total cycles of a compiled package pass."""
     from tessera.hdl.chiplet.compiler import TAG_READBACK, TAG_RECV_IN
     from tessera.hdl.chiplet.config import node_map
@@ -209,7 +219,8 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None) -> 
         a2[c] = t + sum(w[i:bars[1] + 1]) * ins
     r2, last2 = barrier(a2)
     # ---- per-chiplet sub-pass model -----------------------------------------------
-    pm = {ch.chiplet: pass_cycles(ch.ps, cfg, cc, pe_c) for ch in chips if ch.ps is not None}
+    slots = pc.ibuf_slots if slots is None else slots
+    pm = {ch.chiplet: pass_cycles(ch.ps, cfg, cc, pe_c, slots=slots) for ch in chips if ch.ps is not None}
     home_of = {}
     for ch in chips:
         for d in ch.consumers:
@@ -258,6 +269,41 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None) -> 
             i_bar2 = [i for i, o in enumerate(ch.ops) if o[0] == "bar"][1]
             i_send = [i for i, o in enumerate(ch.ops) if o[0] == "send"][0]
             send_start[c] = r2[c] + sum(words[c][i_bar2 + 1:i_send + 1]) * ins + pc.gpe_cmd_cycles
+    # credit window: a SEND lane keeps credit_window DATA packets in flight per destination; a
+    # multicast waits for its slowest member's CREDIT (route there and back + the NI / Global PE
+    # credit handling, credit_overhead_cycles): per round, each set's tile needs
+    # ceil(packets / credit_window) round trips to its farthest member (sets on parallel lanes)
+    credit_round = {}
+    for ch in chips:
+        if not ch.consumers:
+            continue
+        h = ch.chiplet
+        src = chips[ch.consumers[0]].ps
+        g0 = src.jobs[0].cfg
+        pkts = g0.C1 * g0.H_in * math.ceil(g0.W_in / min(cfg.max_tile, g0.W_in))
+        rtt = max(lat(h, nm.gpe, d, n) + lat(d, n, h, nm.gpe) for d in ch.consumers
+                  for n in (j.node for j in chips[d].ps.jobs)) + pc.credit_overhead_cycles
+        credit_round[h] = math.ceil(pkts / cfg.credit_window) * rtt
+    # psum window: a chain link keeps psum_window PSUM packets in flight; each further window
+    # waits for the PCREDIT round trip (route there and back + credit handling) -- across the NoP
+    # this bounds the period of both chiplets of the link
+    psum_round = {}
+    for ch in chips:
+        if ch.ps is None:
+            continue
+        g0 = ch.ps.jobs[0].cfg
+        beats = g0.K1 * g0.P1 * g0.Q1
+        npk = math.ceil(beats / cfg.psum_beats)
+        for j in ch.ps.jobs:
+            pchip = getattr(j, "psum_chip", None)
+            if pchip is None:
+                continue
+            d = tg.index(pchip)
+            rtt = lat(ch.chiplet, j.node, d, j.psum_dest) + lat(d, j.psum_dest, ch.chiplet, j.node) \
+                + pc.credit_overhead_cycles
+            t = math.ceil(npk / cfg.psum_window) * rtt
+            for x in (ch.chiplet, d):
+                psum_round[x] = max(psum_round.get(x, 0.0), t)
     terms = {}
     for c, r in pm.items():
         ps = chips[c].ps
@@ -267,8 +313,9 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None) -> 
         if remote:
             inj = max(inj, inj * pc.nop_flit_cycles)
         far = max(lat(h, nm.gpe, c, j.node) for j in ps.jobs)
-        first[c] = send_start[h] + inj + far
-        period = max(r["period"], inj if remote else 0.0, link_bound[c])
+        first[c] = send_start[h] + max(inj, credit_round[h] - far) + far
+        period = max(r["period"], inj if remote else 0.0, link_bound[c], credit_round[h],
+                     psum_round.get(c, 0.0))
         g0 = ps.jobs[0].cfg
         beats = g0.K1 * g0.P1 * g0.Q1
         cp = ps.mapping.cp
@@ -278,7 +325,9 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None) -> 
         terms[c] = {"bar1_release": r1[c], "bar2_release": r2[c], "first_tile": first[c],
                     "period": period, "rounds": r["rounds"], "period_bound":
                     max({**r["period_terms"], "nop_rate": inj if remote else 0.0,
-                         "nop_link": link_bound[c]}.items(), key=lambda kv: kv[1])[0]}
+                         "nop_link": link_bound[c], "credit_window": credit_round[h],
+                         "psum_window": psum_round.get(c, 0.0)}.items(),
+                        key=lambda kv: kv[1])[0]}
     # chains across chiplets (chain position = ch.chain[0])
     for c in sorted(pm, key=lambda c: chips[c].chain[0]):
         ps = chips[c].ps
@@ -347,7 +396,8 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None) -> 
             "bar2_last_arrival": last2, "nop_link_load": {f"{a}->{b}": v for (a, b), v in load.items()},
             "constants": {k: getattr(pc, k) for k in ("noc_hop_cycles", "nop_hop_cycles", "nop_flit_cycles",
                                                         "barrier_cycles", "instr_cycles", "gpe_cmd_cycles",
-                                                        "host_flits_per_cycle", "send_flits_per_cycle")},
+                                                        "host_flits_per_cycle", "send_flits_per_cycle",
+                                                        "credit_overhead_cycles", "ibuf_slots")},
             "provenance": pc.provenance, "nop_flits": nop_flits(pp)}
 
 

@@ -57,8 +57,28 @@ async def drive_pass(tb, pl, max_cycles: int = 2_000_000) -> dict:
         t.send_packets(in_pk)
     tb.on_barrier(BAR_INPUT, cue)
     total = sum(n for _c, _b, n in pl["windows"])
+    sample = tb._sample
+    C = tb.C
+
+    def probe():                                 # phase timestamps (cycles after start)
+        nrx = len(tb.rx_packets)
+        sample()
+        if tb.start_cycle is None:
+            return
+        t = tb.cycle - tb.start_cycle
+        for c in range(C):                       # PEs of chiplet c running: first / last cycle
+            if tb.io.get(f"pe_running__{c}"):
+                ev.setdefault(f"pe_first_{c}", t)
+                ev[f"pe_last_{c}"] = t
+        for head, pays in tb.rx_packets[nrx:]:   # read-back DATA per source chiplet
+            if pays[0] & ((1 << KIND_BITS) - 1) == KIND_DATA:
+                c = tb.pcfg.index((head["src.chiplet.x"], head["src.chiplet.y"]))
+                ev.setdefault(f"readback_first_{c}", t)
+                ev[f"readback_last_{c}"] = t
+    tb._sample = probe
     tb.start()
     await tb.run(max_cycles=max_cycles, until=lambda t: _data_words(t) >= total)
+    tb._sample = sample
     st = tb.read_status()
     got = {}
     for head, pays in tb.rx_packets:
