@@ -129,6 +129,11 @@ def measure(rtl_entries) -> dict:
     return out
 
 
+ABLATIONS = {"credit_overhead_0": dict(credit_overhead_cycles=0.0), "ibuf_slots_2": dict(ibuf_slots=2),
+             "serial_sets": dict(serial_sets=True),
+             "nop_barrier_uncalibrated": dict(nop_hop_cycles=7.0, barrier_cycles=6.0)}
+
+
 def recalibrate(entries, measured) -> None:
     """Re-evaluate the package model of every entry with the measured constants (the model the
     committed data file will give once ``measured`` is copied there); the first evaluation stays
@@ -146,6 +151,14 @@ def recalibrate(entries, measured) -> None:
         prov.update({k: f"RTL bench package_layer.json [measured.{k}] (this run)" for k in kw})
         pc = replace(pc, provenance=prov, **kw)
         m = package_cycles(pp, pc)
+        if e["rtl_cycles"]:                      # one assumption at a time (the experiments)
+            e["ablation_error"] = {}
+            for name, over in ABLATIONS.items():
+                a = package_cycles(pp, replace(pc, **over))
+                e["ablation_error"][name] = {
+                    "total": round((a["cycles"] - e["rtl_cycles"]) / e["rtl_cycles"], 4),
+                    "worst_chiplet": round(max(abs(x - y) / y for x, y in zip(a["chiplet_cycles"],
+                                                                             e["rtl_chiplet_cycles"])), 4)}
         e.setdefault("model_cycles_precal", e["model_cycles"])
         e.setdefault("model_chiplet_cycles_precal", e["model_chiplet_cycles"])
         e["model_cycles"], e["model_chiplet_cycles"] = m["cycles"], m["chiplet_cycles"]
@@ -243,6 +256,11 @@ def main(argv=None) -> int:
           f"{measured['barrier_cycles']}, credit_overhead_cycles {measured['credit_overhead_cycles']} "
           f"(fit on the 2x2 runs; model columns above use them)")
     print(f"held out of the fit (1x4, Fig 7): {doc['held_out']}")
+    for e in rtl:
+        if e.get("ablation_error"):
+            print(f"  ablation {e['layer'][:24]:24s} calibrated {e['rtl_error']:+.1%} / worst chiplet "
+                  f"{max(abs(x) for x in e['rtl_chiplet_error']):.1%}; "
+                  + "; ".join(f"{k} {v['total']:+.1%}/{v['worst_chiplet']:.1%}" for k, v in e["ablation_error"].items()))
     print(f"targets: {doc['targets']}  (RTL run: {doc['rtl_run']})")
     print(f"wrote {out}")
     bad = [e for e in entries if not e["golden_bit_exact"] or e["bit_exact"] is False]

@@ -83,6 +83,7 @@ class PackageCycles:
     send_flits_per_cycle: float = 1.0
     credit_overhead_cycles: float = 0.0
     ibuf_slots: int = 1
+    serial_sets: bool = False          # ablation: a home's multicast sets wait for credits in turn
     provenance: dict = field(default_factory=dict, compare=False)
 
 
@@ -283,7 +284,7 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         pkts = g0.C1 * g0.H_in * math.ceil(g0.W_in / min(cfg.max_tile, g0.W_in))
         rtt = max(lat(h, nm.gpe, d, n) + lat(d, n, h, nm.gpe) for d in ch.consumers
                   for n in (j.node for j in chips[d].ps.jobs)) + pc.credit_overhead_cycles
-        credit_round[h] = math.ceil(pkts / cfg.credit_window) * rtt
+        credit_round[h] = math.ceil(pkts / cfg.credit_window) * rtt * (len(src.sets) if pc.serial_sets else 1)
     # psum window: a chain link keeps psum_window PSUM packets in flight; each further window
     # waits for the PCREDIT round trip (route there and back + credit handling) -- across the NoP
     # this bounds the period of both chiplets of the link
