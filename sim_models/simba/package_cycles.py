@@ -114,7 +114,7 @@ def default_constants(pcfg, bench_dir="default") -> PackageCycles:
     return PackageCycles(noc, float(nop), float(pcfg.nop_flit_cycles), float(bar),
                          float(k["instr_cycles"]), float(k["gpe_cmd_cycles"]),
                          float(k["host_flits_per_cycle"]), float(k["send_flits_per_cycle"]),
-                         float(cr), 1, prov)
+                         float(cr), 1, provenance=prov)
 
 
 def _hops(a, b) -> int:
