@@ -150,10 +150,17 @@ def add_parser(sub):
                    help="run a slice: the first N output rows of each pass (default: whole passes)")
     p.add_argument("--sim", choices=("verilator", "amaranth"), default="verilator",
                    help="RTL simulator (default cocotb/Verilator, cached build)")
+    # package path (issue 18, tessera/run_package.py)
+    p.add_argument("--chiplets", metavar="CXxCY", help="run on a package of CXxCY chiplets (issue 18)")
+    p.add_argument("--slice", metavar="C=..,K=..,H=..", help="with --chiplets: cut the layer to a slice")
+    p.add_argument("--small", action="store_true", help="with --chiplets: small PE / Global PE buffers")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    if getattr(args, "chiplets", None):
+        from tessera.run_package import run as run_pkg
+        return run_pkg(args)
     from tessera.hdl.chiplet.compiler import CompileError
     from tessera.hdl.chiplet.config import ChipletConfig
     from tessera.params import ParamError

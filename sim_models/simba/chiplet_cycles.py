@@ -231,7 +231,8 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
     period = max(t_pe, inj_round, out_round, ctrl_round)
     far = max(_hops(nm.gpe, j.node) for j in ps.jobs)
     chain = (cp - 1) * (cc.hop_cycles * 1 + g0.P1 * g0.Q1 * cc.psum_flits) if cp > 1 else 0.0
-    out_lat = max(_hops(j.node, nm.gpe) for j in lasts) * cc.hop_cycles + min(beats, cc.out_words)
+    out_lat = (max(_hops(j.node, nm.gpe) for j in lasts) * cc.hop_cycles + min(beats, cc.out_words)
+               if lasts else 0.0)                         # package: a chain-middle chiplet
     in_flits = ps.in_words + math.ceil(ps.in_words / mt)
     out_flits = ps.out_words + math.ceil(ps.out_words / mt)
     terms = {

@@ -1,0 +1,454 @@
+"""Cycle model of one compiled package pass (Simba §3.1 package: chiplets on a NoP mesh; §4.3
+Fig. 7 NoP latency; §5.1 non-uniform completion times) and the package-level mapper adapter.
+
+Predicts, for a pass of ``hdl/package/compiler.py``, each chiplet's ``done_cycle`` (start ->
+its controller's ``done``, what the package RTL reports per chiplet) and the layer's cycles
+(the last chiplet).  The chiplet part is ``chiplet_cycles.py``'s model of the chiplet's own
+sub-pass (PE tile, Global PE injection / ejection and controller-issue bounds of the tile
+period, the intra-chiplet chain and OUT latencies); this module adds what the package adds,
+timeline per chiplet (program order of the compiler's docstring):
+
+* ``bar1``: prologue instructions (``instr_cycles`` each, + the Global PE decoder for the
+  input RECV) -> ARRIVE; barrier release = the last ARRIVE at the master (+ its latency there)
+  + ``barrier_cycles`` + the RELEASE's latency back to each chiplet;
+* ``input``: the host sends the input blocks when every chiplet shows ``BAR 1`` (every RECV
+  window is open; ``PackageTB.on_barrier``), one after the other (chiplet order) on the one
+  host port at ``host_flits_per_cycle``; WAIT G ends when the block has crossed to the home;
+* ``bar2``: output RECVs + CFG instructions, then the second barrier (every PE configured);
+* ``first``: the home issues GROUPs / first SENDs; the first tile reaches the consumer's
+  farthest PE after the round's injection (at the slower of the Global PE's rate and the NoP
+  link rate ``1/nop_flit_cycles`` for a remote consumer) + the hierarchical route latency;
+* ``steady``: (tiles - 1) x period, period = the chiplet model's bound, the NoP link rate of a
+  remote input (round flits x ``nop_flit_cycles``) and the busiest NoP link's load per round
+  (all flows: multicast trees counted once per link, psums, OUT);
+* ``chain``: a reduction chain crossing chiplets finishes one psum hop (route latency + a
+  tile's psum flits at the link rate) after its predecessor chiplet, or its own last tile;
+* ``out``: the LAST PEs' OUT packets reach the OA home (route latency + a packet);
+* ``done``: PE DONEs reach the controller; a home's SENDs complete when its farthest consumer
+  took the last tile; an OA home's RECV when the last OUT arrived; the read-back of each output
+  window to the host (one host port: windows queue) + END.
+
+Route latency (hierarchical XY, ``hdl/noc``): same chiplet: NoC hops x ``noc_hop_cycles``;
+else (hops to the gateway + hops from the gateway + 2) x ``noc_hop_cycles`` + NoP hops x
+``nop_hop_cycles``.  Constants and their provenance: ``rtl_constants.py``
+(``nop_hop_cycles`` and ``barrier_cycles`` are derived while the package RTL has not measured
+them: noc_hop_cycles + nop_link_latency + nop_flit_cycles - 1, and 2 instruction times).
+Left out: NoC link contention inside a chiplet between flows of different chiplets,
+wormhole blocking across the NoP, the exact credit round trips (the chiplet model's
+double-buffer assumption), host reaction time.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+
+# ---------------------------------------------------------------------- mapper adapter
+def package_arch(pcfg, bench_dir=None):
+    """The Simba model's Arch for the package: ``ckx x cky`` chiplets of ``pcfg.chiplet``
+    (``chiplet_cycles.chiplet_arch`` for one chiplet, package mesh from the config)."""
+    from .chiplet_cycles import chiplet_arch
+    return chiplet_arch(pcfg.chiplet, bench_dir).with_(mesh_rows=pcfg.cky, mesh_cols=pcfg.ckx)
+
+
+def map_for_package(layer, pcfg, samples: int = 300, seed: int = 0, counts=None,
+                    binding="row-major", nonuniform: bool = True, bench_dir=None,
+                    spatial_pq: bool = True):
+    """Best package mapping from the Simba mapper (``mapper.search`` on the package Arch,
+    chiplet counts ``counts``, default all chiplets of the package), then §5.1's non-uniform
+    partition (``optim.nonuniform``) when the model finds it faster.  Returns the LayerResult
+    (its ``mapping`` may carry ``k_ext`` / ``p_ext``)."""
+    from .mapper import search
+    from .optim import nonuniform as nonuni
+    arch = package_arch(pcfg, bench_dir)
+    counts = counts or [pcfg.ckx * pcfg.cky]
+    res = search(layer, arch, counts, samples=samples, seed=seed, binding=binding, spatial_pq=spatial_pq)
+    if nonuniform:
+        nu = nonuni(layer, arch, res)
+        if nu.latency_cycles < res.latency_cycles:
+            return nu
+    return res
+
+
+# ---------------------------------------------------------------------- constants
+@dataclass(frozen=True)
+class PackageCycles:
+    noc_hop_cycles: float = 3.0
+    nop_hop_cycles: float = 8.0
+    nop_flit_cycles: float = 1.0
+    barrier_cycles: float = 6.0
+    instr_cycles: float = 3.0
+    gpe_cmd_cycles: float = 5.0
+    host_flits_per_cycle: float = 1.0
+    send_flits_per_cycle: float = 1.0
+    credit_overhead_cycles: float = 0.0
+    ibuf_slots: int = 1
+    serial_sets: bool = False          # ablation: a home's multicast sets wait for credits in turn
+    provenance: dict = field(default_factory=dict, compare=False)
+
+
+def default_constants(pcfg, bench_dir="default") -> PackageCycles:
+    """Constants from ``rtl_constants.load`` (live RTL bench JSONs first); the NoP hop and the
+    barrier cost are derived from the package parameters while unmeasured."""
+    from . import rtl_constants as rc
+    k = rc.load() if bench_dir == "default" else rc.load(bench_dir)
+    prov = dict(k.provenance)
+    noc = float(k["noc_hop_cycles"])
+    nop = k.get("nop_hop_cycles")
+    if nop is None:
+        nop = noc + pcfg.nop_link_latency + pcfg.nop_flit_cycles - 1
+        prov["nop_hop_cycles"] = (f"derived: noc_hop_cycles {noc} + nop_link_latency "
+                                  f"{pcfg.nop_link_latency} + nop_flit_cycles-1 (not RTL-measured yet)")
+    bar = k.get("barrier_cycles")
+    if bar is None:
+        bar = 2 * float(k["instr_cycles"])
+        prov["barrier_cycles"] = "assumption: 2 controller instruction times (not RTL-measured yet)"
+    prov["nop_flit_cycles"] = "PackageConfig.nop_flit_cycles"
+    cr = k.get("credit_overhead_cycles")
+    if cr is None:
+        cr = 0.0
+        prov["credit_overhead_cycles"] = "assumption: 0 (not RTL-fitted yet)"
+    prov["ibuf_slots"] = ("input regions per PE node in the chiplet model: 1 = the next tile loads "
+                          "only while the PE is idle (chiplet bench experiment, chiplet_cycles.py "
+                          "docstring; package RTL runs: 2 leaves -9..-23 %, see bench/package_layer.py)")
+    return PackageCycles(noc, float(nop), float(pcfg.nop_flit_cycles), float(bar),
+                         float(k["instr_cycles"]), float(k["gpe_cmd_cycles"]),
+                         float(k["host_flits_per_cycle"]), float(k["send_flits_per_cycle"]),
+                         float(cr), 1, provenance=prov)
+
+
+def _hops(a, b) -> int:
+    return abs(a[0] - b[0]) + abs(a[1] - b[1])
+
+
+def _op_words(ch, cfg, nm) -> list:
+    """Instruction words each op of a chiplet program assembles to (CMDW only on changes)."""
+    from tessera.hdl.chiplet.asm import Program
+    from tessera.hdl.chiplet.compiler import pack_nested
+    from tessera.hdl.global_pe.packets import command_layout
+    lay = command_layout(cfg.gpe)
+    prog = Program(nm.mesh, lay)
+    out = []
+    for op in ch.ops:
+        n0 = len(prog.words)
+        k = op[0]
+        if k == "tmo":
+            prog.tmo(op[1])
+        elif k == "cfg":
+            prog.cfg(op[1][0], op[1][1], op[2], op[3])
+        elif k == "wait":
+            prog.wait(op[1], op[2])
+        elif k == "bar":
+            prog.bar(op[1])
+        elif k == "end":
+            prog.end()
+        else:
+            prog.cmd(pack_nested(lay, op[1].fields(nm.mesh[0])))
+        out.append(len(prog.words) - n0)
+    return out
+
+
+def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slots=None) -> dict:
+    """Predicted per-chiplet completion and total cycles of a compiled package pass."""
+    from tessera.hdl.chiplet.compiler import TAG_READBACK, TAG_RECV_IN
+    from tessera.hdl.chiplet.config import node_map
+    from tessera.hdl.pe.config import Role
+    from .chiplet_cycles import default_constants as chip_defaults, pass_cycles
+    from .topology import mesh, xy_route
+    tg = pp.target
+    cfg = tg.chiplet_cfg()
+    pc = pc or default_constants(tg)
+    nm = node_map(cfg)
+    ins = pc.instr_cycles
+    ckx = tg.ckx
+    xy = tg.chiplets()
+    cc, pe_c = chiplet_consts or chip_defaults()
+    from dataclasses import replace
+    cc = replace(cc, hop_cycles=pc.noc_hop_cycles, instr_cycles=ins, gpe_cmd_cycles=pc.gpe_cmd_cycles,
+                 send_flits_per_cycle=pc.send_flits_per_cycle)
+
+    def lat(c1, n1, c2, n2):
+        if c1 == c2:
+            return _hops(n1, n2) * pc.noc_hop_cycles
+        return ((_hops(n1, nm.gateway) + _hops(nm.gateway, n2) + 2) * pc.noc_hop_cycles
+                + _hops(xy[c1], xy[c2]) * pc.nop_hop_cycles)
+
+    hchip = tg.index(tg.host_addr[0])
+    hnode = tg.host_addr[1]
+    master = tg.index(tg.bar_master)
+    chips = pp.chiplets
+    N = len(chips)
+    words = {ch.chiplet: _op_words(ch, cfg, nm) for ch in chips}
+
+    def seg(c, start_kind, stop_kind, start_n=0, stop_n=0):
+        """Instruction words from after the start_n-th op of kind start_kind up to and including
+        the stop_n-th op of kind stop_kind (ops as ("bar", id) etc.)."""
+        ops, w = chips[c].ops, words[c]
+        i0 = 0
+        if start_kind is not None:
+            i0 = [i for i, o in enumerate(ops) if o[0] == start_kind][start_n] + 1
+        i1 = [i for i, o in enumerate(ops) if o[0] == stop_kind][stop_n]
+        return sum(w[i0:i1 + 1])
+
+    def barrier(arrive):
+        last = max(arrive[c] + lat(c, nm.ctrl, master, nm.ctrl) for c in range(N))
+        rel = last + pc.barrier_cycles
+        return {c: rel + lat(master, nm.ctrl, c, nm.ctrl) for c in range(N)}, last
+    # ---- bar 1 + input ------------------------------------------------------------
+    has_in = {c.chiplet: any(o[0] == "recv" and o[1].tag == TAG_RECV_IN for o in c.ops) for c in chips}
+    a1 = {c: seg(c, None, "bar") * ins + (pc.gpe_cmd_cycles if has_in[c] else 0) for c in range(N)}
+    r1, _ = barrier(a1)
+    t_host = max(a1.values())                # the host's cue: every chiplet shows BAR 1
+    in_done = {}
+    for c in sorted(c for c in range(N) if has_in[c]):
+        words_in = sum(len(p) for p in chips[c].preload_input)
+        if not chips[c].preload_input:
+            src = [x for x in chips if x.ps is not None and x.chiplet in chips[c].consumers][0].ps
+            words_in = src.in_words + math.ceil(src.in_words / cfg.max_tile)
+        t_host = max(t_host, a1[c]) + words_in / pc.host_flits_per_cycle
+        in_done[c] = t_host + lat(hchip, hnode, c, nm.gpe)
+    # ---- bar 2 --------------------------------------------------------------------
+    a2 = {}
+    for c in range(N):
+        ops, w = chips[c].ops, words[c]
+        bars = [i for i, o in enumerate(ops) if o[0] == "bar"]
+        t = r1[c]
+        i = bars[0] + 1
+        if has_in[c]:                                  # WAIT G: the input block has landed
+            t = max(t + w[i] * ins, in_done[c] + pc.gpe_cmd_cycles)
+            i += 1
+        a2[c] = t + sum(w[i:bars[1] + 1]) * ins
+    r2, last2 = barrier(a2)
+    # ---- per-chiplet sub-pass model -----------------------------------------------
+    slots = pc.ibuf_slots if slots is None else slots
+    pm = {ch.chiplet: pass_cycles(ch.ps, cfg, cc, pe_c, slots=slots) for ch in chips if ch.ps is not None}
+    home_of = {}
+    for ch in chips:
+        for d in ch.consumers:
+            home_of[d] = ch.chiplet
+    # NoP link loads per round (flits): input multicast trees, psums, OUT packets
+    m = mesh(tg.cky, tg.ckx)
+    load = {}
+
+    def add(src, dsts, flits):
+        links = set()
+        for d in dsts:
+            links |= set(xy_route(ckx, src, d))
+        for l in links:
+            load[l] = load.get(l, 0.0) + flits
+    for ch in chips:
+        if ch.consumers:
+            src = chips[ch.consumers[0]].ps
+            g0 = src.jobs[0].cfg
+            tile_flits = g0.C1 * g0.H_in * (g0.W_in + math.ceil(g0.W_in / min(cfg.max_tile, g0.W_in)))
+            add(ch.chiplet, [d for d in ch.consumers if d != ch.chiplet], tile_flits * len(src.sets))
+    psum_flits_tile = {}
+    for ch in chips:
+        if ch.ps is None:
+            continue
+        g0 = ch.ps.jobs[0].cfg
+        beats = g0.K1 * g0.P1 * g0.Q1
+        pf = beats * cfg.psum_flits + math.ceil(beats / cfg.psum_beats)
+        psum_flits_tile[ch.chiplet] = pf
+        for j in ch.ps.jobs:
+            pchip = getattr(j, "psum_chip", None)
+            if pchip is not None and tg.index(pchip) != ch.chiplet:
+                add(ch.chiplet, [tg.index(pchip)], pf)
+            oc = getattr(j, "out_chip", None)
+            if oc is not None and tg.index(oc) != ch.chiplet and j.role in (Role.LAST, Role.ONLY):
+                add(ch.chiplet, [tg.index(oc)], beats + math.ceil(beats / cfg.out_words))
+    link_bound = {}
+    for c in pm:
+        h = home_of[c]
+        route = set(xy_route(ckx, h, c))
+        link_bound[c] = max([load[l] for l in route], default=0.0) * pc.nop_flit_cycles
+    # ---- first tile, steady state, own finish ----------------------------------------
+    send_start, fin, first = {}, {}, {}
+    for ch in chips:
+        if ch.consumers:
+            c = ch.chiplet
+            i_bar2 = [i for i, o in enumerate(ch.ops) if o[0] == "bar"][1]
+            i_send = [i for i, o in enumerate(ch.ops) if o[0] == "send"][0]
+            send_start[c] = r2[c] + sum(words[c][i_bar2 + 1:i_send + 1]) * ins + pc.gpe_cmd_cycles
+    # credit window: a SEND lane keeps credit_window DATA packets in flight per destination; a
+    # multicast waits for its slowest member's CREDIT (route there and back + the NI / Global PE
+    # credit handling, credit_overhead_cycles): per round, each set's tile needs
+    # ceil(packets / credit_window) round trips to its farthest member (sets on parallel lanes)
+    credit_round = {}
+    for ch in chips:
+        if not ch.consumers:
+            continue
+        h = ch.chiplet
+        src = chips[ch.consumers[0]].ps
+        g0 = src.jobs[0].cfg
+        pkts = g0.C1 * g0.H_in * math.ceil(g0.W_in / min(cfg.max_tile, g0.W_in))
+        rtt = max(lat(h, nm.gpe, d, n) + lat(d, n, h, nm.gpe) for d in ch.consumers
+                  for n in (j.node for j in chips[d].ps.jobs)) + pc.credit_overhead_cycles
+        credit_round[h] = math.ceil(pkts / cfg.credit_window) * rtt * (len(src.sets) if pc.serial_sets else 1)
+    # psum window: a chain link keeps psum_window PSUM packets in flight; each further window
+    # waits for the PCREDIT round trip (route there and back + credit handling) -- across the NoP
+    # this bounds the period of both chiplets of the link
+    psum_round = {}
+    for ch in chips:
+        if ch.ps is None:
+            continue
+        g0 = ch.ps.jobs[0].cfg
+        beats = g0.K1 * g0.P1 * g0.Q1
+        npk = math.ceil(beats / cfg.psum_beats)
+        for j in ch.ps.jobs:
+            pchip = getattr(j, "psum_chip", None)
+            if pchip is None:
+                continue
+            d = tg.index(pchip)
+            rtt = lat(ch.chiplet, j.node, d, j.psum_dest) + lat(d, j.psum_dest, ch.chiplet, j.node) \
+                + pc.credit_overhead_cycles
+            t = math.ceil(npk / cfg.psum_window) * rtt
+            for x in (ch.chiplet, d):
+                psum_round[x] = max(psum_round.get(x, 0.0), t)
+    terms = {}
+    for c, r in pm.items():
+        ps = chips[c].ps
+        h = home_of[c]
+        inj = r["period_terms"]["gpe_send"]
+        remote = h != c
+        if remote:
+            inj = max(inj, inj * pc.nop_flit_cycles)
+        far = max(lat(h, nm.gpe, c, j.node) for j in ps.jobs)
+        first[c] = send_start[h] + max(inj, credit_round[h] - far) + far
+        period = max(r["period"], inj if remote else 0.0, link_bound[c], credit_round[h],
+                     psum_round.get(c, 0.0))
+        g0 = ps.jobs[0].cfg
+        beats = g0.K1 * g0.P1 * g0.Q1
+        cp = ps.mapping.cp
+        t_pe = r["period_terms"]["pe_tile"]
+        chain = (cp - 1) * (pc.noc_hop_cycles + g0.P1 * g0.Q1 * cfg.psum_flits) if cp > 1 else 0.0
+        fin[c] = first[c] + (r["rounds"] - 1) * period + t_pe + chain
+        terms[c] = {"bar1_release": r1[c], "bar2_release": r2[c], "first_tile": first[c],
+                    "period": period, "rounds": r["rounds"], "period_bound":
+                    max({**r["period_terms"], "nop_rate": inj if remote else 0.0,
+                         "nop_link": link_bound[c], "credit_window": credit_round[h],
+                         "psum_window": psum_round.get(c, 0.0)}.items(),
+                        key=lambda kv: kv[1])[0]}
+    # chains across chiplets (chain position = ch.chain[0])
+    for c in sorted(pm, key=lambda c: chips[c].chain[0]):
+        ps = chips[c].ps
+        for j in ps.jobs:
+            pchip = getattr(j, "psum_chip", None)
+            if pchip is not None and tg.index(pchip) != c:
+                d = tg.index(pchip)
+                hop = lat(c, j.node, d, j.psum_dest) + psum_flits_tile[c] * pc.nop_flit_cycles
+                fin[d] = max(fin[d], fin[c] + hop)
+    # ---- OUT to the OA homes, DONEs, SEND completions, read-back ------------------------
+    out_arrive = {}
+    for c in pm:
+        ps = chips[c].ps
+        g0 = ps.jobs[0].cfg
+        beats = g0.K1 * g0.P1 * g0.Q1
+        for j in ps.jobs:
+            oc = getattr(j, "out_chip", None)
+            if oc is not None and j.role in (Role.LAST, Role.ONLY):
+                h = tg.index(oc)
+                t = fin[c] + lat(c, j.node, h, nm.gpe) + min(beats, cfg.out_words)
+                out_arrive[h] = max(out_arrive.get(h, 0.0), t)
+    pe_done = {c: fin[c] + max(lat(c, j.node, c, nm.ctrl) for j in chips[c].ps.jobs)
+               + (min(chips[c].ps.jobs[0].cfg.K1 * chips[c].ps.jobs[0].cfg.P1 * chips[c].ps.jobs[0].cfg.Q1,
+                      cfg.out_words) if any(j.role in (Role.LAST, Role.ONLY) for j in chips[c].ps.jobs) else 0)
+               for c in pm}
+    sends_done = {}
+    for ch in chips:
+        if ch.consumers:
+            # the last tile left the home's buffer once its farthest consumer took it in
+            sends_done[ch.chiplet] = max(fin[d] - pm[d]["period_terms"]["pe_tile"] + lat(d, nm.pes[0], ch.chiplet, nm.gpe)
+                                         for d in ch.consumers)
+    done, readq = {}, []
+    for c in range(N):
+        t = r2[c]
+        i_bar2 = [i for i, o in enumerate(chips[c].ops) if o[0] == "bar"][1]
+        i_wait = [i for i, o in enumerate(chips[c].ops) if o[0] == "wait"]
+        i_wait = [i for i in i_wait if i > i_bar2]
+        t += sum(words[c][i_bar2 + 1:(i_wait[0] if i_wait else len(words[c]))]) * ins
+        for x in (pe_done.get(c), sends_done.get(c), out_arrive.get(c)):
+            if x is not None:
+                t = max(t, x)
+        t += ins                                             # the WAIT completes
+        done[c] = t
+        if chips[c].windows:
+            readq.append(c)
+    host_t = 0.0
+    for c in sorted(readq, key=lambda c: (done[c], c)):
+        t = done[c]
+        for w in chips[c].windows:
+            flits = w.n + math.ceil(w.n / cfg.max_tile)
+            t += pc.gpe_cmd_cycles + 2 * ins
+            start = max(t, host_t - lat(c, nm.gpe, hchip, hnode))
+            t = start + flits / pc.send_flits_per_cycle + lat(c, nm.gpe, hchip, hnode)
+            host_t = t
+            t += lat(hchip, hnode, c, nm.gpe) + ins            # host CREDIT back, WAIT G
+        done[c] = t
+    for c in range(N):
+        done[c] += sum(1 for o in chips[c].ops[-1:] if o[0] == "end") * ins
+        if pp.final_barrier:
+            pass
+    if pp.final_barrier:
+        r3, _ = barrier({c: done[c] - ins for c in range(N)})
+        done = {c: r3[c] + ins for c in range(N)}
+    per = [round(done[c], 1) for c in range(N)]
+    return {"cycles": max(per), "chiplet_cycles": per, "terms": terms,
+            "bar2_last_arrival": last2, "nop_link_load": {f"{a}->{b}": v for (a, b), v in load.items()},
+            "constants": {k: getattr(pc, k) for k in ("noc_hop_cycles", "nop_hop_cycles", "nop_flit_cycles",
+                                                        "barrier_cycles", "instr_cycles", "gpe_cmd_cycles",
+                                                        "host_flits_per_cycle", "send_flits_per_cycle",
+                                                        "credit_overhead_cycles", "ibuf_slots")},
+            "provenance": pc.provenance, "nop_flits": nop_flits(pp)}
+
+
+def nop_flits(pp) -> int:
+    """Flits on NoP links (one per flit per link hop, what the RTL's ``nop_flits`` counts)
+    predicted from the compiled pass: host input to remote homes, input multicast trees, their
+    CREDITs, psums + PCREDITs, remote OUT packets, DONE never (same chiplet), barrier ARRIVE /
+    RELEASE flits, read-back to the host + its CREDITs."""
+    from tessera.hdl.pe.config import Role
+    from .topology import xy_route
+    tg = pp.target
+    cfg = tg.chiplet_cfg()
+    ckx = tg.ckx
+    chips = pp.chiplets
+    N = len(chips)
+    hops = lambda a, b: len(xy_route(ckx, a, b))
+    tree = lambda a, ds: len({l for d in ds for l in xy_route(ckx, a, d)})
+    hchip = tg.index(tg.host_addr[0])
+    master = tg.index(tg.bar_master)
+    mt = cfg.max_tile
+    n = 0
+    for ch in chips:
+        if ch.consumers:
+            src = chips[ch.consumers[0]].ps
+            n += hops(hchip, ch.chiplet) * (src.in_words + math.ceil(src.in_words / mt))
+            g0 = src.jobs[0].cfg
+            pk_tile = g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in))
+            for s in src.sets:
+                n += tree(ch.chiplet, ch.consumers) * len(s.tiles) * (g0.C1 * g0.H_in * g0.W_in + pk_tile)
+                for d in ch.consumers:                        # one CREDIT per packet per member
+                    n += hops(d, ch.chiplet) * len(s.tiles) * pk_tile * len(s.members)
+    for ch in chips:
+        if ch.ps is None:
+            continue
+        g0 = ch.ps.jobs[0].cfg
+        beats = g0.K1 * g0.P1 * g0.Q1
+        for j in ch.ps.jobs:
+            pchip = getattr(j, "psum_chip", None)
+            if pchip is not None and tg.index(pchip) != ch.chiplet:
+                npk = math.ceil(beats / cfg.psum_beats)
+                n += hops(ch.chiplet, tg.index(pchip)) * j.ntiles * (beats * cfg.psum_flits + 2 * npk)
+            oc = getattr(j, "out_chip", None)
+            if oc is not None and j.role in (Role.LAST, Role.ONLY):
+                n += hops(ch.chiplet, tg.index(oc)) * j.ntiles * (beats + math.ceil(beats / cfg.out_words))
+        for w in ch.windows:
+            pass
+    for ch in chips:
+        for w in ch.windows:
+            npk = math.ceil(w.n / mt)
+            n += hops(ch.chiplet, hchip) * (w.n + 2 * npk)
+    nbar = sum(1 for o in chips[0].ops if o[0] == "bar")
+    n += nbar * (sum(hops(c, master) for c in range(N)) + tree(master, range(N)))
+    return int(n)
