@@ -353,6 +353,25 @@ class Router(wiring.Component):
         self._fv, self._pop = fv, pop
         self._write = [[None] * V for _ in range(5)]
         self._req, self._fdrop = None, fdrop
+        active = [[Signal(5, name=f"active_{p}_{v}") for v in range(V)] for p in range(5)]
+        in_mc = [[Signal(name=f"inmc_{p}_{v}") for v in range(V)] for p in range(5)]
+        # the front's request, registered (next-state logic below; allocation starts from it):
+        # unicast route / multicast branch set of the front flit, 0 if it cannot request
+        ureq = [[Signal(5, name=f"ureq_{p}_{v}") for v in range(V)] for p in range(5)]
+        mreq = [[Signal(5, name=f"mreq_{p}_{v}") for v in range(V)] for p in range(5)]
+        self._ureq, self._mreq = ureq, mreq
+        self._reqc = [[None] * V for _ in range(5)]     # the same, from the state (formal)
+
+        def derive(fv_, fc_, tz_, act_, inmc_, tag):
+            """(unicast, multicast) request of a front with framing ``fc_`` (a multicast
+            head waits until its tail is in the buffer: ``tz_`` = no tail stored)."""
+            hd, mc, dr, rt = fc_[0], fc_[2], fc_[3], fc_[4:RB]
+            rq = Signal(5, name=f"rq_{tag}")
+            im = Signal(name=f"im_{tag}")
+            m.d.comb += [rq.eq(Mux(fv_ & ~dr, Mux(hd, Mux(mc & tz_, 0, rt), act_), 0)),
+                         im.eq(Mux(hd, mc, inmc_))]
+            return Mux(im, 0, rq), Mux(im, rq, 0)
+
         mc_in = Signal(5, name="mc_in")            # a multicast head is written this cycle
         mc_in_terms = [[] for _ in range(5)]
 
@@ -483,6 +502,27 @@ class Router(wiring.Component):
                 m.d.comb += [fc_pop.eq(Mux(mcnt >= 2, cmem.r_data, wctl)),
                              fc_hold.eq(Mux(fv[p][v], fc, wctl))]
                 m.d.sync += fc.eq(Mux(pop[p][v], fc_pop, fc_hold))
+                # registered request: the next state's request with and without a pop, so
+                # the pop is again the last 2:1 select (same values as computing it from the
+                # state each cycle; ``_reqc`` is that, for the formal equivalence check)
+                tw = write & wtail & ~wdrop
+                lt = len(tails[p][v])
+                tz_hold = Signal(lt, name=f"tnh_{p}_{v}")
+                tz_pop = Signal(lt, name=f"tnp_{p}_{v}")
+                fv_hold = Signal(cw, name=f"mnh_{p}_{v}")
+                fv_pop = Signal(cw, name=f"mnp_{p}_{v}")
+                fhd, ftl, fmcb, fdr, frt = fc[0], fc[1], fc[2], fc[3], fc[4:RB]
+                m.d.comb += [tz_hold.eq(tails[p][v] + tw), tz_pop.eq(tails[p][v] + tw - (ftl & ~fdr)),
+                             fv_hold.eq(mcnt + write), fv_pop.eq(mcnt + write - 1)]
+                act_pop = Mux(~fdr & fhd, Mux(ftl, 0, frt), Mux(~fdr & ftl, 0, active[p][v]))
+                inmc_pop = Mux(~fdr & fhd, fmcb, in_mc[p][v])
+                u_p, m_p = derive(_nz(fv_pop), fc_pop, _z(tz_pop), act_pop, inmc_pop, f"p{p}_{v}")
+                u_h, m_h = derive(_nz(fv_hold), fc_hold, _z(tz_hold), active[p][v], in_mc[p][v],
+                                  f"h{p}_{v}")
+                m.d.sync += [ureq[p][v].eq(Mux(pop[p][v], u_p, u_h)),
+                             mreq[p][v].eq(Mux(pop[p][v], m_p, m_h))]
+                self._reqc[p][v] = derive(fv[p][v], fc, _z(tails[p][v]), active[p][v],
+                                          in_mc[p][v], f"c{p}_{v}")
                 with m.If(write):
                     m.d.sync += wr.eq(inc(wr))
                 with m.If(hwrite):
@@ -519,39 +559,40 @@ class Router(wiring.Component):
                    ((credits[o][v] == c.max_len - 1) & out_links[o].credit[v])
                    for v in range(V)] for o in range(4)]
 
-        # ---------------- per input VC requests ----------------
-        active = [[Signal(5, name=f"active_{p}_{v}") for v in range(V)] for p in range(5)]
-        in_mc = [[Signal(name=f"inmc_{p}_{v}") for v in range(V)] for p in range(5)]
+        # ---------------- per input VC requests (from the registered request) -----------
         req = [[Signal(5, name=f"req_{p}_{v}") for v in range(V)] for p in range(5)]
         is_mc = [[Signal(name=f"ismc_{p}_{v}") for v in range(V)] for p in range(5)]
         mc_ok = Signal(NI, name="mc_ok")
         uni_ok = [Signal(NI, name=f"uni_ok_{o}") for o in range(5)]
+        # acceptance of output o for a flit on VC v: a_u unicast (head / body), a_m multicast
+        a_uh = [[lq_space & ~lbusy] * V] + [None] * 4
+        a_ub = [[lq_space] * V] + [None] * 4
+        a_mh = [[lq_space & ~lbusy] * V] + [None] * 4
+        for o in range(4):
+            a_uh[o + 1] = [cr_nz[o][v] & ~obusy[o][v] for v in range(V)]
+            a_ub[o + 1] = [cr_nz[o][v] for v in range(V)]
+            a_mh[o + 1] = [cr_pkt[o][v] & ~obusy[o][v] for v in range(V)]
+
+        def acc(tbl, o, v):
+            return tbl[0 if o == L else o + 1][v]
+
         for p in range(5):
             for v in range(V):
                 i = p * V + v
-                live = fv[p][v] & ~fdrop[p][v]
                 hd = fhead[p][v]
-                m.d.comb += [
-                    is_mc[p][v].eq(Mux(hd, fmc[p][v], in_mc[p][v])),
-                    req[p][v].eq(Mux(live, Mux(hd, Mux(fmc[p][v] & _z(tails[p][v]), 0,
-                                                       froute[p][v]),
-                                               active[p][v]), 0)),
-                ]
-                r = req[p][v]
-                # per-output acceptance for this input VC
+                u, mr = ureq[p][v], mreq[p][v]
+                m.d.comb += [is_mc[p][v].eq(Mux(hd, fmc[p][v], in_mc[p][v])),
+                             req[p][v].eq(u | mr)]
                 okm = []
                 for o in range(5):
-                    if o == L:
-                        a_u = lq_space & (~hd | ~lbusy)
-                        a_m = a_u
-                    elif o == p:
+                    if o == p and o != L:
                         a_u = a_m = Const(0, 1)
                     else:
-                        a_u = cr_nz[o][v] & (~hd | ~obusy[o][v])
-                        a_m = Mux(hd, cr_pkt[o][v] & ~obusy[o][v], cr_nz[o][v])
-                    okm.append(~r[o] | a_m)
-                    m.d.comb += uni_ok[o][i].eq(r[o] & ~is_mc[p][v] & a_u)
-                m.d.comb += mc_ok[i].eq(is_mc[p][v] & _nz(r) & Cat(*okm).all())
+                        a_u = Mux(hd, acc(a_uh, o, v), acc(a_ub, o, v))
+                        a_m = Mux(hd, acc(a_mh, o, v), acc(a_ub, o, v))
+                    okm.append(~mr[o] | a_m)
+                    m.d.comb += uni_ok[o][i].eq(u[o] & a_u)
+                m.d.comb += mc_ok[i].eq(_nz(mr) & Cat(*okm).all())
 
         # ---------------- switch allocation (stage A) ----------------
         # 1. every input port offers one VC, chosen in the previous cycle (``cv``, a
@@ -559,7 +600,8 @@ class Router(wiring.Component):
         #    one input per port; 2. one multicast per cycle router-wide (it takes all its
         #    branches at once); 3. per output round-robin over the input ports.
         cv = [Signal(_bits(V), name=f"cv_{p}") for p in range(5)]
-        p_mc = Signal(5, name="p_mc")                  # port's offered VC is a ready multicast
+        p_mreq = [Signal(5, name=f"pmreq_{p}") for p in range(5)]   # offered VC's mcast branches
+        p_hd = Signal(5, name="p_hd")                  # offered VC's front is a head
         p_req = [Signal(5, name=f"preq_{p}") for p in range(5)]
         p_uni = [Signal(5, name=f"puni_{o}") for o in range(5)]
         ptail = Signal(5, name="ptail")                # tail mark of each port's offered flit
@@ -585,10 +627,12 @@ class Router(wiring.Component):
                     with m.Default():
                         m.d.comb += order.eq(0)
                 m.d.sync += cv[p].eq(order)
-            m.d.comb += [p_mc[p].eq(_pick(m, cv[p], [mc_ok[p * V + v] for v in range(V)],
-                                          f"pmc_{p}", 1)),
-                         p_req[p].eq(_pick(m, cv[p], [req[p][v] for v in range(V)],
+            m.d.comb += [p_req[p].eq(_pick(m, cv[p], [req[p][v] for v in range(V)],
                                            f"preqv_{p}", 5)),
+                         p_mreq[p].eq(_pick(m, cv[p], [mreq[p][v] for v in range(V)],
+                                            f"pmreq_{p}", 5)),
+                         p_hd[p].eq(_pick(m, cv[p], [fhead[p][v] for v in range(V)],
+                                          f"phd_{p}", 1)),
                          ptail[p].eq(_pick(m, cv[p], [ftail[p][v] for v in range(V)],
                                            f"ptailv_{p}", 1))]
             for o in range(5):
@@ -601,8 +645,20 @@ class Router(wiring.Component):
         mc_tok = Signal(range(5), name="mc_tok")
         mc_any = Signal(name="mc_any")
         mc_gnt = mc_tok
-        m.d.comb += mc_any.eq(_pick(m, mc_tok, [p_mc[p] for p in range(5)], "mc_go", 1))
-        mc_route = _pick(m, mc_tok, p_req, "mc_route", 5)
+        # the token port's offered VC: its multicast branches, head bit and VC; it goes when
+        # every branch accepts (the same test as mc_ok, on that one VC)
+        mc_route = _pick(m, mc_tok, p_mreq, "mc_route", 5)
+        tok_hd = _pick(m, mc_tok, [p_hd[p] for p in range(5)], "mc_hd", 1)
+        tok_vc = _pick(m, mc_tok, cv, "mc_vc", _bits(V)) if V > 1 else Const(0, 1)
+        tok_ok = []
+        for o in range(5):
+            pk_h = _pick(m, tok_vc, [acc(a_mh, o, v) for v in range(V)], f"mcah_{o}", 1)
+            pk_b = _pick(m, tok_vc, [acc(a_ub, o, v) for v in range(V)], f"mcab_{o}", 1)
+            a = Mux(tok_hd, pk_h, pk_b)
+            if o != L:
+                a = a & ~_eqc(mc_tok, o)
+            tok_ok.append(~mc_route[o] | a)
+        m.d.comb += mc_any.eq(_nz(mc_route) & Cat(*tok_ok).all())
         mid_mc = Signal(5, name="mid_mc")              # a multicast packet under way
         pend_mc = Signal(5, name="pend_mc")            # a VC's front is a multicast flit
         want_mc = Signal(5, name="want_mc")            # ... or a multicast head comes in
@@ -640,6 +696,7 @@ class Router(wiring.Component):
         sel = []                                      # crossbar select: index into _LEGAL_IN[o]
         psent = Signal(5, name="psent")
         sent_terms = [[mc_any & _eqc(mc_gnt, p)] for p in range(5)]
+        ohs, bymc = [], []                            # one-hot unicast grant, multicast, per output
         for o in range(5):
             legal = _LEGAL_IN[o]
             by_mc = mc_any & mc_route[o]
@@ -651,6 +708,8 @@ class Router(wiring.Component):
             m.d.comb += [take[o].eq(by_mc | u_any), so.eq(Mux(by_mc, mc_pos, u_gnt)),
                          src[o].eq(_pick(m, so, list(legal), f"srcp_{o}", 3))]
             sel.append(so)
+            ohs.append(u_oh)
+            bymc.append(by_mc)
             for k, p in enumerate(legal):
                 sent_terms[p].append(u_oh[k] & ~by_mc)
         for p in range(5):
@@ -662,13 +721,31 @@ class Router(wiring.Component):
         self._err_events = err_events
 
         # grant bookkeeping (stage A): credits, output VC ownership, local queue space
-        otail = [_pick(m, sel[o], [ptail[p] for p in _LEGAL_IN[o]], f"otail_{o}", 1)
-                 for o in range(5)]
-        ovc = [_pick(m, src[o], cv, f"ovcs_{o}", _bits(V)) if V > 1 else Const(0, 1)
-               for o in range(5)]
+        # (from the one-hot grants: and-or, not through the encoded select)
+        tok_tl = _pick(m, mc_tok, [ptail[p] for p in range(5)], "mc_tl", 1)
+        otail, ovc, tov = [], [], []
+        for o in range(5):
+            legal, oh, bm = _LEGAL_IN[o], ohs[o], bymc[o]
+            ot = Signal(name=f"otail_{o}")
+            m.d.comb += ot.eq(Mux(bm, tok_tl, Cat(*[oh[k] & ptail[p]
+                                                     for k, p in enumerate(legal)]).any()))
+            otail.append(ot)
+            if V > 1:
+                ov = Signal(_bits(V), name=f"ovcs_{o}")
+                uv = 0
+                for k, p in enumerate(legal):
+                    uv = uv | Mux(oh[k], cv[p], 0)
+                m.d.comb += ov.eq(Mux(bm, tok_vc, uv))
+                ovc.append(ov)
+                tov.append([(bm & _eqc(tok_vc, v)) |
+                            (~bm & Cat(*[oh[k] & _eqc(cv[p], v) for k, p in enumerate(legal)]).any())
+                            for v in range(V)])
+            else:
+                ovc.append(Const(0, 1))
+                tov.append([take[o]])
         for o in range(4):
             for v in range(V):
-                t = take[o] & _eqc(ovc[o], v) if V > 1 else take[o]
+                t = tov[o][v]
                 m.d.sync += credits[o][v].eq(Mux(t, credits[o][v] - 1, credits[o][v])
                                              + out_links[o].credit[v])
                 with m.If(t):
