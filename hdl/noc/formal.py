@@ -28,7 +28,28 @@ from amaranth.lib.wiring import In
 
 from tessera.formal import Proof
 
-from .router import L, PORTS, Router
+from ..sram import SRAM
+from .router import _ALLOW, L, PORTS, Router
+
+
+class _ProbedSRAM(SRAM):
+    """The SRAM with every cell readable (``probe[a]``) for invariants over buffer contents."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.probe = [Signal(self.width, name=f"probe{a}") for a in range(self.depth)]
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        mem = m.submodules.cells
+        for a, pr in enumerate(self.probe):
+            rp = mem.read_port(domain="comb")
+            m.d.comb += [rp.addr.eq(a), pr.eq(rp.data)]
+        return m
+
+
+class _ProbedRouter(Router):
+    _CTL_SRAM = _ProbedSRAM
 
 P = dict(kx=2, ky=2, max_node=2, max_chiplet=1, vcs=1, classes=1, buffer_flits=2,
          max_packet_flits=2, payload_width=1)
@@ -38,7 +59,7 @@ MY = (1, 1)            # corner of the 2x2 mesh: inputs/outputs N, W and local
 class _RouterHarness(wiring.Component):
     def __init__(self, what):
         self.what = what
-        self.dut = Router(**P)
+        self.dut = (_ProbedRouter if what == "conservation" else Router)(**P)
         self.dut._MustUse__silence = True
         # every router input is a top-level harness input (free in every cycle)
         self._ins = [(path, member) for path, member, _ in self.dut.signature.flatten(self.dut)
@@ -85,6 +106,34 @@ class _RouterHarness(wiring.Component):
             for e in r._err_events:
                 m.d.comb += Assume(~e)
             take = r._take
+            # induction invariants: the buffer bookkeeping matches the stored entries; stored
+            # entries are what the write side makes of legal packets (no drop marks; a
+            # unicast head's route is one legal output); the registered request is the
+            # request of the state
+            for p in range(5):
+                st = r._vcstate[p][0]
+                cm, rd, wr, mcnt, fc = st["cmem"], st["rd"], st["wr"], st["mcnt"], st["fc"]
+                allowed = sum(1 << o for o in _ALLOW[p])
+                with m.If(init & ~ResetSignal()):
+                    m.d.comb += [Assert(mcnt <= D), Assert(wr == (rd + mcnt) % D),
+                                 Assert(st["rd1"] == (rd + 1) % D), Assert(~st["dropping"]),
+                                 Assert(r._ureq[p][0] == r._reqc[p][0][0]),
+                                 Assert(r._mreq[p][0] == r._reqc[p][0][1])]
+                    with m.If(mcnt != 0):
+                        m.d.comb += Assert(fc == _at(m, cm.probe, rd))
+                    for a in range(D):
+                        e = cm.probe[a]
+                        with m.If(((a - rd) % D) < mcnt):
+                            m.d.comb += Assert(~e[3])
+                            rt = e[4:9]
+                            with m.If(e[0]):
+                                m.d.comb += Assert((rt & ~allowed) == 0)
+                                with m.If(~e[2]):
+                                    m.d.comb += Assert((rt != 0) & ((rt & (rt - 1)) == 0))
+                    act = st["active"]
+                    m.d.comb += Assert((act & ~allowed) == 0)
+                    with m.If(~st["in_mc"]):
+                        m.d.comb += Assert((act & (act - 1)) == 0)
             for p in range(5):
                 i = p * V
                 gin = Signal(4, name=f"gin_{p}")
@@ -109,7 +158,20 @@ class _RouterHarness(wiring.Component):
                     m.d.comb += Assert(ok)
             with m.If(init & ~ResetSignal()):
                 m.d.comb += Assert(r.errors == 0)
+                m.d.comb += Assert(r._mc_tok < 5)
+                for ptr in r._rrptr:        # one-hot (proven alone in noc_rr_arbiter_bound)
+                    m.d.comb += Assert((ptr != 0) & ((ptr & (ptr - 1)) == 0))
         return m
+
+
+def _at(m, cells, idx):
+    """cells[idx] (comb mux)."""
+    out = Signal(len(cells[0]))
+    with m.Switch(idx):
+        for a, c in enumerate(cells):
+            with m.Case(a):
+                m.d.comb += out.eq(c)
+    return out
 
 
 class _ArbiterHarness(wiring.Component):
@@ -155,7 +217,7 @@ PROOFS = [
     # k-induction does not close here (the induction step starts from unreachable buffer
     # states); bounded model check to depth 20 (~30 min on a loaded 2-core machine)
     Proof(name="noc_router_conservation", build=lambda: _RouterHarness("conservation"), depth=20,
-          mode="bmc", fast=False,
+          mode="prove", fast=False,
           doc="router: no flit lost or duplicated (ghost in/out counters, pops leave on their route)"),
     Proof(name="noc_rr_arbiter_bound", build=_ArbiterHarness, depth=20, mode="prove", fast=True,
           doc="round-robin switch arbiter grants a held request within n-1 cycles"),

@@ -206,6 +206,8 @@ def link_signature(cfg: RouterConfig) -> wiring.Signature:
 
 
 class Router(wiring.Component):
+    _CTL_SRAM = SRAM         # framing/route memory class (the formal harness probes its cells)
+
     def __init__(self, cfg: RouterConfig | None = None, **params):
         self.cfg = cfg = cfg or RouterConfig(**params)
         members = {
@@ -350,6 +352,7 @@ class Router(wiring.Component):
         pop = [[Signal(name=f"pop_{p}_{v}") for v in range(V)] for p in range(5)]
         tails = [[Signal(_bits(D + 2), name=f"tails_{p}_{v}") for v in range(V)] for p in range(5)]
         self._mcnt = [[None] * V for _ in range(5)]      # for the formal harness
+        self._vcstate = [[None] * V for _ in range(5)]
         self._fv, self._pop = fv, pop
         self._write = [[None] * V for _ in range(5)]
         self._req, self._fdrop = None, fdrop
@@ -412,7 +415,7 @@ class Router(wiring.Component):
                 # payloads; framing + route (read one entry ahead into the front control
                 # register); headers: one entry per stored packet
                 mem = SRAM(max(2, D), PW, read_latency=0)
-                cmem = SRAM(max(2, D), RB, read_latency=0)
+                cmem = self._CTL_SRAM(max(2, D), RB, read_latency=0)
                 hmem = SRAM(max(2, D), HW, read_latency=0)
                 m.submodules[f"buf_{pname}{v}"] = mem
                 m.submodules[f"ctl_{pname}{v}"] = cmem
@@ -502,6 +505,9 @@ class Router(wiring.Component):
                 m.d.comb += [fc_pop.eq(Mux(mcnt >= 2, cmem.r_data, wctl)),
                              fc_hold.eq(Mux(fv[p][v], fc, wctl))]
                 m.d.sync += fc.eq(Mux(pop[p][v], fc_pop, fc_hold))
+                self._vcstate[p][v] = dict(cmem=cmem, wr=wr, rd=rd, rd1=rd1, fc=fc, mcnt=mcnt,
+                                           dropping=dropping, tails=tails[p][v],
+                                           active=active[p][v], in_mc=in_mc[p][v])
                 # registered request: the next state's request with and without a pop, so
                 # the pop is again the last 2:1 select (same values as computing it from the
                 # state each cycle; ``_reqc`` is that, for the formal equivalence check)
@@ -643,6 +649,7 @@ class Router(wiring.Component):
         # the next port with a multicast at its offered VC's front) when the port has none
         # pending or has just sent a multicast tail
         mc_tok = Signal(range(5), name="mc_tok")
+        self._mc_tok = mc_tok
         mc_any = Signal(name="mc_any")
         mc_gnt = mc_tok
         # the token port's offered VC: its multicast branches, head bit and VC; it goes when
@@ -696,12 +703,15 @@ class Router(wiring.Component):
         sel = []                                      # crossbar select: index into _LEGAL_IN[o]
         psent = Signal(5, name="psent")
         sent_terms = [[mc_any & _eqc(mc_gnt, p)] for p in range(5)]
+        self._rrptr = []                              # (formal harness)
         ohs, bymc = [], []                            # one-hot unicast grant, multicast, per output
         for o in range(5):
             legal = _LEGAL_IN[o]
             by_mc = mc_any & mc_route[o]
             lreq = Cat(*[p_uni[o][p] for p in legal])
-            u_any, u_gnt, u_oh = self._rr(m, lreq, f"o{o}", enable=~by_mc)
+            prb = {}
+            u_any, u_gnt, u_oh = self._rr(m, lreq, f"o{o}", enable=~by_mc, probe=prb)
+            self._rrptr.append(prb["ptr"])
             mc_pos = _pick(m, mc_gnt, [legal.index(p) if p in legal else 0 for p in range(5)],
                            f"mcpos_{o}", len(u_gnt))
             so = Signal(len(u_gnt), name=f"sel_{o}")
