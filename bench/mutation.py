@@ -14,7 +14,8 @@ per mutation.  Verilator models rebuild for each mutated Verilog (the runner's
 cache follows the exported text), so a full run takes a while; ``--only ID``
 runs a subset.
 
-Usage: ``python bench/mutation.py [--only ID ...] [--list]``.
+Usage: ``python bench/mutation.py [--only ID ...] [--merge] [--list]`` (``--merge`` keeps an
+earlier run's records for the mutations not run now).
 """
 from __future__ import annotations
 
@@ -86,6 +87,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", help="mutation ids to run")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per mutation's test run")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the records of an earlier mutation.json for mutations not run now "
+                         "(a full score from runs in parts); ids no longer listed are dropped")
     args = ap.parse_args(argv)
     muts = load()
     if args.list:
@@ -104,6 +108,13 @@ def main(argv=None) -> int:
         records.append(r)
         print(f"[{i:2d}/{len(muts)} {time.time() - t0:6.0f} s] {r['id']:28s} {r['result']:18s} "
               f"{r['seconds']:6.0f} s  {r.get('summary', '')[:60]}", flush=True)
+    if args.merge and OUT.exists():
+        ran = {r["id"] for r in records}
+        listed = {m["id"] for m in load()}
+        old = [r for r in json.loads(OUT.read_text()).get("records", [])
+               if r["id"] not in ran and r["id"] in listed]
+        order = [m["id"] for m in load()]
+        records = sorted(old + records, key=lambda r: order.index(r["id"]))
     caught = sum(r["caught"] for r in records)
     doc = {
         "mutations": len(records),

@@ -9,10 +9,15 @@ and a free local-output ready.  Proven (k-induction unless marked BMC):
   buffer_flits minus the flits granted to that output and not yet returned (on the link
   after the grant, or held downstream): no underflow, no overflow, no leak; a grant only
   takes a credit that is there;
-* ``noc_router_conservation`` (BMC, depth 20): per input VC, flits written minus flits popped (free-running
-  ghost counters) equals the buffer occupancy; every popped live flit leaves on exactly the
-  outputs of its route in that cycle, and every output that sends carries a popped flit
-  (no flit lost or duplicated inside the router);
+* ``noc_router_conservation`` (k-induction, depth 20): per input VC, flits written minus
+  flits popped (free-running ghost counters) equals the buffer occupancy; every popped live
+  flit leaves on exactly the outputs of its route in that cycle, and every output that sends
+  carries a popped flit (no flit lost or duplicated inside the router).  Induction
+  invariants: read/write pointers agree with the occupancy, the front register equals the
+  stored front entry, every stored entry is one the write side makes of a legal packet (no
+  drop mark; a unicast head's route is one XY-legal output; every route is XY-legal), the
+  registered request equals the request computed from the state, the arbiter pointers are
+  one-hot (the control SRAM's cells are read through a probed subclass);
 * ``noc_rr_arbiter_bound``: the round-robin arbiter all router output arbiters use grants a
   held request within n-1 cycles of contention (n = requesters); its one-hot pointer stays
   one-hot and its one-hot grant equals its index grant.
@@ -214,8 +219,8 @@ PROOFS = [
     Proof(name="noc_router_credits", build=lambda: _RouterHarness("credits"), depth=20,
           mode="prove", fast=True,
           doc="router output credit counters stay in 0..D and match the downstream occupancy"),
-    # k-induction does not close here (the induction step starts from unreachable buffer
-    # states); bounded model check to depth 20 (~30 min on a loaded 2-core machine)
+    # k-induction with the buffer-content invariants (closes at k=3; depth 20 for the
+    # bounded base case)
     Proof(name="noc_router_conservation", build=lambda: _RouterHarness("conservation"), depth=20,
           mode="prove", fast=False,
           doc="router: no flit lost or duplicated (ghost in/out counters, pops leave on their route)"),

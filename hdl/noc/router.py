@@ -21,8 +21,12 @@
 * Pipeline (``ROUTER_CYCLES`` = 2 in ``golden/noc.py``): cycle 1 buffer write
   (route computed on the way in: look-ahead of this router's route, so no
   route stage); cycle 2 switch allocation from registered state (buffer front,
-  credits, output VC owners), whose grants and each port's offered flit are
-  registered; cycle 3 switch traversal: the crossbar muxes the registered
+  credits, output VC owners, and each input VC's request: its output set is a
+  register loaded with the next state's request, computed for both "front
+  leaves" and "front stays" so the grant only drives the last 2:1 select; the
+  multicast test runs on the token port's offered VC only, and the credit and
+  output-VC updates come from the one-hot grants), whose grants and each port's
+  offered flit are registered; cycle 3 switch traversal: the crossbar muxes the registered
   flits onto the output links (the link registers live in the mesh), so a
   hop is 2 router cycles + ``link_latency``.  A credit arriving from
   downstream counts in the cycle it arrives, so the credit round trip stays
