@@ -8,11 +8,14 @@
   on chiplet coordinates and delivers to its local port (the gateway node).
   The route is computed when a head flit is written into the input buffer
   and stored next to it (5 bits), so allocation starts from registers.
-* Input buffers, per input VC: one :class:`~tessera.hdl.sram.SRAM` of entries
-  (head/tail/multicast/drop marks, the 5-bit route and the payload;
-  ``buffer_flits`` deep) and one of headers (class, multicast bit,
-  destination, source: written for head flits only, one entry per stored
-  packet), both with an asynchronous read at the read pointer (``read_latency=0``:
+* Input buffers: per input VC, one :class:`~tessera.hdl.sram.SRAM` of framing
+  (head/tail/multicast/drop marks and the 5-bit route; ``buffer_flits`` deep,
+  read one entry ahead into the front register); per input port, one SRAM of
+  payloads and one of headers (class, multicast bit, destination, source:
+  written for head flits only, one entry per stored packet) shared by the
+  port's VCs (address = VC, slot: one flit is written per port and cycle and
+  only the offered VC's front is read, so the RAM's read decoder is the VC
+  multiplexer); all with an asynchronous read (``read_latency=0``:
   DPR16X4 LUT RAM on ECP5), no reset.  A credit goes upstream when a flit
   leaves the buffer.  Body flits leave with their packet's header (the
   header bits a source puts on a body flit are not stored: don't-care on
@@ -350,8 +353,6 @@ class Router(wiring.Component):
         fmc = [[None] * V for _ in range(5)]
         fdrop = [[None] * V for _ in range(5)]
         froute = [[None] * V for _ in range(5)]
-        fpay = [[None] * V for _ in range(5)]
-        fhdr = [[None] * V for _ in range(5)]
         fv = [[Signal(name=f"fv_{p}_{v}") for v in range(V)] for p in range(5)]
         pop = [[Signal(name=f"pop_{p}_{v}") for v in range(V)] for p in range(5)]
         tails = [[Signal(_bits(D + 2), name=f"tails_{p}_{v}") for v in range(V)] for p in range(5)]
@@ -360,6 +361,8 @@ class Router(wiring.Component):
         self._fv, self._pop = fv, pop
         self._write = [[None] * V for _ in range(5)]
         self._req, self._fdrop = None, fdrop
+        cv = [Signal(_bits(V), name=f"cv_{p}") for p in range(5)]     # offered VC per port
+        port_pay, port_hdr = [None] * 5, [None] * 5    # offered VC's front payload / header
         active = [[Signal(5, name=f"active_{p}_{v}") for v in range(V)] for p in range(5)]
         in_mc = [[Signal(name=f"inmc_{p}_{v}") for v in range(V)] for p in range(5)]
         # the front's request, registered (next-state logic below; allocation starts from it):
@@ -415,16 +418,20 @@ class Router(wiring.Component):
             dest_ok = Signal(name=f"dok_{p}")
             m.d.comb += dest_ok.eq(self._dest_valid(m, f) & route_ok)
             pname = PORTS[p] if p != L else "l"
+            # payloads and headers: one memory per port for all its VCs (address = VC, slot;
+            # one flit is written per port and cycle, and only the offered VC's front is read,
+            # so the LUT RAM's read decoder is the VC multiplexer); framing + route: one
+            # memory per VC (each VC's next entry is read ahead into its front register)
+            aw = _bits(max(2, D))
+            pdepth = max(2, D) if V == 1 else V << aw
+            mem = SRAM(pdepth, PW, read_latency=0)
+            hmem = SRAM(pdepth, HW, read_latency=0)
+            m.submodules[f"buf_{pname}"] = mem
+            m.submodules[f"hdr_{pname}"] = hmem
+            vw = [[] for _ in range(6)]            # per VC: write, wr, rd, hwrite, hwr, hrd
             for v in range(V):
-                # payloads; framing + route (read one entry ahead into the front control
-                # register); headers: one entry per stored packet
-                mem = SRAM(max(2, D), PW, read_latency=0)
                 cmem = self._CTL_SRAM(max(2, D), RB, read_latency=0)
-                hmem = SRAM(max(2, D), HW, read_latency=0)
-                m.submodules[f"buf_{pname}{v}"] = mem
                 m.submodules[f"ctl_{pname}{v}"] = cmem
-                m.submodules[f"hdr_{pname}{v}"] = hmem
-                aw = len(mem.w_addr)
                 wr = Signal(aw, name=f"wr_{p}_{v}")
                 rd = Signal(aw, name=f"rd_{p}_{v}")
                 rd1 = Signal(aw, name=f"rd1_{p}_{v}", init=1 % max(2, D))     # rd + 1
@@ -489,18 +496,15 @@ class Router(wiring.Component):
                 self._write[p][v] = write
                 mc_in_terms[p].append(hwrite & f.mcast)
                 wctl = Cat(whead, wtail, f.mcast, wdrop, route)
-                m.d.comb += [mem.w_en.eq(write), mem.w_addr.eq(wr), mem.w_data.eq(f.payload),
-                             mem.r_addr.eq(rd),
-                             cmem.w_en.eq(write), cmem.w_addr.eq(wr), cmem.w_data.eq(wctl),
-                             cmem.r_addr.eq(rd1),
-                             hmem.w_en.eq(hwrite), hmem.w_addr.eq(hwr),
-                             hmem.w_data.eq(header_of(f)), hmem.r_addr.eq(hrd)]
+                for lst, sig in zip(vw, (write, wr, rd, hwrite, hwr, hrd)):
+                    lst.append(sig)
+                m.d.comb += [cmem.w_en.eq(write), cmem.w_addr.eq(wr), cmem.w_data.eq(wctl),
+                             cmem.r_addr.eq(rd1)]
                 # the front's payload and header are asynchronous reads at the read pointers;
                 # its framing and route are a register (allocation starts from flip-flops),
                 # loaded from the entry after it on a pop or from the write into an empty slot
                 fhead[p][v], ftail[p][v], fmc[p][v], fdrop[p][v] = fc[0], fc[1], fc[2], fc[3]
-                froute[p][v], fpay[p][v] = fc[4:RB], mem.r_data
-                fhdr[p][v] = hmem.r_data
+                froute[p][v] = fc[4:RB]
                 m.d.comb += fv[p][v].eq(_nz(mcnt))
                 # next front control with and without a pop, so the pop (the end of
                 # switch allocation) is the last 2:1 select
@@ -551,6 +555,19 @@ class Router(wiring.Component):
                     # a credit goes back when a flit leaves the buffer
                     m.d.comb += in_links[p].credit[v].eq(pop[p][v])
             m.d.comb += mc_in[p].eq(Cat(*mc_in_terms[p]).any())
+            wrs, wps, rps, hws, hwps, hrps = vw
+            if V == 1:
+                wa, ra, hwa, hra = wps[0], rps[0], hwps[0], hrps[0]
+            else:
+                wa = Cat(_pick(m, vcin, wps, f"pwa_{p}", aw), vcin)
+                ra = Cat(_pick(m, cv[p], rps, f"pra_{p}", aw), cv[p])
+                hwa = Cat(_pick(m, vcin, hwps, f"phwa_{p}", aw), vcin)
+                hra = Cat(_pick(m, cv[p], hrps, f"phra_{p}", aw), cv[p])
+            m.d.comb += [mem.w_en.eq(Cat(*wrs).any()), mem.w_addr.eq(wa), mem.w_data.eq(f.payload),
+                         mem.r_addr.eq(ra),
+                         hmem.w_en.eq(Cat(*hws).any()), hmem.w_addr.eq(hwa),
+                         hmem.w_data.eq(header_of(f)), hmem.r_addr.eq(hra)]
+            port_pay[p], port_hdr[p] = mem.r_data, hmem.r_data
             if p == L:
                 m.d.comb += self.local_in.ready.eq(_pick(m, vsel, lin_space, "lin_space", 1))
 
@@ -609,7 +626,6 @@ class Router(wiring.Component):
         #    register: round-robin over the VCs that could move then), so the crossbar has
         #    one input per port; 2. one multicast per cycle router-wide (it takes all its
         #    branches at once); 3. per output round-robin over the input ports.
-        cv = [Signal(_bits(V), name=f"cv_{p}") for p in range(5)]
         p_mreq = [Signal(5, name=f"pmreq_{p}") for p in range(5)]   # offered VC's mcast branches
         p_hd = Signal(5, name="p_hd")                  # offered VC's front is a head
         p_req = [Signal(5, name=f"preq_{p}") for p in range(5)]
@@ -775,8 +791,7 @@ class Router(wiring.Component):
         pflit = []
         for p in range(5):
             ff = c.flit(Signal(FW, name=f"pflit_{p}", reset_less=True))
-            hdr = _pick(m, cv[p], [fhdr[p][v] for v in range(V)], f"phdr_{p}", HW)
-            pay = _pick(m, cv[p], [fpay[p][v] for v in range(V)], f"ppay_{p}", PW)
+            hdr, pay = port_hdr[p], port_pay[p]
             hdt = _pick(m, cv[p], [Cat(fhead[p][v], ftail[p][v]) for v in range(V)],
                         f"phdt_{p}", 2)
             hv = c.flit(Signal(FW, name=f"pflitn_{p}"))
