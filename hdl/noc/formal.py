@@ -18,6 +18,10 @@ and a free local-output ready.  Proven (k-induction unless marked BMC):
   drop mark; a unicast head's route is one XY-legal output; every route is XY-legal), the
   registered request equals the request computed from the state, the arbiter pointers are
   one-hot (the control SRAM's cells are read through a probed subclass);
+* ``noc_router_request_register``: each input VC's request register (loaded with the next
+  state's request, computed for both "front leaves" and "front stays", so allocation starts
+  from flip-flops) equals the request computed from the state, in every reachable state
+  (with free inputs, bad packets included);
 * ``noc_rr_arbiter_bound``: the round-robin arbiter all router output arbiters use grants a
   held request within n-1 cycles of contention (n = requesters); its one-hot pointer stays
   one-hot and its one-hot grant equals its index grant.
@@ -106,6 +110,15 @@ class _RouterHarness(wiring.Component):
                     m.d.comb += Assert(r._credits[o][0] + r._take_r[o] + dc == D)
                     m.d.comb += Assert(~r._take[o] | (r._credits[o][0] != 0) | olk.credit[0])
                     m.d.comb += Assert(hc + r._mcnt[o][0] <= D)
+        if self.what == "request":
+            # the registered request (loaded with the next state's request, for both "front
+            # leaves" and "front stays") equals the request computed from the state: the
+            # retimed allocation grants exactly what the unretimed one did
+            with m.If(init & ~ResetSignal()):
+                for p in range(5):
+                    for v in range(V):
+                        m.d.comb += [Assert(r._ureq[p][v] == r._reqc[p][v][0]),
+                                     Assert(r._mreq[p][v] == r._reqc[p][v][1])]
         if self.what == "conservation":
             # legal packets only (bad input is dropped and counted, checked by the tb)
             for e in r._err_events:
@@ -224,6 +237,9 @@ PROOFS = [
     Proof(name="noc_router_conservation", build=lambda: _RouterHarness("conservation"), depth=20,
           mode="prove", fast=False,
           doc="router: no flit lost or duplicated (ghost in/out counters, pops leave on their route)"),
+    Proof(name="noc_router_request_register", build=lambda: _RouterHarness("request"), depth=20,
+          mode="prove", fast=True,
+          doc="router: each input VC's registered request equals the request of its state"),
     Proof(name="noc_rr_arbiter_bound", build=_ArbiterHarness, depth=20, mode="prove", fast=True,
           doc="round-robin switch arbiter grants a held request within n-1 cycles"),
 ]
