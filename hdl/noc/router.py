@@ -15,8 +15,9 @@
   written for head flits only, one entry per stored packet) shared by the
   port's VCs (address = VC, slot: one flit is written per port and cycle and
   only the offered VC's front is read, so the RAM's read decoder is the VC
-  multiplexer); all with an asynchronous read (``read_latency=0``:
-  DPR16X4 LUT RAM on ECP5), no reset.  A credit goes upstream when a flit
+  multiplexer; read latency 1: the read register is the crossbar's input
+  register); framing with an asynchronous read (``read_latency=0``); all
+  DPR16X4 LUT RAM on ECP5, no reset.  A credit goes upstream when a flit
   leaves the buffer.  Body flits leave with their packet's header (the
   header bits a source puts on a body flit are not stored: don't-care on
   input; the golden model, the tb monitors, the Global PE and the chiplet
@@ -424,8 +425,8 @@ class Router(wiring.Component):
             # memory per VC (each VC's next entry is read ahead into its front register)
             aw = _bits(max(2, D))
             pdepth = max(2, D) if V == 1 else V << aw
-            mem = SRAM(pdepth, PW, read_latency=0)
-            hmem = SRAM(pdepth, HW, read_latency=0)
+            mem = SRAM(pdepth, PW)
+            hmem = SRAM(pdepth, HW)
             m.submodules[f"buf_{pname}"] = mem
             m.submodules[f"hdr_{pname}"] = hmem
             vw = [[] for _ in range(6)]            # per VC: write, wr, rd, hwrite, hwr, hrd
@@ -564,7 +565,7 @@ class Router(wiring.Component):
                 hwa = Cat(_pick(m, vcin, hwps, f"phwa_{p}", aw), vcin)
                 hra = Cat(_pick(m, cv[p], hrps, f"phra_{p}", aw), cv[p])
             m.d.comb += [mem.w_en.eq(Cat(*wrs).any()), mem.w_addr.eq(wa), mem.w_data.eq(f.payload),
-                         mem.r_addr.eq(ra),
+                         mem.r_addr.eq(ra), mem.r_en.eq(1), hmem.r_en.eq(1),
                          hmem.w_en.eq(Cat(*hws).any()), hmem.w_addr.eq(hwa),
                          hmem.w_data.eq(header_of(f)), hmem.r_addr.eq(hra)]
             port_pay[p], port_hdr[p] = mem.r_data, hmem.r_data
@@ -790,14 +791,17 @@ class Router(wiring.Component):
         # flit is not stored).
         pflit = []
         for p in range(5):
-            ff = c.flit(Signal(FW, name=f"pflit_{p}", reset_less=True))
+            # payload and header: the port memories' registered reads (read latency 1, read
+            # address = offered VC and its read pointer, the same cycle's front); head/tail
+            # from the front registers
             hdr, pay = port_hdr[p], port_pay[p]
             hdt = _pick(m, cv[p], [Cat(fhead[p][v], ftail[p][v]) for v in range(V)],
                         f"phdt_{p}", 2)
-            hv = c.flit(Signal(FW, name=f"pflitn_{p}"))
-            m.d.comb += [hv.head.eq(hdt[0]), hv.tail.eq(hdt[1]), hv.payload.eq(pay),
-                         Cat(hv.mclass, hv.mcast, hv.dest.as_value(), hv.src.as_value()).eq(hdr)]
-            m.d.sync += ff.eq(hv)
+            ht = Signal(2, name=f"pht_{p}", reset_less=True)
+            m.d.sync += ht.eq(hdt)
+            ff = c.flit(Signal(FW, name=f"pflit_{p}"))
+            m.d.comb += [ff.head.eq(ht[0]), ff.tail.eq(ht[1]), ff.payload.eq(pay),
+                         Cat(ff.mclass, ff.mcast, ff.dest.as_value(), ff.src.as_value()).eq(hdr)]
             pflit.append(ff)
         take_r = Signal(5, name="take_r")
         m.d.sync += take_r.eq(take)
