@@ -73,6 +73,12 @@
   body flit; flit arriving at a full buffer (upstream credit violation):
   dropped.
 
+Timing (issue 20; ECP5-85k, ``python -m tessera.synth router``): the allocation is still one
+cycle (register -> acceptance -> round-robin -> pop -> next buffer state), 75.5 MHz at speed
+grade 6 (94.0 at grade 8); the multicast go test (token port's offered VC) is the longest
+path, and without multicast the credit -> grant -> pop path alone reaches 86 MHz, so 100 MHz
+at grade 6 needs switch allocation split over two cycles (a router cycle more per hop).
+
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
 head to tail), ECC.
