@@ -78,6 +78,8 @@ cycle (register -> acceptance -> round-robin -> pop -> next buffer state), 75.5 
 grade 6 (94.0 at grade 8); the multicast go test (token port's offered VC) is the longest
 path, and without multicast the credit -> grant -> pop path alone reaches 86 MHz, so 100 MHz
 at grade 6 needs switch allocation split over two cycles (a router cycle more per hop).
+Inside a mesh (inputs from link registers) the input -> route -> multicast-head-arriving ->
+token path is longer still (2x2 mesh: 63 MHz).
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
