@@ -14,7 +14,9 @@ per mutation.  Verilator models rebuild for each mutated Verilog (the runner's
 cache follows the exported text), so a full run takes a while; ``--only ID``
 runs a subset.
 
-Usage: ``python bench/mutation.py [--only ID ...] [--list]``.
+``mutation.json`` is rewritten after every mutation.  Usage: ``python bench/mutation.py
+[--only ID ...] [--merge] [--budget S] [--list]`` (``--merge`` keeps an earlier run's records for the
+mutations not run now; ``listed`` is how many the list holds).
 """
 from __future__ import annotations
 
@@ -86,6 +88,11 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", help="mutation ids to run")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--timeout", type=int, default=900, help="seconds per mutation's test run")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds: start no new mutation after this (the rest are reported as not run)")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the records of an earlier mutation.json for mutations not run now "
+                         "(a full score from runs in parts); ids no longer listed are dropped")
     args = ap.parse_args(argv)
     muts = load()
     if args.list:
@@ -97,25 +104,45 @@ def main(argv=None) -> int:
         if unknown:
             raise SystemExit(f"unknown mutation ids: {sorted(unknown)}")
         muts = [m for m in muts if m["id"] in args.only]
+    earlier = []
+    if args.merge and OUT.exists():
+        earlier = json.loads(OUT.read_text()).get("records", [])
+    order = [m["id"] for m in load()]
+
+    def write(records):
+        """mutation.json after every mutation (a long run can be stopped and resumed)."""
+        ran = {r["id"] for r in records}
+        recs = sorted([r for r in earlier if r["id"] not in ran and r["id"] in order] + records,
+                      key=lambda r: order.index(r["id"]))
+        caught = sum(r["caught"] for r in recs)
+        doc = {
+            "mutations": len(recs),
+            "caught": caught,
+            "score": round(caught / len(recs), 3) if recs else None,
+            "listed": len(order),
+            "survivors": [{k: r[k] for k in ("id", "file", "original", "mutant", "result")}
+                          for r in recs if not r["caught"]],
+            "records": recs,
+            "source": "python bench/mutation.py (list: bench/data/mutations.json)",
+        }
+        OUT.parent.mkdir(parents=True, exist_ok=True)
+        OUT.write_text(json.dumps(doc, indent=2) + "\n")
+        return doc
+
     records = []
     t0 = time.time()
     for i, m in enumerate(muts, 1):
+        if args.budget is not None and time.time() - t0 > args.budget:
+            print(f"budget of {args.budget:.0f} s used: {len(muts) - i + 1} mutations not run", flush=True)
+            break
         r = run_one(m, args.timeout)
         records.append(r)
         print(f"[{i:2d}/{len(muts)} {time.time() - t0:6.0f} s] {r['id']:28s} {r['result']:18s} "
               f"{r['seconds']:6.0f} s  {r.get('summary', '')[:60]}", flush=True)
-    caught = sum(r["caught"] for r in records)
-    doc = {
-        "mutations": len(records),
-        "caught": caught,
-        "score": round(caught / len(records), 3) if records else None,
-        "survivors": [{k: r[k] for k in ("id", "file", "original", "mutant", "result")}
-                      for r in records if not r["caught"]],
-        "records": records,
-        "source": "python bench/mutation.py (list: bench/data/mutations.json)",
-    }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(doc, indent=2) + "\n")
+        doc = write(records)
+    if not records:
+        doc = write(records)
+    caught, records = doc["caught"], doc["records"]
     print(f"\nmutation score: {caught}/{len(records)} caught"
           + (f" ({100 * caught / len(records):.0f} %)" if records else ""))
     for s in doc["survivors"]:

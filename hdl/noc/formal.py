@@ -9,10 +9,19 @@ and a free local-output ready.  Proven (k-induction unless marked BMC):
   buffer_flits minus the flits granted to that output and not yet returned (on the link
   after the grant, or held downstream): no underflow, no overflow, no leak; a grant only
   takes a credit that is there;
-* ``noc_router_conservation`` (BMC, depth 20): per input VC, flits written minus flits popped (free-running
-  ghost counters) equals the buffer occupancy; every popped live flit leaves on exactly the
-  outputs of its route in that cycle, and every output that sends carries a popped flit
-  (no flit lost or duplicated inside the router);
+* ``noc_router_conservation`` (k-induction, depth 20): per input VC, flits written minus
+  flits popped (free-running ghost counters) equals the buffer occupancy; every popped live
+  flit leaves on exactly the outputs of its route in that cycle, and every output that sends
+  carries a popped flit (no flit lost or duplicated inside the router).  Induction
+  invariants: read/write pointers agree with the occupancy, the front register equals the
+  stored front entry, every stored entry is one the write side makes of a legal packet (no
+  drop mark; a unicast head's route is one XY-legal output; every route is XY-legal), the
+  registered request equals the request computed from the state, the arbiter pointers are
+  one-hot (the control SRAM's cells are read through a probed subclass);
+* ``noc_router_request_register``: each input VC's request register (loaded with the next
+  state's request, computed for both "front leaves" and "front stays", so allocation starts
+  from flip-flops) equals the request computed from the state, in every reachable state
+  (with free inputs, bad packets included);
 * ``noc_rr_arbiter_bound``: the round-robin arbiter all router output arbiters use grants a
   held request within n-1 cycles of contention (n = requesters); its one-hot pointer stays
   one-hot and its one-hot grant equals its index grant.
@@ -28,7 +37,28 @@ from amaranth.lib.wiring import In
 
 from tessera.formal import Proof
 
-from .router import L, PORTS, Router
+from ..sram import SRAM
+from .router import _ALLOW, L, PORTS, Router
+
+
+class _ProbedSRAM(SRAM):
+    """The SRAM with every cell readable (``probe[a]``) for invariants over buffer contents."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.probe = [Signal(self.width, name=f"probe{a}") for a in range(self.depth)]
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        mem = m.submodules.cells
+        for a, pr in enumerate(self.probe):
+            rp = mem.read_port(domain="comb")
+            m.d.comb += [rp.addr.eq(a), pr.eq(rp.data)]
+        return m
+
+
+class _ProbedRouter(Router):
+    _CTL_SRAM = _ProbedSRAM
 
 P = dict(kx=2, ky=2, max_node=2, max_chiplet=1, vcs=1, classes=1, buffer_flits=2,
          max_packet_flits=2, payload_width=1)
@@ -38,7 +68,7 @@ MY = (1, 1)            # corner of the 2x2 mesh: inputs/outputs N, W and local
 class _RouterHarness(wiring.Component):
     def __init__(self, what):
         self.what = what
-        self.dut = Router(**P)
+        self.dut = (_ProbedRouter if what == "conservation" else Router)(**P)
         self.dut._MustUse__silence = True
         # every router input is a top-level harness input (free in every cycle)
         self._ins = [(path, member) for path, member, _ in self.dut.signature.flatten(self.dut)
@@ -80,11 +110,48 @@ class _RouterHarness(wiring.Component):
                     m.d.comb += Assert(r._credits[o][0] + r._take_r[o] + dc == D)
                     m.d.comb += Assert(~r._take[o] | (r._credits[o][0] != 0) | olk.credit[0])
                     m.d.comb += Assert(hc + r._mcnt[o][0] <= D)
+        if self.what == "request":
+            # the registered request (loaded with the next state's request, for both "front
+            # leaves" and "front stays") equals the request computed from the state: the
+            # retimed allocation grants exactly what the unretimed one did
+            with m.If(init & ~ResetSignal()):
+                for p in range(5):
+                    for v in range(V):
+                        m.d.comb += [Assert(r._ureq[p][v] == r._reqc[p][v][0]),
+                                     Assert(r._mreq[p][v] == r._reqc[p][v][1])]
         if self.what == "conservation":
             # legal packets only (bad input is dropped and counted, checked by the tb)
             for e in r._err_events:
                 m.d.comb += Assume(~e)
             take = r._take
+            # induction invariants: the buffer bookkeeping matches the stored entries; stored
+            # entries are what the write side makes of legal packets (no drop marks; a
+            # unicast head's route is one legal output); the registered request is the
+            # request of the state
+            for p in range(5):
+                st = r._vcstate[p][0]
+                cm, rd, wr, mcnt, fc = st["cmem"], st["rd"], st["wr"], st["mcnt"], st["fc"]
+                allowed = sum(1 << o for o in _ALLOW[p])
+                with m.If(init & ~ResetSignal()):
+                    m.d.comb += [Assert(mcnt <= D), Assert(wr == (rd + mcnt) % D),
+                                 Assert(st["rd1"] == (rd + 1) % D), Assert(~st["dropping"]),
+                                 Assert(r._ureq[p][0] == r._reqc[p][0][0]),
+                                 Assert(r._mreq[p][0] == r._reqc[p][0][1])]
+                    with m.If(mcnt != 0):
+                        m.d.comb += Assert(fc == _at(m, cm.probe, rd))
+                    for a in range(D):
+                        e = cm.probe[a]
+                        with m.If(((a - rd) % D) < mcnt):
+                            m.d.comb += Assert(~e[3])
+                            rt = e[4:9]
+                            with m.If(e[0]):
+                                m.d.comb += Assert((rt & ~allowed) == 0)
+                                with m.If(~e[2]):
+                                    m.d.comb += Assert((rt != 0) & ((rt & (rt - 1)) == 0))
+                    act = st["active"]
+                    m.d.comb += Assert((act & ~allowed) == 0)
+                    with m.If(~st["in_mc"]):
+                        m.d.comb += Assert((act & (act - 1)) == 0)
             for p in range(5):
                 i = p * V
                 gin = Signal(4, name=f"gin_{p}")
@@ -109,7 +176,20 @@ class _RouterHarness(wiring.Component):
                     m.d.comb += Assert(ok)
             with m.If(init & ~ResetSignal()):
                 m.d.comb += Assert(r.errors == 0)
+                m.d.comb += Assert(r._mc_tok < 5)
+                for ptr in r._rrptr:        # one-hot (proven alone in noc_rr_arbiter_bound)
+                    m.d.comb += Assert((ptr != 0) & ((ptr & (ptr - 1)) == 0))
         return m
+
+
+def _at(m, cells, idx):
+    """cells[idx] (comb mux)."""
+    out = Signal(len(cells[0]))
+    with m.Switch(idx):
+        for a, c in enumerate(cells):
+            with m.Case(a):
+                m.d.comb += out.eq(c)
+    return out
 
 
 class _ArbiterHarness(wiring.Component):
@@ -152,11 +232,14 @@ PROOFS = [
     Proof(name="noc_router_credits", build=lambda: _RouterHarness("credits"), depth=20,
           mode="prove", fast=True,
           doc="router output credit counters stay in 0..D and match the downstream occupancy"),
-    # k-induction does not close here (the induction step starts from unreachable buffer
-    # states); bounded model check to depth 20 (~30 min on a loaded 2-core machine)
+    # k-induction with the buffer-content invariants (closes at k=3; depth 20 for the
+    # bounded base case)
     Proof(name="noc_router_conservation", build=lambda: _RouterHarness("conservation"), depth=20,
-          mode="bmc", fast=False,
+          mode="prove", fast=False,
           doc="router: no flit lost or duplicated (ghost in/out counters, pops leave on their route)"),
+    Proof(name="noc_router_request_register", build=lambda: _RouterHarness("request"), depth=20,
+          mode="prove", fast=True,
+          doc="router: each input VC's registered request equals the request of its state"),
     Proof(name="noc_rr_arbiter_bound", build=_ArbiterHarness, depth=20, mode="prove", fast=True,
           doc="round-robin switch arbiter grants a held request within n-1 cycles"),
 ]

@@ -8,12 +8,16 @@
   on chiplet coordinates and delivers to its local port (the gateway node).
   The route is computed when a head flit is written into the input buffer
   and stored next to it (5 bits), so allocation starts from registers.
-* Input buffers, per input VC: one :class:`~tessera.hdl.sram.SRAM` of entries
-  (head/tail/multicast/drop marks, the 5-bit route and the payload;
-  ``buffer_flits`` deep) and one of headers (class, multicast bit,
-  destination, source: written for head flits only, one entry per stored
-  packet), both with an asynchronous read at the read pointer (``read_latency=0``:
-  DPR16X4 LUT RAM on ECP5), no reset.  A credit goes upstream when a flit
+* Input buffers: per input VC, one :class:`~tessera.hdl.sram.SRAM` of framing
+  (head/tail/multicast/drop marks and the 5-bit route; ``buffer_flits`` deep,
+  read one entry ahead into the front register); per input port, one SRAM of
+  payloads and one of headers (class, multicast bit, destination, source:
+  written for head flits only, one entry per stored packet) shared by the
+  port's VCs (address = VC, slot: one flit is written per port and cycle and
+  only the offered VC's front is read, so the RAM's read decoder is the VC
+  multiplexer; read latency 1: the read register is the crossbar's input
+  register); framing with an asynchronous read (``read_latency=0``); all
+  DPR16X4 LUT RAM on ECP5, no reset.  A credit goes upstream when a flit
   leaves the buffer.  Body flits leave with their packet's header (the
   header bits a source puts on a body flit are not stored: don't-care on
   input; the golden model, the tb monitors, the Global PE and the chiplet
@@ -21,8 +25,12 @@
 * Pipeline (``ROUTER_CYCLES`` = 2 in ``golden/noc.py``): cycle 1 buffer write
   (route computed on the way in: look-ahead of this router's route, so no
   route stage); cycle 2 switch allocation from registered state (buffer front,
-  credits, output VC owners), whose grants and each port's offered flit are
-  registered; cycle 3 switch traversal: the crossbar muxes the registered
+  credits, output VC owners, and each input VC's request: its output set is a
+  register loaded with the next state's request, computed for both "front
+  leaves" and "front stays" so the grant only drives the last 2:1 select; the
+  multicast test runs on the token port's offered VC only, and the credit and
+  output-VC updates come from the one-hot grants), whose grants and each port's
+  offered flit are registered; cycle 3 switch traversal: the crossbar muxes the registered
   flits onto the output links (the link registers live in the mesh), so a
   hop is 2 router cycles + ``link_latency``.  A credit arriving from
   downstream counts in the cycle it arrives, so the credit round trip stays
@@ -64,6 +72,14 @@
   downstream under wormhole); head inside a packet: counted, carried on as a
   body flit; flit arriving at a full buffer (upstream credit violation):
   dropped.
+
+Timing (issue 20; ECP5-85k, ``python -m tessera.synth router``): the allocation is still one
+cycle (register -> acceptance -> round-robin -> pop -> next buffer state), 75.5 MHz at speed
+grade 6 (94.0 at grade 8); the multicast go test (token port's offered VC) is the longest
+path, and without multicast the credit -> grant -> pop path alone reaches 86 MHz, so 100 MHz
+at grade 6 needs switch allocation split over two cycles (a router cycle more per hop).
+Inside a mesh (inputs from link registers) the input -> route -> multicast-head-arriving ->
+token path is longer still (2x2 mesh: 63 MHz).
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
@@ -206,6 +222,8 @@ def link_signature(cfg: RouterConfig) -> wiring.Signature:
 
 
 class Router(wiring.Component):
+    _CTL_SRAM = SRAM         # framing/route memory class (the formal harness probes its cells)
+
     def __init__(self, cfg: RouterConfig | None = None, **params):
         self.cfg = cfg = cfg or RouterConfig(**params)
         members = {
@@ -344,15 +362,35 @@ class Router(wiring.Component):
         fmc = [[None] * V for _ in range(5)]
         fdrop = [[None] * V for _ in range(5)]
         froute = [[None] * V for _ in range(5)]
-        fpay = [[None] * V for _ in range(5)]
-        fhdr = [[None] * V for _ in range(5)]
         fv = [[Signal(name=f"fv_{p}_{v}") for v in range(V)] for p in range(5)]
         pop = [[Signal(name=f"pop_{p}_{v}") for v in range(V)] for p in range(5)]
         tails = [[Signal(_bits(D + 2), name=f"tails_{p}_{v}") for v in range(V)] for p in range(5)]
         self._mcnt = [[None] * V for _ in range(5)]      # for the formal harness
+        self._vcstate = [[None] * V for _ in range(5)]
         self._fv, self._pop = fv, pop
         self._write = [[None] * V for _ in range(5)]
         self._req, self._fdrop = None, fdrop
+        cv = [Signal(_bits(V), name=f"cv_{p}") for p in range(5)]     # offered VC per port
+        port_pay, port_hdr = [None] * 5, [None] * 5    # offered VC's front payload / header
+        active = [[Signal(5, name=f"active_{p}_{v}") for v in range(V)] for p in range(5)]
+        in_mc = [[Signal(name=f"inmc_{p}_{v}") for v in range(V)] for p in range(5)]
+        # the front's request, registered (next-state logic below; allocation starts from it):
+        # unicast route / multicast branch set of the front flit, 0 if it cannot request
+        ureq = [[Signal(5, name=f"ureq_{p}_{v}") for v in range(V)] for p in range(5)]
+        mreq = [[Signal(5, name=f"mreq_{p}_{v}") for v in range(V)] for p in range(5)]
+        self._ureq, self._mreq = ureq, mreq
+        self._reqc = [[None] * V for _ in range(5)]     # the same, from the state (formal)
+
+        def derive(fv_, fc_, tz_, act_, inmc_, tag):
+            """(unicast, multicast) request of a front with framing ``fc_`` (a multicast
+            head waits until its tail is in the buffer: ``tz_`` = no tail stored)."""
+            hd, mc, dr, rt = fc_[0], fc_[2], fc_[3], fc_[4:RB]
+            rq = Signal(5, name=f"rq_{tag}")
+            im = Signal(name=f"im_{tag}")
+            m.d.comb += [rq.eq(Mux(fv_ & ~dr, Mux(hd, Mux(mc & tz_, 0, rt), act_), 0)),
+                         im.eq(Mux(hd, mc, inmc_))]
+            return Mux(im, 0, rq), Mux(im, rq, 0)
+
         mc_in = Signal(5, name="mc_in")            # a multicast head is written this cycle
         mc_in_terms = [[] for _ in range(5)]
 
@@ -389,16 +427,20 @@ class Router(wiring.Component):
             dest_ok = Signal(name=f"dok_{p}")
             m.d.comb += dest_ok.eq(self._dest_valid(m, f) & route_ok)
             pname = PORTS[p] if p != L else "l"
+            # payloads and headers: one memory per port for all its VCs (address = VC, slot;
+            # one flit is written per port and cycle, and only the offered VC's front is read,
+            # so the LUT RAM's read decoder is the VC multiplexer); framing + route: one
+            # memory per VC (each VC's next entry is read ahead into its front register)
+            aw = _bits(max(2, D))
+            pdepth = max(2, D) if V == 1 else V << aw
+            mem = SRAM(pdepth, PW)
+            hmem = SRAM(pdepth, HW)
+            m.submodules[f"buf_{pname}"] = mem
+            m.submodules[f"hdr_{pname}"] = hmem
+            vw = [[] for _ in range(6)]            # per VC: write, wr, rd, hwrite, hwr, hrd
             for v in range(V):
-                # payloads; framing + route (read one entry ahead into the front control
-                # register); headers: one entry per stored packet
-                mem = SRAM(max(2, D), PW, read_latency=0)
-                cmem = SRAM(max(2, D), RB, read_latency=0)
-                hmem = SRAM(max(2, D), HW, read_latency=0)
-                m.submodules[f"buf_{pname}{v}"] = mem
+                cmem = self._CTL_SRAM(max(2, D), RB, read_latency=0)
                 m.submodules[f"ctl_{pname}{v}"] = cmem
-                m.submodules[f"hdr_{pname}{v}"] = hmem
-                aw = len(mem.w_addr)
                 wr = Signal(aw, name=f"wr_{p}_{v}")
                 rd = Signal(aw, name=f"rd_{p}_{v}")
                 rd1 = Signal(aw, name=f"rd1_{p}_{v}", init=1 % max(2, D))     # rd + 1
@@ -463,18 +505,15 @@ class Router(wiring.Component):
                 self._write[p][v] = write
                 mc_in_terms[p].append(hwrite & f.mcast)
                 wctl = Cat(whead, wtail, f.mcast, wdrop, route)
-                m.d.comb += [mem.w_en.eq(write), mem.w_addr.eq(wr), mem.w_data.eq(f.payload),
-                             mem.r_addr.eq(rd),
-                             cmem.w_en.eq(write), cmem.w_addr.eq(wr), cmem.w_data.eq(wctl),
-                             cmem.r_addr.eq(rd1),
-                             hmem.w_en.eq(hwrite), hmem.w_addr.eq(hwr),
-                             hmem.w_data.eq(header_of(f)), hmem.r_addr.eq(hrd)]
+                for lst, sig in zip(vw, (write, wr, rd, hwrite, hwr, hrd)):
+                    lst.append(sig)
+                m.d.comb += [cmem.w_en.eq(write), cmem.w_addr.eq(wr), cmem.w_data.eq(wctl),
+                             cmem.r_addr.eq(rd1)]
                 # the front's payload and header are asynchronous reads at the read pointers;
                 # its framing and route are a register (allocation starts from flip-flops),
                 # loaded from the entry after it on a pop or from the write into an empty slot
                 fhead[p][v], ftail[p][v], fmc[p][v], fdrop[p][v] = fc[0], fc[1], fc[2], fc[3]
-                froute[p][v], fpay[p][v] = fc[4:RB], mem.r_data
-                fhdr[p][v] = hmem.r_data
+                froute[p][v] = fc[4:RB]
                 m.d.comb += fv[p][v].eq(_nz(mcnt))
                 # next front control with and without a pop, so the pop (the end of
                 # switch allocation) is the last 2:1 select
@@ -483,6 +522,30 @@ class Router(wiring.Component):
                 m.d.comb += [fc_pop.eq(Mux(mcnt >= 2, cmem.r_data, wctl)),
                              fc_hold.eq(Mux(fv[p][v], fc, wctl))]
                 m.d.sync += fc.eq(Mux(pop[p][v], fc_pop, fc_hold))
+                self._vcstate[p][v] = dict(cmem=cmem, wr=wr, rd=rd, rd1=rd1, fc=fc, mcnt=mcnt,
+                                           dropping=dropping, tails=tails[p][v],
+                                           active=active[p][v], in_mc=in_mc[p][v])
+                # registered request: the next state's request with and without a pop, so
+                # the pop is again the last 2:1 select (same values as computing it from the
+                # state each cycle; ``_reqc`` is that, for the formal equivalence check)
+                tw = write & wtail & ~wdrop
+                lt = len(tails[p][v])
+                tz_hold = Signal(lt, name=f"tnh_{p}_{v}")
+                tz_pop = Signal(lt, name=f"tnp_{p}_{v}")
+                fv_hold = Signal(cw, name=f"mnh_{p}_{v}")
+                fv_pop = Signal(cw, name=f"mnp_{p}_{v}")
+                fhd, ftl, fmcb, fdr, frt = fc[0], fc[1], fc[2], fc[3], fc[4:RB]
+                m.d.comb += [tz_hold.eq(tails[p][v] + tw), tz_pop.eq(tails[p][v] + tw - (ftl & ~fdr)),
+                             fv_hold.eq(mcnt + write), fv_pop.eq(mcnt + write - 1)]
+                act_pop = Mux(~fdr & fhd, Mux(ftl, 0, frt), Mux(~fdr & ftl, 0, active[p][v]))
+                inmc_pop = Mux(~fdr & fhd, fmcb, in_mc[p][v])
+                u_p, m_p = derive(_nz(fv_pop), fc_pop, _z(tz_pop), act_pop, inmc_pop, f"p{p}_{v}")
+                u_h, m_h = derive(_nz(fv_hold), fc_hold, _z(tz_hold), active[p][v], in_mc[p][v],
+                                  f"h{p}_{v}")
+                m.d.sync += [ureq[p][v].eq(Mux(pop[p][v], u_p, u_h)),
+                             mreq[p][v].eq(Mux(pop[p][v], m_p, m_h))]
+                self._reqc[p][v] = derive(fv[p][v], fc, _z(tails[p][v]), active[p][v],
+                                          in_mc[p][v], f"c{p}_{v}")
                 with m.If(write):
                     m.d.sync += wr.eq(inc(wr))
                 with m.If(hwrite):
@@ -501,6 +564,19 @@ class Router(wiring.Component):
                     # a credit goes back when a flit leaves the buffer
                     m.d.comb += in_links[p].credit[v].eq(pop[p][v])
             m.d.comb += mc_in[p].eq(Cat(*mc_in_terms[p]).any())
+            wrs, wps, rps, hws, hwps, hrps = vw
+            if V == 1:
+                wa, ra, hwa, hra = wps[0], rps[0], hwps[0], hrps[0]
+            else:
+                wa = Cat(_pick(m, vcin, wps, f"pwa_{p}", aw), vcin)
+                ra = Cat(_pick(m, cv[p], rps, f"pra_{p}", aw), cv[p])
+                hwa = Cat(_pick(m, vcin, hwps, f"phwa_{p}", aw), vcin)
+                hra = Cat(_pick(m, cv[p], hrps, f"phra_{p}", aw), cv[p])
+            m.d.comb += [mem.w_en.eq(Cat(*wrs).any()), mem.w_addr.eq(wa), mem.w_data.eq(f.payload),
+                         mem.r_addr.eq(ra), mem.r_en.eq(1), hmem.r_en.eq(1),
+                         hmem.w_en.eq(Cat(*hws).any()), hmem.w_addr.eq(hwa),
+                         hmem.w_data.eq(header_of(f)), hmem.r_addr.eq(hra)]
+            port_pay[p], port_hdr[p] = mem.r_data, hmem.r_data
             if p == L:
                 m.d.comb += self.local_in.ready.eq(_pick(m, vsel, lin_space, "lin_space", 1))
 
@@ -519,47 +595,48 @@ class Router(wiring.Component):
                    ((credits[o][v] == c.max_len - 1) & out_links[o].credit[v])
                    for v in range(V)] for o in range(4)]
 
-        # ---------------- per input VC requests ----------------
-        active = [[Signal(5, name=f"active_{p}_{v}") for v in range(V)] for p in range(5)]
-        in_mc = [[Signal(name=f"inmc_{p}_{v}") for v in range(V)] for p in range(5)]
+        # ---------------- per input VC requests (from the registered request) -----------
         req = [[Signal(5, name=f"req_{p}_{v}") for v in range(V)] for p in range(5)]
         is_mc = [[Signal(name=f"ismc_{p}_{v}") for v in range(V)] for p in range(5)]
         mc_ok = Signal(NI, name="mc_ok")
         uni_ok = [Signal(NI, name=f"uni_ok_{o}") for o in range(5)]
+        # acceptance of output o for a flit on VC v: a_u unicast (head / body), a_m multicast
+        a_uh = [[lq_space & ~lbusy] * V] + [None] * 4
+        a_ub = [[lq_space] * V] + [None] * 4
+        a_mh = [[lq_space & ~lbusy] * V] + [None] * 4
+        for o in range(4):
+            a_uh[o + 1] = [cr_nz[o][v] & ~obusy[o][v] for v in range(V)]
+            a_ub[o + 1] = [cr_nz[o][v] for v in range(V)]
+            a_mh[o + 1] = [cr_pkt[o][v] & ~obusy[o][v] for v in range(V)]
+
+        def acc(tbl, o, v):
+            return tbl[0 if o == L else o + 1][v]
+
         for p in range(5):
             for v in range(V):
                 i = p * V + v
-                live = fv[p][v] & ~fdrop[p][v]
                 hd = fhead[p][v]
-                m.d.comb += [
-                    is_mc[p][v].eq(Mux(hd, fmc[p][v], in_mc[p][v])),
-                    req[p][v].eq(Mux(live, Mux(hd, Mux(fmc[p][v] & _z(tails[p][v]), 0,
-                                                       froute[p][v]),
-                                               active[p][v]), 0)),
-                ]
-                r = req[p][v]
-                # per-output acceptance for this input VC
+                u, mr = ureq[p][v], mreq[p][v]
+                m.d.comb += [is_mc[p][v].eq(Mux(hd, fmc[p][v], in_mc[p][v])),
+                             req[p][v].eq(u | mr)]
                 okm = []
                 for o in range(5):
-                    if o == L:
-                        a_u = lq_space & (~hd | ~lbusy)
-                        a_m = a_u
-                    elif o == p:
+                    if o == p and o != L:
                         a_u = a_m = Const(0, 1)
                     else:
-                        a_u = cr_nz[o][v] & (~hd | ~obusy[o][v])
-                        a_m = Mux(hd, cr_pkt[o][v] & ~obusy[o][v], cr_nz[o][v])
-                    okm.append(~r[o] | a_m)
-                    m.d.comb += uni_ok[o][i].eq(r[o] & ~is_mc[p][v] & a_u)
-                m.d.comb += mc_ok[i].eq(is_mc[p][v] & _nz(r) & Cat(*okm).all())
+                        a_u = Mux(hd, acc(a_uh, o, v), acc(a_ub, o, v))
+                        a_m = Mux(hd, acc(a_mh, o, v), acc(a_ub, o, v))
+                    okm.append(~mr[o] | a_m)
+                    m.d.comb += uni_ok[o][i].eq(u[o] & a_u)
+                m.d.comb += mc_ok[i].eq(_nz(mr) & Cat(*okm).all())
 
         # ---------------- switch allocation (stage A) ----------------
         # 1. every input port offers one VC, chosen in the previous cycle (``cv``, a
         #    register: round-robin over the VCs that could move then), so the crossbar has
         #    one input per port; 2. one multicast per cycle router-wide (it takes all its
         #    branches at once); 3. per output round-robin over the input ports.
-        cv = [Signal(_bits(V), name=f"cv_{p}") for p in range(5)]
-        p_mc = Signal(5, name="p_mc")                  # port's offered VC is a ready multicast
+        p_mreq = [Signal(5, name=f"pmreq_{p}") for p in range(5)]   # offered VC's mcast branches
+        p_hd = Signal(5, name="p_hd")                  # offered VC's front is a head
         p_req = [Signal(5, name=f"preq_{p}") for p in range(5)]
         p_uni = [Signal(5, name=f"puni_{o}") for o in range(5)]
         ptail = Signal(5, name="ptail")                # tail mark of each port's offered flit
@@ -585,10 +662,12 @@ class Router(wiring.Component):
                     with m.Default():
                         m.d.comb += order.eq(0)
                 m.d.sync += cv[p].eq(order)
-            m.d.comb += [p_mc[p].eq(_pick(m, cv[p], [mc_ok[p * V + v] for v in range(V)],
-                                          f"pmc_{p}", 1)),
-                         p_req[p].eq(_pick(m, cv[p], [req[p][v] for v in range(V)],
+            m.d.comb += [p_req[p].eq(_pick(m, cv[p], [req[p][v] for v in range(V)],
                                            f"preqv_{p}", 5)),
+                         p_mreq[p].eq(_pick(m, cv[p], [mreq[p][v] for v in range(V)],
+                                            f"pmreq_{p}", 5)),
+                         p_hd[p].eq(_pick(m, cv[p], [fhead[p][v] for v in range(V)],
+                                          f"phd_{p}", 1)),
                          ptail[p].eq(_pick(m, cv[p], [ftail[p][v] for v in range(V)],
                                            f"ptailv_{p}", 1))]
             for o in range(5):
@@ -599,10 +678,23 @@ class Router(wiring.Component):
         # the next port with a multicast at its offered VC's front) when the port has none
         # pending or has just sent a multicast tail
         mc_tok = Signal(range(5), name="mc_tok")
+        self._mc_tok = mc_tok
         mc_any = Signal(name="mc_any")
         mc_gnt = mc_tok
-        m.d.comb += mc_any.eq(_pick(m, mc_tok, [p_mc[p] for p in range(5)], "mc_go", 1))
-        mc_route = _pick(m, mc_tok, p_req, "mc_route", 5)
+        # the token port's offered VC: its multicast branches, head bit and VC; it goes when
+        # every branch accepts (the same test as mc_ok, on that one VC)
+        mc_route = _pick(m, mc_tok, p_mreq, "mc_route", 5)
+        tok_hd = _pick(m, mc_tok, [p_hd[p] for p in range(5)], "mc_hd", 1)
+        tok_vc = _pick(m, mc_tok, cv, "mc_vc", _bits(V)) if V > 1 else Const(0, 1)
+        tok_ok = []
+        for o in range(5):
+            pk_h = _pick(m, tok_vc, [acc(a_mh, o, v) for v in range(V)], f"mcah_{o}", 1)
+            pk_b = _pick(m, tok_vc, [acc(a_ub, o, v) for v in range(V)], f"mcab_{o}", 1)
+            a = Mux(tok_hd, pk_h, pk_b)
+            if o != L:
+                a = a & ~_eqc(mc_tok, o)
+            tok_ok.append(~mc_route[o] | a)
+        m.d.comb += mc_any.eq(_nz(mc_route) & Cat(*tok_ok).all())
         mid_mc = Signal(5, name="mid_mc")              # a multicast packet under way
         pend_mc = Signal(5, name="pend_mc")            # a VC's front is a multicast flit
         want_mc = Signal(5, name="want_mc")            # ... or a multicast head comes in
@@ -640,17 +732,23 @@ class Router(wiring.Component):
         sel = []                                      # crossbar select: index into _LEGAL_IN[o]
         psent = Signal(5, name="psent")
         sent_terms = [[mc_any & _eqc(mc_gnt, p)] for p in range(5)]
+        self._rrptr = []                              # (formal harness)
+        ohs, bymc = [], []                            # one-hot unicast grant, multicast, per output
         for o in range(5):
             legal = _LEGAL_IN[o]
             by_mc = mc_any & mc_route[o]
             lreq = Cat(*[p_uni[o][p] for p in legal])
-            u_any, u_gnt, u_oh = self._rr(m, lreq, f"o{o}", enable=~by_mc)
+            prb = {}
+            u_any, u_gnt, u_oh = self._rr(m, lreq, f"o{o}", enable=~by_mc, probe=prb)
+            self._rrptr.append(prb["ptr"])
             mc_pos = _pick(m, mc_gnt, [legal.index(p) if p in legal else 0 for p in range(5)],
                            f"mcpos_{o}", len(u_gnt))
             so = Signal(len(u_gnt), name=f"sel_{o}")
             m.d.comb += [take[o].eq(by_mc | u_any), so.eq(Mux(by_mc, mc_pos, u_gnt)),
                          src[o].eq(_pick(m, so, list(legal), f"srcp_{o}", 3))]
             sel.append(so)
+            ohs.append(u_oh)
+            bymc.append(by_mc)
             for k, p in enumerate(legal):
                 sent_terms[p].append(u_oh[k] & ~by_mc)
         for p in range(5):
@@ -662,13 +760,31 @@ class Router(wiring.Component):
         self._err_events = err_events
 
         # grant bookkeeping (stage A): credits, output VC ownership, local queue space
-        otail = [_pick(m, sel[o], [ptail[p] for p in _LEGAL_IN[o]], f"otail_{o}", 1)
-                 for o in range(5)]
-        ovc = [_pick(m, src[o], cv, f"ovcs_{o}", _bits(V)) if V > 1 else Const(0, 1)
-               for o in range(5)]
+        # (from the one-hot grants: and-or, not through the encoded select)
+        tok_tl = _pick(m, mc_tok, [ptail[p] for p in range(5)], "mc_tl", 1)
+        otail, ovc, tov = [], [], []
+        for o in range(5):
+            legal, oh, bm = _LEGAL_IN[o], ohs[o], bymc[o]
+            ot = Signal(name=f"otail_{o}")
+            m.d.comb += ot.eq(Mux(bm, tok_tl, Cat(*[oh[k] & ptail[p]
+                                                     for k, p in enumerate(legal)]).any()))
+            otail.append(ot)
+            if V > 1:
+                ov = Signal(_bits(V), name=f"ovcs_{o}")
+                uv = 0
+                for k, p in enumerate(legal):
+                    uv = uv | Mux(oh[k], cv[p], 0)
+                m.d.comb += ov.eq(Mux(bm, tok_vc, uv))
+                ovc.append(ov)
+                tov.append([(bm & _eqc(tok_vc, v)) |
+                            (~bm & Cat(*[oh[k] & _eqc(cv[p], v) for k, p in enumerate(legal)]).any())
+                            for v in range(V)])
+            else:
+                ovc.append(Const(0, 1))
+                tov.append([take[o]])
         for o in range(4):
             for v in range(V):
-                t = take[o] & _eqc(ovc[o], v) if V > 1 else take[o]
+                t = tov[o][v]
                 m.d.sync += credits[o][v].eq(Mux(t, credits[o][v] - 1, credits[o][v])
                                              + out_links[o].credit[v])
                 with m.If(t):
@@ -683,15 +799,17 @@ class Router(wiring.Component):
         # flit is not stored).
         pflit = []
         for p in range(5):
-            ff = c.flit(Signal(FW, name=f"pflit_{p}", reset_less=True))
-            hdr = _pick(m, cv[p], [fhdr[p][v] for v in range(V)], f"phdr_{p}", HW)
-            pay = _pick(m, cv[p], [fpay[p][v] for v in range(V)], f"ppay_{p}", PW)
+            # payload and header: the port memories' registered reads (read latency 1, read
+            # address = offered VC and its read pointer, the same cycle's front); head/tail
+            # from the front registers
+            hdr, pay = port_hdr[p], port_pay[p]
             hdt = _pick(m, cv[p], [Cat(fhead[p][v], ftail[p][v]) for v in range(V)],
                         f"phdt_{p}", 2)
-            hv = c.flit(Signal(FW, name=f"pflitn_{p}"))
-            m.d.comb += [hv.head.eq(hdt[0]), hv.tail.eq(hdt[1]), hv.payload.eq(pay),
-                         Cat(hv.mclass, hv.mcast, hv.dest.as_value(), hv.src.as_value()).eq(hdr)]
-            m.d.sync += ff.eq(hv)
+            ht = Signal(2, name=f"pht_{p}", reset_less=True)
+            m.d.sync += ht.eq(hdt)
+            ff = c.flit(Signal(FW, name=f"pflit_{p}"))
+            m.d.comb += [ff.head.eq(ht[0]), ff.tail.eq(ht[1]), ff.payload.eq(pay),
+                         Cat(ff.mclass, ff.mcast, ff.dest.as_value(), ff.src.as_value()).eq(hdr)]
             pflit.append(ff)
         take_r = Signal(5, name="take_r")
         m.d.sync += take_r.eq(take)
