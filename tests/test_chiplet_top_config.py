@@ -48,8 +48,9 @@ def test_params_derived_from_config():
     from dataclasses import fields
 
     from tessera.hdl.chiplet import CHIPLET_PARAMS
-    from tessera.hdl.chiplet.config import FIELD_PARAMS
-    own = [f for f in fields(ChipletConfig) if f.name != "pe"]
+    from tessera.hdl.chiplet.config import FIELD_PARAMS, PACKAGE_FIELDS
+    own = [f for f in fields(ChipletConfig) if f.name != "pe" and f.name not in PACKAGE_FIELDS]
+    assert "hier" not in {p.name for p in CHIPLET_PARAMS}       # package-only mode
     assert {f.name for f in own} == set(FIELD_PARAMS)           # every field has help/bounds
     d, byname = ChipletConfig(), {p.name: p for p in CHIPLET_PARAMS}
     for f in own:

@@ -44,11 +44,11 @@ def _chiplet_params():
 
     from tessera.hdl.pe import PARAMS as PE_PARAMS
 
-    from .config import FIELD_PARAMS, ChipletConfig
+    from .config import FIELD_PARAMS, PACKAGE_FIELDS, ChipletConfig
     d = ChipletConfig()
     own = []
     for f in fields(d):
-        if f.name == "pe":
+        if f.name == "pe" or f.name in PACKAGE_FIELDS:
             continue
         text, bounds = FIELD_PARAMS.get(f.name, (f"ChipletConfig.{f.name}", {}))
         own.append(Param(f.name, getattr(d, f.name), text, **bounds))

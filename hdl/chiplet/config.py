@@ -90,6 +90,10 @@ class NodeMap:
 #: Block-parameter help and bounds of the :class:`ChipletConfig` fields (``pe`` excepted: the
 #: PE block's own Params); the chiplet's Param list is derived from the dataclass fields
 #: (names, defaults) plus this table (hdl/chiplet/__init__.py).
+#: ChipletConfig fields that only the package sets (hdl/package/config.py): not parameters of
+#: the standalone ``chiplet`` block (its export has no NoP port to use them).
+PACKAGE_FIELDS = ("hier",)
+
 FIELD_PARAMS = {
     "nx": ("PE columns (mesh width max(nx, 3))", dict(min=1, max=8)),
     "ny": ("PE rows (mesh height ny + 1)", dict(min=1, max=7)),
