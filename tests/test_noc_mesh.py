@@ -17,6 +17,8 @@ def test_mesh_4x4_cocotb(monkeypatch):
         "tessera.tb.noc.tb_mesh", seed=3, public="top")
 
 
+@pytest.mark.slow    # make test budget: the package cocotb test (tests/test_package.py) runs two-level
+# routing through real chiplets and the nocsys export is linted in make test
 def test_two_level_2x2_of_2x2_cocotb(monkeypatch):
     monkeypatch.setenv("MAKEFLAGS", FAST_BUILD)
     run("nocsys", {"kx": 2, "ky": 2, "ckx": 2, "cky": 2, "max_node": 2, "max_chiplet": 4,

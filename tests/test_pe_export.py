@@ -55,6 +55,7 @@ def test_python_api_validates():
         SimbaPE(C0=16, acc_width=20)
 
 
+@pytest.mark.slow    # make test budget: test_export_lint_synth[pe] keeps a Yosys check of the PE
 def test_full_generic_synthesis_small_pe(tmp_path):
     """The complete `synth` flow (with memory mapping and techmap) on a small PE:
     no latches, no loops, no multiple drivers."""
