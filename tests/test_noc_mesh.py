@@ -11,6 +11,8 @@ from tessera.tb.runner import make_flags, run
 FAST_BUILD = make_flags("-O0")
 
 
+@pytest.mark.slow    # make test budget: test_soak_short (4x4 mesh, mixed traffic, scoreboarded) and the
+# router cocotb tests stay in make test
 def test_mesh_4x4_cocotb(monkeypatch):
     monkeypatch.setenv("MAKEFLAGS", FAST_BUILD)
     run("mesh", {"kx": 4, "ky": 4, "max_node": 4, "payload_width": 32},
