@@ -42,7 +42,13 @@ def test_export_lint_synth(name, params, tmp_path):
     assert synth.returncode == 0, synth.stdout + synth.stderr
 
 
-@pytest.mark.parametrize("name", sorted(SMALL))
+# make test budget: the package's -Wall lint runs in make soak; make test verilates the whole
+# package in tests/test_package.py (cocotb) and lints its chiplet (chiplet here) and routers
+SOAK_LINT = {"package"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SOAK_LINT else n
+                                  for n in sorted(SMALL)])
 def test_export_lint_small(name, tmp_path):
     """make test's check of the blocks above: small-size export, manifest, Verilator -Wall."""
     spec = blocks()[name]
