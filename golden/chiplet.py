@@ -140,6 +140,22 @@ def _to_cmd(c) -> gpe_model.Command:
 
 
 # ------------------------------------------------------------------------ execution
+def reduction_chain(jobs: dict, head) -> list:
+    """The reduction chain that starts at PE job ``head`` (FIRST or ONLY): follow ``psum_dest``
+    through MIDDLE PEs to the LAST one.  ``jobs`` maps a node key to its decoded job (``cfg``,
+    ``psum_dest``, ``ntiles``); a chain that leaves the jobs, loops, or mixes tile counts is an
+    error."""
+    chain = [head]
+    while Role(int(jobs[chain[-1]]["cfg"].role)) in (Role.FIRST, Role.MIDDLE):
+        nxt = jobs[chain[-1]]["psum_dest"]
+        if nxt not in jobs or len(chain) > len(jobs):
+            raise ValueError(f"chain from {head} breaks at {chain[-1]} -> {nxt}")
+        chain.append(nxt)
+    if len({jobs[x]["ntiles"] for x in chain}) != 1:
+        raise ValueError("chain members run different numbers of tiles")
+    return chain
+
+
 def run_pass(ps, cfg) -> dict:
     """Execute a compiled pass (with preload); returns {"words": [out_words, K0] int8 as
     delivered to the gateway, "completions": [...], "pes": {node: regs}}."""
@@ -208,14 +224,7 @@ def run_pass(ps, cfg) -> dict:
         role = Role(int(j["cfg"].role))
         if role not in (Role.FIRST, Role.ONLY):
             continue
-        chain = [node]
-        while Role(int(jobs[chain[-1]]["cfg"].role)) in (Role.FIRST, Role.MIDDLE):
-            nxt = jobs[chain[-1]]["psum_dest"]
-            if nxt not in jobs or len(chain) > len(jobs):
-                raise ValueError(f"chain from {node} breaks at {chain[-1]} -> {nxt}")
-            chain.append(nxt)
-        if len({jobs[x]["ntiles"] for x in chain}) != 1:
-            raise ValueError("chain members run different numbers of tiles")
+        chain = reduction_chain(jobs, node)
         for t in range(j["ntiles"]):
             psum = None
             for x in chain:

@@ -24,6 +24,7 @@ import numpy as np
 from tessera.golden import global_pe as gpe_model
 from tessera.golden import pe as gpe_pe
 from tessera.golden.chiplet import _decode_loads, _lanes, _pe_weights, covered, layer_tensors, reference  # noqa: F401
+from tessera.golden.chiplet import reduction_chain
 from tessera.hdl.chiplet import packets as pk
 from tessera.hdl.chiplet.compiler import TAG_READBACK, TAG_RECV_IN, TAG_RECV_OUT
 from tessera.hdl.global_pe.packets import KIND_OUT, OP_RECV, OP_SEND, out_header_layout, unpack_fields
@@ -128,14 +129,7 @@ def run_package(pp) -> dict:
     for key, j in jobs.items():
         if Role(int(j["cfg"].role)) not in (Role.FIRST, Role.ONLY):
             continue
-        chain = [key]
-        while Role(int(jobs[chain[-1]]["cfg"].role)) in (Role.FIRST, Role.MIDDLE):
-            nxt = jobs[chain[-1]]["psum_dest"]
-            if nxt not in jobs or len(chain) > len(jobs):
-                raise ValueError(f"chain from {key} breaks at {chain[-1]} -> {nxt}")
-            chain.append(nxt)
-        if len({jobs[x]["ntiles"] for x in chain}) != 1:
-            raise ValueError("chain members run different numbers of tiles")
+        chain = reduction_chain(jobs, key)
         last = jobs[chain[-1]]
         if last["out_node"] != nm.gpe:
             raise ValueError(f"out_dest {last['out_node']} is not a Global PE")
