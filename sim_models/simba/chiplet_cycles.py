@@ -84,8 +84,6 @@ class ChipletCycles:
     tile_start_cycles: float = 4.0     # PE node per tile: region full -> PE start, done -> next (fitted)
     send_overhead_cycles: float = 0.0  # Global PE per SEND on the round's critical path (fitted)
     credit_fixed_cycles: float = 8.0   # DATA credit loop beyond hops and packet length (fitted)
-    mcast_sf_cycles: float = 12.0      # per multicast packet and hop when a router buffer holds
-                                       # one max packet only (fitted: 4x4 res3b slice, see doc)
     source: str = ""
 
 
@@ -194,17 +192,26 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
     lane_rate = min(1.0, cfg.credit_window * pkt_flits / rtt) if rtt > 0 else 1.0
     inj_round = max(inj_round, tile_flits / (lane_rate * cc.send_flits_per_cycle))
     # multicast is cut-through in the routers: a packet moves on only once it is whole in the
-    # input buffer and every branch's downstream VC has room for a max-length packet; with
-    # buffers of one max packet the next packet waits for the previous one to drain, so each
-    # multicast packet costs its flits + mcast_sf_cycles on the tree (RTL: 17.1 cycles per
-    # 5-flit packet on the 4x4 res3b slice)
-    if any(len(st.members) > 1 for st in ps.sets) and \
-            cfg.router_buffer_flits < cfg.max_packet_flits + pkt_flits:
-        n_pk = g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in))
-        inj_round = max(inj_round, n_pk * (pkt_flits + cc.mcast_sf_cycles))
+    # input buffer (its head is allocated the cycle after its tail was written) and every
+    # branch's downstream VC has room for a max-length packet (hdl/noc/router.py).  When a
+    # buffer cannot hold a max packet beside the previous packet (router_buffer_flits <
+    # max_packet_flits + pkt_flits), the next packet waits until the previous one has left
+    # the downstream buffer and its last credit is back: pkt_flits to send + pkt_flits to
+    # drain downstream + the link both ways (2 x link_latency) per packet
+    # (:func:`mcast_packet_cycles`; bare 4x5 mesh, amaranth.sim: 12.0 cycles per 5-flit
+    # packet at 17 flits, bench/noc_mcast.py)
+    n_pk = g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in))
+    if any(len(st.members) > 1 for st in ps.sets):
+        inj_round = max(inj_round, n_pk * mcast_packet_cycles(cfg, pkt_flits))
+    # the Global PE's NoC ejection port (the router's local output, one flit per cycle) takes
+    # one CREDIT flit per DATA packet per member (contract item 3) and the round's OUT
+    # packets (words + heads) at the RECV rate: a 16-member multicast of 5-flit packets
+    # returns 16 credit flits per 5 flits sent
     beats = g0.K1 * g0.P1 * g0.Q1
     lasts = [j for j in ps.jobs if int(j.cfg.role) in (2, 3)]
+    cred_round = sum(len(st.members) for st in ps.sets) * n_pk / cfg_get(cfg, "credit_batch", 1)
     out_round = len(lasts) * (beats + math.ceil(beats / cc.out_words)) / cc.recv_words_per_cycle
+    ej_round = cred_round + out_round
     # PE tile (slowest role present): compute, stretched by a slower result stream; with one
     # input region (no double buffer) the next tile's words load while the PE is idle
     slots = ibuf_slots(cfg, tile_words) if slots is None else slots
@@ -228,7 +235,7 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
         t_pe = max(t_pe, t)
     ctrl_round = (counts["send"] * cc.instr_cycles) / rounds
     ctrl_round = max(ctrl_round, ncmd["send"] / rounds * cc.gpe_cmd_cycles)
-    period = max(t_pe, inj_round, out_round, ctrl_round)
+    period = max(t_pe, inj_round, ej_round, ctrl_round)
     far = max(_hops(nm.gpe, j.node) for j in ps.jobs)
     chain = (cp - 1) * (cc.hop_cycles * 1 + g0.P1 * g0.Q1 * cc.psum_flits) if cp > 1 else 0.0
     out_lat = (max(_hops(j.node, nm.gpe) for j in lasts) * cc.hop_cycles + min(beats, cc.out_words)
@@ -246,7 +253,7 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
         + _hops(nm.gpe, nm.gateway) * cc.hop_cycles,
     }
     total = sum(terms.values())
-    bound = {"pe_tile": t_pe, "gpe_send": inj_round, "gpe_recv": out_round, "controller": ctrl_round}
+    bound = {"pe_tile": t_pe, "gpe_send": inj_round, "gpe_eject": ej_round, "controller": ctrl_round}
     macs_total = cfg.npes * cfg.pe.K0 * cfg.pe.C0
     return {"cycles": total, "terms": terms, "period": period, "period_bound": max(bound, key=bound.get),
             "period_terms": bound, "rounds": rounds,
@@ -254,6 +261,17 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
             "compute_utilization": ps.useful_macs / ((terms["first_delivery"] + terms["steady"]
                                                        + terms["last_tile"]) * macs_total),
             "noc_flits": noc_flits(ps, cfg, cc), "ibuf_slots": slots}
+
+
+def mcast_packet_cycles(cfg, pkt_flits: float) -> float:
+    """Cycles per multicast packet on the routers' tree (router rule, hdl/noc/router.py): a
+    packet starts on a hop only with room for a max-length packet downstream; if the buffer
+    cannot hold that beside a packet still there, packets go one at a time per hop:
+    send (pkt_flits) + drain downstream (pkt_flits) + credit/link both ways (2 x
+    link_latency); else one flit per cycle."""
+    if cfg.router_buffer_flits < cfg.max_packet_flits + pkt_flits:
+        return 2 * pkt_flits + 2 * cfg.link_latency
+    return pkt_flits
 
 
 def credit_rtt(ps, cfg, cc: ChipletCycles) -> float:
