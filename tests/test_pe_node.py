@@ -54,9 +54,11 @@ def simulate(env: E.Env, max_cycles=60000, dut=None, probe=None):
     return out
 
 
-def run_and_check(runs, seed=0, **kw):
-    env = E.Env(C, runs, seed=seed, **{k: v for k, v in kw.items() if k != "max_cycles"})
-    out = simulate(env, **({"max_cycles": kw["max_cycles"]} if "max_cycles" in kw else {}))
+def run_and_check(runs, seed=0, c=None, **kw):
+    c = c or C
+    env = E.Env(c, runs, seed=seed, **{k: v for k, v in kw.items() if k != "max_cycles"})
+    out = simulate(env, dut=PeNode(**c.as_dict()),
+                   **({"max_cycles": kw["max_cycles"]} if "max_cycles" in kw else {}))
     assert env.finished(), f"not finished after {out['cycles']} cycles (dones {env.dones})"
     errs = env.check()
     assert not errs, "\n".join(errs[:5])
@@ -78,6 +80,22 @@ def test_roles(role):
     runs = [E.build_run(C, rng, role=role, R=R, stride=st, ntiles=2 + (R == 3))
             for R, st in ((1, 1), (3, 1), (3, 2))]
     run_and_check(runs, seed=int(role))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_credit_batch(seed):
+    """credit_batch 3 of a 4-packet window: DATA credits coalesced (each CREDIT counts 1..3
+    packets, fewer CREDIT packets than DATA packets, every packet acknowledged: the Global PE
+    model's window is full again at the end, including after the idle flush), outputs as the
+    golden model's."""
+    cb = P.PeNodeConfig(**dict(E.SMALL, credit_window=4, credit_batch=3))
+    rng = np.random.default_rng(40 + seed)
+    runs = [E.build_run(cb, rng, role=Role.ONLY, R=3, stride=1, ntiles=3),
+            E.build_run(cb, rng, role=Role.LAST, R=1, stride=1, ntiles=2)]
+    env, out = run_and_check(runs, seed=seed, c=cb, in_gap=0.05, out_stall=0.1)
+    data = sum(len(r["data"]) for r in runs)
+    credits = [p for (d, k), v in env.got.items() if k == "CREDIT" for p in v]
+    assert len(credits) < data, (len(credits), data)
 
 
 def test_heavy_backpressure():

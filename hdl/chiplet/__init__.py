@@ -111,6 +111,7 @@ PE_NODE_PARAMS = _pe_params() + [
     Param("psum_window", 2, "psum packets outstanding toward the downstream PE", min=1, max=64),
     Param("psum_beats", 5, "max partial-sum beats per PSUM packet (3 flits each)", min=1, max=255),
     Param("out_words", 16, "max output beats per OUT packet", min=1, max=255),
+    Param("credit_batch", 1, "DATA packets acknowledged per CREDIT packet (coalesced)", min=1, max=64),
 ]
 
 

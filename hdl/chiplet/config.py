@@ -107,6 +107,7 @@ FIELD_PARAMS = {
     "send_slots": ("Global PE SENDs in flight", dict(min=1, max=8)),
     "ucast_lanes": ("Global PE unicast lanes", dict(min=1, max=4)),
     "psum_window": ("PSUM packets a PE node reserves (credits)", dict(min=1, max=255)),
+    "credit_batch": ("DATA packets a PE node acknowledges per CREDIT packet", dict(min=1, max=64)),
     "psum_beats": ("beats per PSUM packet", dict(min=1, max=255)),
     "out_words": ("beats per OUT packet", dict(min=1, max=255)),
     "classes": ("NoC message classes", dict(min=2, max=8)),
@@ -159,6 +160,8 @@ class ChipletConfig:
     psum_window: int = 2              # PSUM packets a receiver reserves (credits)
     psum_beats: int = 5               # beats per PSUM packet (psum_flits flits each)
     out_words: int = 16               # beats per OUT packet
+    credit_batch: int = 4             # DATA packets per CREDIT packet (pe_node: coalesced, flushed
+                                      # after CREDIT_FLUSH_CYCLES idle; 1 = one CREDIT per packet)
     # NoC
     classes: int = 2
     vcs: int = 2
@@ -278,7 +281,8 @@ class ChipletConfig:
                     chiplet_mesh_x=self.chiplet_mesh_x, chiplet_mesh_y=self.chiplet_mesh_y,
                     classes=self.classes, credit_window=self.credit_window,
                     max_tile=self.max_tile, psum_window=self.psum_window,
-                    psum_beats=self.psum_beats, out_words=self.out_words)
+                    psum_beats=self.psum_beats, out_words=self.out_words,
+                    credit_batch=self.credit_batch)
 
     @classmethod
     def from_params(cls, params: dict) -> "ChipletConfig":

@@ -241,7 +241,8 @@ class PeNodeConfig(PEParams):
     the golden model and the testbench: the PE's fields and defaults are
     :class:`PEParams`' own (inherited, so the node builds the PE the PE block
     defines), followed by the NI's.  ``credit_window``/``max_tile`` are the
-    Global PE's (receive FIFO = credit_window x max_tile words); ``psum_window``
+    Global PE's (receive FIFO = credit_window x max_tile words; one CREDIT packet per
+    ``credit_batch`` DATA packets, see pe_node); ``psum_window``
     psum packets of at most ``psum_beats`` beats each fit the psum receive FIFO;
     OUT packets carry at most ``out_words`` beats."""
     word_bits: int = 64
@@ -255,6 +256,7 @@ class PeNodeConfig(PEParams):
     psum_window: int = 2
     psum_beats: int = 5
     out_words: int = 16
+    credit_batch: int = 1      # DATA packets acknowledged per CREDIT packet (pe_node docstring)
 
     @property
     def pe(self) -> PEParams:

@@ -23,7 +23,16 @@ What the NI does (packets on ``net_in``, one flit per cycle):
   max_tile`` words: the Global PE's credits guarantee space, so a DATA flit is
   never refused) -> the PE's ``i_load`` at consecutive addresses of the input
   region being filled; one ``CREDIT`` (count 1) to the packet's ``src`` when
-  its last word has left the FIFO.  The word stream is cut into tiles of
+  its last word has left the FIFO.  With ``credit_batch`` = n > 1 the NI
+  coalesces: completed packets of one ``src`` are counted and acknowledged by
+  one ``CREDIT`` (count = the packets counted) when n are counted, when a
+  packet of another ``src`` completes, or ``CREDIT_FLUSH_CYCLES`` cycles
+  after the last one was counted -- so the
+  Global PE's NoC ejection port sees one credit flit per n packets per
+  member instead of one per packet (a 16-member multicast of 5-flit DATA
+  packets otherwise returns 16 credit flits per 5 flits sent, issue 17).  The
+  flush timer bounds the delay, so a Global PE waiting for credits always gets
+  them (n <= credit_window).  The word stream is cut into tiles of
   ``C1*H_in*W_in`` words (packets may span tiles).  DATA that arrives before
   ``start`` waits in the FIFO.
 * ``PSUM``: beats (``psum_flits`` flits each) -> psum FIFO (``psum_window x
@@ -145,6 +154,12 @@ def validate(c: PeNodeConfig) -> None:
     need(1 <= c.psum_window <= 64, "psum_window", f"must be in 1..64, got {c.psum_window}")
     need(1 <= c.psum_beats <= 255, "psum_beats", f"must be in 1..255, got {c.psum_beats}")
     need(1 <= c.out_words <= 255, "out_words", f"must be in 1..255, got {c.out_words}")
+    need(1 <= c.credit_batch <= c.credit_window, "credit_batch",
+         f"must be in 1..credit_window={c.credit_window}, got {c.credit_batch}")
+
+
+#: cycles without a completed DATA packet after which coalesced credits are sent (credit_batch > 1)
+CREDIT_FLUSH_CYCLES = 16
 
 
 def ibuf_plan(m, pe, dbl, slot):
@@ -581,6 +596,33 @@ class PeNode(wiring.Component):
         no = self.net_out
         # (the flit's fields as separate signals: every bit of them is driven)
         fl_head, fl_tail, fl_mclass = Signal(), Signal(), Signal(len(no.payload.mclass))
+        # DATA credits: one CREDIT per packet (credit_batch 1), or coalesced (module docstring)
+        cr_valid, cr_ready = Signal(), Signal()
+        cr_dest = Signal(addr_l)
+        cr_count = Signal(8)
+        if c.credit_batch == 1:
+            m.d.comb += [cr_valid.eq(drx.credit.valid), cr_dest.eq(drx.credit.payload),
+                         cr_count.eq(1), drx.credit.ready.eq(cr_ready)]
+        else:
+            nb = c.credit_batch
+            pend = Signal(range(nb + 1))
+            pend_src = Signal(addr_l)
+            idle = Signal(range(CREDIT_FLUSH_CYCLES + 1))
+            same = Signal()
+            m.d.comb += same.eq(drx.credit.payload.as_value() == pend_src.as_value())
+            # send the count when full, on another source's packet, or after the idle time
+            m.d.comb += [cr_valid.eq((pend == nb) | ((pend != 0) & (
+                             (drx.credit.valid & ~same) | (idle == CREDIT_FLUSH_CYCLES)))),
+                         cr_dest.eq(pend_src), cr_count.eq(pend)]
+            absorb = Signal()
+            m.d.comb += absorb.eq(drx.credit.valid & ~cr_valid & ((pend == 0) | same))
+            m.d.comb += drx.credit.ready.eq(absorb)
+            with m.If(cr_valid & cr_ready):
+                m.d.sync += [pend.eq(0), idle.eq(0)]
+            with m.Elif(absorb):
+                m.d.sync += [pend.eq(pend + 1), pend_src.eq(drx.credit.payload), idle.eq(0)]
+            with m.Elif((pend != 0) & (idle != CREDIT_FLUSH_CYCLES)):
+                m.d.sync += idle.eq(idle + 1)
         fl_dest = Signal(addr_l)
         fl_payload = Signal(WB)
         ob_valid, ob_ready = Signal(), Signal()
@@ -623,11 +665,11 @@ class PeNode(wiring.Component):
                         m.d.sync += in_pkt.eq(0)
                 with m.Else():
                     m.d.sync += j.eq(j + 1)
-        with m.Elif(drx.credit.valid):
+        with m.Elif(cr_valid):
+            crp = Signal(credit_layout())
+            m.d.comb += [crp.kind.eq(KIND_CREDIT), crp.count.eq(cr_count)]
             m.d.comb += [ob_valid.eq(1), fl_head.eq(1), fl_tail.eq(1), fl_mclass.eq(ctrl),
-                         fl_dest.eq(drx.credit.payload),
-                         fl_payload.eq(credit_layout().const({"kind": KIND_CREDIT, "count": 1})),
-                         drx.credit.ready.eq(ob_ready)]
+                         fl_dest.eq(cr_dest), fl_payload.eq(crp), cr_ready.eq(ob_ready)]
         with m.Elif(prx.credit.valid):
             m.d.comb += [ob_valid.eq(1), fl_head.eq(1), fl_tail.eq(1), fl_mclass.eq(ctrl),
                          fl_dest.eq(prx.credit.payload),

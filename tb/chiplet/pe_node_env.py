@@ -25,7 +25,8 @@ from tessera.golden import pe as gpe
 from tessera.golden.pe_node import PeNodeModel
 from tessera.hdl.chiplet import packets as P
 from tessera.hdl.global_pe.packets import (KIND_CREDIT, KIND_DATA, KIND_OUT, GpeConfig,
-                                           data_header_layout, net_flit_layout, pack_fields)
+                                           credit_layout, data_header_layout, net_flit_layout,
+                                           pack_fields, unpack_fields)
 from tessera.hdl.pe.config import PEConfig, Role
 
 SMALL = dict(K0=8, C0=8, acc_width=24, wbuf_bytes=4096, ibuf_bytes=1024, abuf_entries=64,
@@ -239,7 +240,10 @@ class Env:
                 self.errors.append(f"{kind} in class {mclass}")
             self.got[(dest, kind)].append(pl)
             if kind == "CREDIT":
-                self.gcred += 1
+                n = unpack_fields(credit_layout(), pl[0])["count"]
+                if not 1 <= n <= self.c.credit_batch:
+                    self.errors.append(f"CREDIT count {n} outside 1..credit_batch")
+                self.gcred += n
                 if self.gcred > self.c.credit_window:
                     self.errors.append("more CREDITs than DATA packets")
             elif kind == "PCREDIT":
@@ -266,8 +270,18 @@ class Env:
         """Compare with the golden model; returns a list of mismatch strings."""
         exp = self.golden.finish()
         errs = list(self.errors)
-        for key in sorted(set(exp) | set(self.got)):
-            e, g = exp.get(key, []), self.got.get(key, [])
+        if self.c.credit_batch > 1:
+            # coalesced credits: the golden model's one CREDIT per packet, summed per source
+            cnt = lambda pls: sum(unpack_fields(credit_layout(), p[0])["count"] for p in pls)
+            for d in {k for k in set(exp) | set(self.got) if k[1] == "CREDIT"}:
+                e, g = cnt(exp.pop(d, [])), cnt(self.got.get(d, []))
+                if e != g:
+                    errs.append(f"{d}: {g} credits returned, {e} DATA packets")
+            got = {k: v for k, v in self.got.items() if k[1] != "CREDIT"}
+        else:
+            got = self.got
+        for key in sorted(set(exp) | set(got)):
+            e, g = exp.get(key, []), got.get(key, [])
             if e != g:
                 n = next((i for i, (a, b) in enumerate(zip(e, g)) if a != b), min(len(e), len(g)))
                 errs.append(f"{key}: expected {len(e)} packets, got {len(g)}; first difference "
