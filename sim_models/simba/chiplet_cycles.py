@@ -283,7 +283,10 @@ def credit_rtt(ps, cfg, cc: ChipletCycles) -> float:
     g0 = ps.jobs[0].cfg
     w = min(cfg.max_tile, g0.W_in)
     far = max(_hops(nm.gpe, j.node) for j in ps.jobs)
-    return 2 * far * cc.hop_cycles + (w + 1) + w + cc.credit_fixed_cycles
+    # coalesced credits (pe_node credit_batch n): a packet's credit waits for the next n - 1
+    # packets to arrive (w + 1 flits each at one flit per cycle)
+    wait = (cfg_get(cfg, "credit_batch", 1) - 1) * (w + 1)
+    return 2 * far * cc.hop_cycles + (w + 1) + w + cc.credit_fixed_cycles + wait
 
 
 def noc_flits(ps, cfg, cc: ChipletCycles) -> int:
@@ -297,7 +300,9 @@ def noc_flits(ps, cfg, cc: ChipletCycles) -> int:
     for s in ps.sets:
         pk_tile = g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in))
         n += len(s.tiles) * (g0.C1 * g0.H_in * g0.W_in + pk_tile)
-        n += len(s.tiles) * pk_tile * len(s.members)            # one CREDIT per packet per member
+        # one CREDIT per credit_batch packets per member (pe_node coalescing; with
+        # credit_batch > 1 a lower bound: the NI's idle flush may send a partial count)
+        n += math.ceil(len(s.tiles) * pk_tile / cfg_get(cfg, "credit_batch", 1)) * len(s.members)
     for j in ps.jobs:
         if int(j.cfg.role) in (0, 1):
             pk = math.ceil(beats / cc.psum_beats)
