@@ -28,9 +28,14 @@ with its source (to be calibrated against the RTL chiplet when it runs):
     row of W_in words) leaves only when every member holds a credit, so a lane carries at
     most ``credit_window`` packets per round trip of its farthest member (:func:`credit_rtt`:
     hops both ways x ``hop_cycles`` + the packet's flits + its words into the PE +
-    ``credit_fixed_cycles``);
-  - Global PE ejection: OUT words of one round (+ heads) at ``recv_words_per_cycle`` = 0.94
-    (README RECV bench 0.9377 words/cycle);
+    ``credit_fixed_cycles`` + the wait for the rest of a coalesced credit batch), or the
+    routers' multicast rule if slower (:func:`mcast_packet_cycles`: with buffers too small
+    for a max packet beside a packet still there, 2 x pkt_flits + 2 x link_latency per
+    multicast packet, all sets' packets in turn: they share the Global PE router's DATA VC;
+    derived from hdl/noc/router.py and checked on the bare mesh by bench/noc_mcast.py);
+  - Global PE ejection (its router's local output, 1 flit/cycle): one CREDIT flit per
+    ``credit_batch`` DATA packets per member + the round's OUT words (+ heads) at
+    ``recv_words_per_cycle`` = 0.94 (README RECV bench 0.9377 words/cycle);
   - controller issue: instructions per round (CMDW + CMD per SEND, GROUP re-writes) x
     max(``instr_cycles``, ``gpe_cmd_cycles`` per command).
 * ``last_tile``: one tile of the slowest PE, + the reduction chain: (cp - 1) x (hop latency +
@@ -200,9 +205,14 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
     # drain downstream + the link both ways (2 x link_latency) per packet
     # (:func:`mcast_packet_cycles`; bare 4x5 mesh, amaranth.sim: 12.0 cycles per 5-flit
     # packet at 17 flits, bench/noc_mcast.py)
+    # All DATA packets enter the NoC through the same input VC of the Global PE's router
+    # (DATA class -> one VC), so the rule serialises every multicast packet of the round,
+    # whichever set it belongs to.
     n_pk = g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in))
-    if any(len(st.members) > 1 for st in ps.sets):
-        inj_round = max(inj_round, n_pk * mcast_packet_cycles(cfg, pkt_flits))
+    n_mc = sum(1 for st in ps.sets if len(st.members) > 1)
+    if n_mc:
+        inj_round = max(inj_round, n_mc * n_pk * mcast_packet_cycles(cfg, pkt_flits)
+                        + (n_sets - n_mc) * tile_flits)
     # the Global PE's NoC ejection port (the router's local output, one flit per cycle) takes
     # one CREDIT flit per DATA packet per member (contract item 3) and the round's OUT
     # packets (words + heads) at the RECV rate: a 16-member multicast of 5-flit packets
