@@ -218,13 +218,14 @@ def test_weight_layout_round_trip():
 
 def test_cycle_model_credit_loop():
     """A multicast lane carries credit_window packets per round trip of its farthest member:
-    the 4x4 res3b_branch2b pass is GPE-bound at 4 credits, PE-bound at 16."""
+    on the 4x4 res3b_branch2b pass the Global PE's send term is credit-bound at 4 credits
+    and its flits (1 flit/cycle) at 16 (one CREDIT per packet, credit_batch 1)."""
     from tessera.sim_models.simba.chiplet_cycles import credit_rtt, default_constants, pass_cycles
     L = NET["res3b_branch2b"]
     m = PEMapping(kp=16, cp=1, pp=1, qp=1, p1=1, q1=2)
     out = {}
     for cw in (4, 16):
-        cfg = ChipletConfig(credit_window=cw, buffer_flits=34)         # no multicast buffer stall
+        cfg = ChipletConfig(credit_window=cw, credit_batch=1)
         ps = compile_layer(L, m, cfg)[0]
         out[cw] = pass_cycles(ps, cfg)
     cc = default_constants()[0]
@@ -232,15 +233,38 @@ def test_cycle_model_credit_loop():
     assert rtt == 2 * 7 * cc.hop_cycles + 5 + 4 + cc.credit_fixed_cycles    # (0,4) -> (3,0): 7 hops
     tile_flits = 16 * 3 * 5                                                  # C1 H_in rows of 4 words
     assert out[4]["period_terms"]["gpe_send"] == pytest.approx(tile_flits * rtt / (4 * 5))
-    assert out[4]["period_bound"] == "gpe_send" and out[16]["period_bound"] == "pe_tile"
+    assert out[4]["period_terms"]["gpe_send"] > tile_flits
     assert out[16]["period_terms"]["gpe_send"] == tile_flits
+    # a coalesced credit waits for the batch's other packets (credit_batch - 1 packets of 5 flits)
+    cfg4 = ChipletConfig(credit_window=16, credit_batch=4)
+    assert credit_rtt(compile_layer(L, m, cfg4)[0], cfg4, cc) == rtt + 3 * 5
+
+
+def test_cycle_model_gpe_ejection():
+    """The Global PE's ejection port takes one CREDIT flit per credit_batch DATA packets per
+    member + the round's OUT flits: 16 members x 48 packets per tile = 768 credit flits per
+    round at credit_batch 1 (the 29 % utilisation of the 4x4 res3b_branch2b run), 192 at 4."""
+    from tessera.sim_models.simba.chiplet_cycles import pass_cycles
+    L = NET["res3b_branch2b"]
+    m = PEMapping(kp=16, cp=1, pp=1, qp=1, p1=1, q1=2)
+    r = {}
+    for cb in (1, 4):
+        cfg = ChipletConfig(credit_batch=cb)
+        r[cb] = pass_cycles(compile_layer(L, m, cfg)[0], cfg)
+    out = 16 * (2 + 1) / 0.94                                   # 16 LAST PEs: 2 beats + a head
+    assert r[1]["period_terms"]["gpe_eject"] == pytest.approx(16 * 48 + out)
+    assert r[4]["period_terms"]["gpe_eject"] == pytest.approx(16 * 48 / 4 + out)
+    assert r[1]["period_bound"] == "gpe_eject" and r[4]["period_bound"] == "pe_tile"
 
 
 def test_cycle_model_multicast_buffer_stall():
-    """Router buffers of one max packet: each multicast packet costs flits + mcast_sf_cycles."""
-    from tessera.sim_models.simba.chiplet_cycles import default_constants, pass_cycles
+    """The router rule (room for a max packet downstream): buffers of one max packet (17)
+    serialise multicast packets per hop, 2 x 5 flits + 2 x link_latency each; the default
+    buffer (32) holds a max packet beside a 5-flit one, so packets stream at 1 flit/cycle."""
+    from tessera.sim_models.simba.chiplet_cycles import mcast_packet_cycles, pass_cycles
     L = NET["res3b_branch2b"]
     m = PEMapping(kp=16, cp=1, pp=1, qp=1, p1=1, q1=2)
-    cfg = ChipletConfig()
+    cfg = ChipletConfig(buffer_flits=17)
+    assert mcast_packet_cycles(cfg, 5) == 12 and mcast_packet_cycles(ChipletConfig(), 5) == 5
     r = pass_cycles(compile_layer(L, m, cfg)[0], cfg)
-    assert r["period_terms"]["gpe_send"] == pytest.approx(48 * (5 + default_constants()[0].mcast_sf_cycles))
+    assert r["period_terms"]["gpe_send"] == pytest.approx(48 * 12)

@@ -1,7 +1,9 @@
 """A compiled layer pass on the RTL chiplet (cocotb/Verilator, 2x2 PEs, small buffers): every
 output byte equals the numpy reference, no error flag, and the RTL's NoC flit counter equals
 the chiplet model's count (within the host's last CREDIT, still in flight when the count is
-read), also under random host back-pressure and gaps."""
+read), also under random host back-pressure and gaps.  One CREDIT per DATA packet
+(``credit_batch=1``) so the count is exact: coalesced credits (the chiplet default) depend on
+the NI's idle flush; they run in tests/test_chiplet_top.py and the bench."""
 import pytest
 
 from tessera.golden import chiplet as gc
@@ -10,7 +12,7 @@ from tessera.hdl.chiplet.config import ChipletConfig
 from tessera.hdl.pe.config import PEParams
 
 CFG = ChipletConfig(nx=2, ny=2, words=512, banks=2, max_tile=8, out_words=8, psum_beats=2,
-                    prog_depth=512, timeout_bits=16,
+                    prog_depth=512, timeout_bits=16, credit_batch=1,
                     pe=PEParams(wbuf_bytes=1024, ibuf_bytes=512, abuf_entries=32, ppu_depth=4))
 CASES = [  # chain + multicast + padding; stride 2 with spatial split
     ("chain_mcast", ConvLayer("t", C=16, K=16, R=3, S=3, H=8, W=8, stride=1, pad=1),
