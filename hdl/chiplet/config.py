@@ -107,7 +107,8 @@ FIELD_PARAMS = {
     "send_slots": ("Global PE SENDs in flight", dict(min=1, max=8)),
     "ucast_lanes": ("Global PE unicast lanes", dict(min=1, max=4)),
     "psum_window": ("PSUM packets a PE node reserves (credits)", dict(min=1, max=255)),
-    "credit_batch": ("DATA packets a PE node acknowledges per CREDIT packet", dict(min=1, max=64)),
+    "credit_batch": ("DATA packets a PE node acknowledges per CREDIT packet (0: 4; 1 in a package)",
+                     dict(min=0, max=64)),
     "psum_beats": ("beats per PSUM packet", dict(min=1, max=255)),
     "out_words": ("beats per OUT packet", dict(min=1, max=255)),
     "classes": ("NoC message classes", dict(min=2, max=8)),
@@ -160,8 +161,9 @@ class ChipletConfig:
     psum_window: int = 2              # PSUM packets a receiver reserves (credits)
     psum_beats: int = 5               # beats per PSUM packet (psum_flits flits each)
     out_words: int = 16               # beats per OUT packet
-    credit_batch: int = 4             # DATA packets per CREDIT packet (pe_node: coalesced, flushed
-                                      # after CREDIT_FLUSH_CYCLES idle; 1 = one CREDIT per packet)
+    credit_batch: int = 0             # DATA packets per CREDIT packet (pe_node: coalesced, flushed
+                                      # after CREDIT_FLUSH_CYCLES idle; 1 = one per packet);
+                                      # 0: node_credit_batch (4, or 1 in package mode)
     # NoC
     classes: int = 2
     vcs: int = 2
@@ -208,6 +210,14 @@ class ChipletConfig:
         use a 32-deep RAM, hdl/noc/router.py ``aw``), so the extra depth costs only a wider
         occupancy/credit counter."""
         return self.buffer_flits or 1 << self.max_packet_flits.bit_length()
+
+    @property
+    def node_credit_batch(self) -> int:
+        """DATA packets a PE node acknowledges per CREDIT packet: ``credit_batch``, or by default
+        4 on a chiplet (a 16-member multicast of 5-flit packets otherwise returns 16 credit
+        flits per 5 flits to the Global PE's one ejection port; 4 leaves 4 per 5) and 1 in
+        package mode (``hier``: the package model counts one CREDIT per packet on the NoP)."""
+        return self.credit_batch or (1 if self.hier else 4)
 
     @property
     def max_node(self) -> int:
@@ -282,7 +292,7 @@ class ChipletConfig:
                     classes=self.classes, credit_window=self.credit_window,
                     max_tile=self.max_tile, psum_window=self.psum_window,
                     psum_beats=self.psum_beats, out_words=self.out_words,
-                    credit_batch=self.credit_batch)
+                    credit_batch=self.node_credit_batch)
 
     @classmethod
     def from_params(cls, params: dict) -> "ChipletConfig":

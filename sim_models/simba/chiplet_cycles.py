@@ -219,7 +219,7 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
     # returns 16 credit flits per 5 flits sent
     beats = g0.K1 * g0.P1 * g0.Q1
     lasts = [j for j in ps.jobs if int(j.cfg.role) in (2, 3)]
-    cred_round = sum(len(st.members) for st in ps.sets) * n_pk / cfg_get(cfg, "credit_batch", 1)
+    cred_round = sum(len(st.members) for st in ps.sets) * n_pk / cfg_get(cfg, "node_credit_batch", 1)
     out_round = len(lasts) * (beats + math.ceil(beats / cc.out_words)) / cc.recv_words_per_cycle
     ej_round = cred_round + out_round
     # PE tile (slowest role present): compute, stretched by a slower result stream; with one
@@ -295,7 +295,7 @@ def credit_rtt(ps, cfg, cc: ChipletCycles) -> float:
     far = max(_hops(nm.gpe, j.node) for j in ps.jobs)
     # coalesced credits (pe_node credit_batch n): a packet's credit waits for the next n - 1
     # packets to arrive (w + 1 flits each at one flit per cycle)
-    wait = (cfg_get(cfg, "credit_batch", 1) - 1) * (w + 1)
+    wait = (cfg_get(cfg, "node_credit_batch", 1) - 1) * (w + 1)
     return 2 * far * cc.hop_cycles + (w + 1) + w + cc.credit_fixed_cycles + wait
 
 
@@ -312,7 +312,7 @@ def noc_flits(ps, cfg, cc: ChipletCycles) -> int:
         n += len(s.tiles) * (g0.C1 * g0.H_in * g0.W_in + pk_tile)
         # one CREDIT per credit_batch packets per member (pe_node coalescing; with
         # credit_batch > 1 a lower bound: the NI's idle flush may send a partial count)
-        n += math.ceil(len(s.tiles) * pk_tile / cfg_get(cfg, "credit_batch", 1)) * len(s.members)
+        n += math.ceil(len(s.tiles) * pk_tile / cfg_get(cfg, "node_credit_batch", 1)) * len(s.members)
     for j in ps.jobs:
         if int(j.cfg.role) in (0, 1):
             pk = math.ceil(beats / cc.psum_beats)
