@@ -132,8 +132,12 @@ def main(argv=None) -> int:
         (out / "chiplet_layer.partial.json").write_text(json.dumps(
             {"entries": entries, "seconds": round(time.time() - t0, 1)}, indent=1) + "\n")
     merged = 0
+    rtl_walls = {}
     for f in a.rtl_from:
-        for r in json.loads(Path(f).read_text())["entries"]:
+        src = json.loads(Path(f).read_text())
+        if src.get("rtl_run") and "wall_seconds" in src:
+            rtl_walls[str(f)] = {"wall_seconds": src["wall_seconds"], "command": src.get("command")}
+        for r in src["entries"]:
             if r.get("rtl_cycles") is None:
                 continue
             for e in entries:
@@ -169,6 +173,8 @@ def main(argv=None) -> int:
            "rtl_run": bool(rtl), "opt": a.opt, "wall_seconds": wall,
            "command": "python bench/chiplet_layer.py " + " ".join(argv if argv is not None else sys.argv[1:]),
            "entries": entries, "small_2x2": small}
+    if rtl_walls:
+        doc["rtl_benches"] = rtl_walls         # the RTL runs merged here: their own bench wall times
     if not rtl:
         doc["note"] = ("RTL not run (--no-rtl, or no chiplet RTL in the tree): bit_exact, rtl_cycles, "
                        "utilization, noc_flits, error are null")
