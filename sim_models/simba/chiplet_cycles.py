@@ -194,7 +194,10 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
     # carries at most credit_window packets per round trip of its farthest member
     rtt = credit_rtt(ps, cfg, cc)
     pkt_flits = tile_flits / (g0.C1 * g0.H_in * math.ceil(g0.W_in / min(mt, g0.W_in)))
-    lane_rate = min(1.0, cfg.credit_window * pkt_flits / rtt) if rtt > 0 else 1.0
+    # coalesced credits (credit_batch b): up to b - 1 completed packets wait for their CREDIT,
+    # so b - 1 packets of the window are not in flight
+    w_eff = max(1, cfg.credit_window - (cfg_get(cfg, "node_credit_batch", 1) - 1))
+    lane_rate = min(1.0, w_eff * pkt_flits / rtt) if rtt > 0 else 1.0
     inj_round = max(inj_round, tile_flits / (lane_rate * cc.send_flits_per_cycle))
     # multicast is cut-through in the routers: a packet moves on only once it is whole in the
     # input buffer (its head is allocated the cycle after its tail was written) and every
@@ -256,7 +259,8 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
         "prologue": ins(counts["prologue"]) + cc.gpe_cmd_cycles + in_flits / cc.host_flits_per_cycle
         + _hops(nm.gateway, nm.gpe) * cc.hop_cycles,
         "config": ins(counts["config"]),
-        "first_delivery": inj_round + far * cc.hop_cycles,
+        "first_delivery": inj_round + (far * cc.hop_cycles if not n_mc else       # multicast: whole
+                                       (far + 1) * (pkt_flits + cc.hop_cycles) - pkt_flits),  # packet per router
         "steady": (rounds - 1) * period,
         "last_tile": t_pe + chain + max(out_lat, out_round),
         "epilogue": ins(counts["epilogue"]) + cc.gpe_cmd_cycles + out_flits / cc.send_flits_per_cycle
@@ -285,18 +289,23 @@ def mcast_packet_cycles(cfg, pkt_flits: float) -> float:
 
 
 def credit_rtt(ps, cfg, cc: ChipletCycles) -> float:
-    """DATA credit round trip of the pass's farthest multicast member (cycles): head out of the
-    Global PE -> packet in the member's NI FIFO (hops + flits) -> its words into the PE
-    (one per cycle) -> CREDIT back (hops) + ``credit_fixed_cycles``."""
+    """DATA credit round trip of the pass's farthest member (cycles): the packet to the member
+    + its words out of the NI FIFO into the PE (one per cycle) + the CREDIT back (hops) +
+    ``credit_fixed_cycles``.  To the member: unicast is wormhole (hops + the packet's flits);
+    a multicast packet moves on only once it is whole in each router's input buffer (router
+    rule), so every router on the way (hops + 1) costs the packet's flits + ``hop_cycles``
+    (bare 4x5 mesh, bench/noc_mcast.py: the first 5-flit packet's tail reaches the PE 7 hops
+    away 61 cycles after its head left = 5 + 8 x 7)."""
     from tessera.hdl.chiplet.config import node_map
     nm = node_map(cfg)
     g0 = ps.jobs[0].cfg
     w = min(cfg.max_tile, g0.W_in)
     far = max(_hops(nm.gpe, j.node) for j in ps.jobs)
-    # coalesced credits (pe_node credit_batch n): a packet's credit waits for the next n - 1
-    # packets to arrive (w + 1 flits each at one flit per cycle)
-    wait = (cfg_get(cfg, "node_credit_batch", 1) - 1) * (w + 1)
-    return 2 * far * cc.hop_cycles + (w + 1) + w + cc.credit_fixed_cycles + wait
+    if any(len(st.members) > 1 for st in ps.sets):
+        fwd = (far + 1) * (w + 1 + cc.hop_cycles)
+    else:
+        fwd = far * cc.hop_cycles + (w + 1)
+    return fwd + w + far * cc.hop_cycles + cc.credit_fixed_cycles
 
 
 def noc_flits(ps, cfg, cc: ChipletCycles) -> int:
