@@ -43,25 +43,21 @@ with its source (to be calibrated against the RTL chiplet when it runs):
 * ``epilogue``: WAIT (DONEs), the readback SEND (out_words + heads at 1 flit/cycle, + hops to
   the gateway), its completion, WAIT, END (instructions x ``instr_cycles``).
 
-Calibration status (RTL runs of ``bench/chiplet_layer.py --small`` and ``tessera run-layer``,
-cocotb/Verilator): NoC flits match the RTL counter to one flit (the host's last CREDIT, in flight
-when the counter is read) on every pass run; cycles: res3b_branch2b pass 0 on 2x2 PEs (default
-buffers, one set of 4) 81569 vs RTL 82185 (-0.8 %); on 16 PEs (one multicast set of 16) 32748 vs
-RTL 41543 (-21 %); the 8 small-buffer 2x2 passes -27 % .. +0.3 %.  Experiment: the same model with
-one input region per PE (``slots=1``: the next tile loads only while the PE is idle) gives -5.0 % on
-the 16-PE pass, i.e. there the next tile's multicast does not overlap the compute as the NI/PE
-contract intends (it does on 2x2); the model keeps the contract's double buffer until the RTL
-side is understood.
-The 16-PE shortfall was the DATA credit loop: with credit_window = 4 packets of one 4-word tile
-row each (20 flits) and a ~60-cycle round trip to the PE 7 hops from the Global PE, the multicast
-of a 192-word tile ran at ~1/3 flit/cycle (the slots=1 experiment only mimicked it); the model
-now has the credit-loop bound above (``credit_fixed_cycles`` = 8 is an estimate, see
-bench/chiplet_layer.py for the RTL check), and the chiplet's credit_window default is 16.
-RTL (final: credit_window 16) on the 4x4 res3b_branch2b pass-0 slice P[0:2): 27382 cycles, the
-PEs busy 8680 of ~22950 cycles each: 17.1 cycles per 5-flit multicast packet, the routers'
-cut-through multicast waiting for a whole-max-packet of room downstream (buffer_flits = one max
-packet); modelled by ``mcast_sf_cycles`` (fitted on that one run; a router buffer of two max
-packets should remove it: not yet measured).
+Calibration status (RTL runs, cocotb/Verilator; figures in build/bench/chiplet_layer.json).
+No term is fitted on a 16-PE entry: the multicast rule and store-and-forward latency are the
+router's (hdl/noc/router.py; bench/noc_mcast.py on the bare mesh), the ejection bound is one
+flit per cycle at the Global PE's router, ``credit_fixed_cycles`` = 8 is the earlier estimate
+(unchanged), ``tile_start_cycles`` and ``send_overhead_cycles`` were fitted on the 2x2 runs.
+History of the 16-PE res3b_branch2b pass 0 (one multicast set of 16): the 2-row slice ran
+27382 cycles with router buffers of 17 flits and one CREDIT per packet (29.4 % utilisation,
+period 851 cycles per 240-flit tile) and 27363 with 32-flit buffers: not the buffers but the
+Global PE's ejection port (16 CREDIT flits per 5-flit packet: 768 + OUT flits per round;
+model 26330, -3.8 %).  With credits coalesced by 4 (pe_node ``credit_batch``) the whole pass
+runs 47568 cycles (59.3 %), period 398: now the DATA credit loop (16 packets of window, 3 of
+them waiting for their batch; 8 routers x 7 cycles to the farthest PE for a 5-flit
+multicast packet), which the model, PE-bound before the store-and-forward term, put at 292.
+Flits: the model counts CREDITs as full batches (a lower bound: the NI's idle flush may send
+a partial count); exact with ``credit_batch`` 1 (tests/test_run_layer_rtl.py).
 Left out: NoC link contention other than the Global PE's own ports (e.g. psum and DATA sharing a
 link), bank conflicts, the PSUM credit loop beyond ``pcredit_rtt_cycles``, the host's reaction
 time after the input RECV opens.  Utilisation = useful MACs / (cycles x K0 C0 x PEs).
