@@ -103,6 +103,9 @@ def main(argv=None) -> int:
                     help="these passes of every layer (whole, unless --rows); default: PLAN")
     ap.add_argument("--rows", type=int, default=None, help="run the first N output rows of each pass")
     ap.add_argument("--all", action="store_true", help="every pass of every layer")
+    ap.add_argument("--layers", nargs="*", default=None,
+                    help="only these layers of the plan (e.g. to split the RTL runs over two processes "
+                         "and merge them with --rtl-from)")
     ap.add_argument("--opt", default="-O0", help="C++ optimisation of the Verilator model (-O0 builds "
                     "several times faster, runs slower)")
     ap.add_argument("--out", default="build/bench")
@@ -123,6 +126,8 @@ def main(argv=None) -> int:
         plan = [(n, None if a.all else (a.passes or [0, -1]), a.rows) for n in LAYERS]
     else:
         plan = [(n, [p], rows) for n, p, rows in PLAN]
+    if a.layers:
+        plan = [x for x in plan if x[0] in a.layers]
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     for name, passes, rows in plan:
