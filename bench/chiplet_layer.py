@@ -38,7 +38,7 @@ LAYERS = ["res2a_branch2b", "res2b_branch2a", "res3a_branch2b_s2", "res3b_branch
 
 
 #: (layer, pass, output rows of the pass to run: None = the whole pass)
-PLAN = [("res3b_branch2b", 0, None), ("res3a_branch2b_s2", 0, 1), ("res4b_branch2b", 0, 1),
+PLAN = [("res3b_branch2b", 0, None), ("res3b_branch2b", 0, 2), ("res3a_branch2b_s2", 0, 1), ("res4b_branch2b", 0, 1),
         ("conv1", 0, 1), ("res2b_branch2a", 0, 2), ("res2a_branch2b", 0, 2)]
 
 
