@@ -140,8 +140,9 @@ def main(argv=None) -> int:
     rtl_walls = {}
     for f in a.rtl_from:
         src = json.loads(Path(f).read_text())
-        if src.get("rtl_run") and "wall_seconds" in src:
-            rtl_walls[str(f)] = {"wall_seconds": src["wall_seconds"], "command": src.get("command")}
+        if "wall_seconds" in src or "seconds" in src:     # a bench JSON or its progress file
+            rtl_walls[str(f)] = {"wall_seconds": src.get("wall_seconds", src.get("seconds")),
+                                 "command": src.get("command")}
         for r in src["entries"]:
             if r.get("rtl_cycles") is None:
                 continue
