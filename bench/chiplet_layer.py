@@ -5,13 +5,14 @@ Layers (default 16-PE chiplet, mapping from the Simba mapper, ``tessera.run_laye
 res2a_branch2b (3x3/1), res2b_branch2a (1x1), res3a_branch2b_s2 (3x3/2: ResNet-50 v1 has no
 3x3 stride-2 layer, this is the v1.5 placement of res3a_branch2b), res3b_branch2b, res4b_branch2b
 (weights exceed the chiplet: mapped as K slices), conv1 (7x7/2).  Default plan (:data:`PLAN`):
-pass 0 of each, whole for res3b_branch2b (the utilisation target's pass), else a P slice (the
-pass's first output rows, ``slice`` in the entry says which: same mapping, PE configs and
-multicast sets, fewer tiles per PE) so that the bench runs in minutes (``--rows N`` /
-``--passes`` / ``--all`` override the plan).  Verilator model at ``-O0`` by default (``--opt``):
-measured under load 13-21 on the 2 shared cores, the 4x4 chiplet's -O0 build took ~24 min wall
-(Verilator ~12 min + g++ ~12 min), while the -O2 build had not finished after 85 min (its symbol-table
-file alone took > 4 CPU min): -O2 only pays for runs far longer than this plan.
+pass 0 of each; res3b_branch2b whole (the utilisation target's pass) and as a 2-row slice, the
+others as P slices (the pass's first output rows, ``slice`` in the entry says which: same
+mapping, PE configs and multicast sets, fewer tiles per PE) so that the bench runs in about an
+hour of -O0 simulation (``--rows N`` / ``--passes`` / ``--all`` override the plan; ``--layers``
+runs part of it, e.g. in two processes merged with ``--rtl-from``).  Verilator model at ``-O0``
+(``--opt``): the 4x4 chiplet's -O0 build takes ~6-8 min wall at load 5-13 on the 2 shared
+cores (the -O2 build had not finished after 85 min); the model then simulates ~30 cycles/s
+at that load (res3b_branch2b pass 0, 37959 cycles: 21 min).
 
 Writes ``build/bench/chiplet_layer.json``: ``entries`` [{layer, pass, bit_exact, rtl_cycles,
 model_cycles, utilization, noc_flits, error, ...model_* and golden details}].  ``bit_exact``,
