@@ -56,6 +56,12 @@ model 26330, -3.8 %).  With credits coalesced by 4 (pe_node ``credit_batch``) th
 runs 47568 cycles (59.3 %), period 398: now the DATA credit loop (16 packets of window, 3 of
 them waiting for their batch; 8 routers x 7 cycles to the farthest PE for a 5-flit
 multicast packet), which the model, PE-bound before the store-and-forward term, put at 292.
+With ``credit_window`` 32 (the default since): 37959 cycles, 74.4 %, PE-bound, model 37535
+(-1.1 %); the seven default-plan entries of bench/chiplet_layer.py (3x3/1, 3x3/2, 1x1, 7x7/2,
+K-sliced; one and two multicast sets; reduction chains) are all within -1.0 .. -4.7 %.  The
+2x2 small-buffer passes (``--small``, credit_window 16 then): -8.9 .. +11.6 %, stride 2 -1.9 ..
+-5.9 % (was -25/-27 % with 9-flit router buffers, where 6-flit multicast packets went one
+at a time per hop, 14 cycles each, and tiles waited for data).
 Flits: the model counts CREDITs as full batches (a lower bound: the NI's idle flush may send
 a partial count); exact with ``credit_batch`` 1 (tests/test_run_layer_rtl.py).
 Left out: NoC link contention other than the Global PE's own ports (e.g. psum and DATA sharing a
