@@ -208,12 +208,22 @@ class _VictimFIFO(wiring.Component):
             m.d.comb += match[i].eq(Mux(follows, tail_1h[i],
                                         valid[i] & same_tile(q[i], w) & ~(pop & head_1h[i])))
         m.d.sync += [pe.eq(self.w_en), pd.eq(w), pm.eq(match), pa.eq(~match.any())]
+        # the address minimum of a landing merge, compared one cycle ahead (timing: the
+        # 48-bit compare is off the read-out path): plt[i] = pd.addr < q[i].addr as they
+        # will be next cycle -- slot i then holds the landing record (append), the merge
+        # of it (min: both compares), or what it holds now
+        lt_p = w.addr < pd.addr
+        plt = Signal(D)
+        for i in range(D):
+            lt_q = w.addr < q[i].addr
+            m.d.sync += plt[i].eq(Mux(pe & pa & tail_1h[i], lt_p,
+                                      Mux(pe & pm[i], lt_p & lt_q, lt_q)))
 
         merged = []
         for i in range(D):
             mq = Signal(self.layout, name=f"merged{i}")
             m.d.comb += [mq.eq(q[i]), mq.n.eq(q[i].n + pd.n),
-                         mq.addr.eq(Mux(pd.addr < q[i].addr, pd.addr, q[i].addr))]
+                         mq.addr.eq(Mux(plt[i], pd.addr, q[i].addr))]
             merged.append(mq)
         hq = Const(0, len(q[0].as_value()))
         hm = Const(0, len(q[0].as_value()))
