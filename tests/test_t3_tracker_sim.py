@@ -93,7 +93,8 @@ def test_victim_fifo_merge_semantics(depth):
     back-to-back pushes of one tile (which the Tracker's streams rarely make): a record pushed in
     cycle c lands in c+1, merged into the waiting record of its tile (counts added, smaller
     address kept) -- into the one read out when that is popped in c+1 -- else appended; the head
-    is read out first-word-fall-through; ``level`` counts the slots plus a push not landed."""
+    is read out first-word-fall-through (its ``wg`` also from a register, ``r_wg``); ``level``
+    counts the slots plus a push not landed."""
     from amaranth import Module
     from tessera.hdl.t3.tracker import _VictimFIFO, update_layout
     lay = update_layout(16, 3, 48, 16)
@@ -128,6 +129,7 @@ def test_victim_fifo_merge_semantics(depth):
                 got = ctx.get(f.r_data)
                 assert (got.wg, got.wf, got.addr, got.n) == \
                     (head["wg"], head["wf"], head["addr"], head["n"]), cyc
+                assert ctx.get(f.r_wg) == head["wg"], cyc       # the registered copy
             if pending is not None:               # the push of the previous cycle lands
                 hit = [i for i, q in enumerate(queue) if same(q, pending)]
                 if hit:

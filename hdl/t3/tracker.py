@@ -180,7 +180,10 @@ class _VictimFIFO(wiring.Component):
         super().__init__({"w_en": In(1), "w_data": In(layout), "r_en": In(1),
                           "r_data": Out(layout), "r_rdy": Out(1),
                           "level": Out(range(depth + 1)),
-                          "pending": Out(1)})
+                          "pending": Out(1),
+                          # r_data.wg from a register (timing: the Tracker's set-memory
+                          # read address, routed to every block RAM, starts here)
+                          "r_wg": Out(layout["wg"].width)})
 
     def elaborate(self, platform):
         m = Module()
@@ -242,6 +245,19 @@ class _VictimFIFO(wiring.Component):
                     m.d.sync += q[i].eq(merged[i])
                 with m.If(pop & head_1h[i]):
                     m.d.sync += valid[i].eq(0)
+        # the head slot's wg as a register: the next head (head + 1 on a pop) is the slot
+        # the landing record appends to, or keeps its wg (a merge does not change it)
+        hwg = Signal(len(q[0].wg))
+        head1_1h = Cat(head_1h[-1], head_1h[:-1]) if D > 1 else head_1h
+        wg_at = Const(0, len(hwg))
+        wg_at1 = Const(0, len(hwg))
+        for i in range(D):
+            wg_at = wg_at | Mux(head_1h[i], q[i].wg, 0)
+            wg_at1 = wg_at1 | Mux(head1_1h[i], q[i].wg, 0)
+        hwg_stay = Mux(append & (tail_1h & head_1h).any(), pd.wg, wg_at)
+        hwg_adv = Mux(append & (tail_1h & head1_1h).any(), pd.wg, wg_at1)
+        m.d.sync += hwg.eq(Mux(pop, hwg_adv, hwg_stay))
+        m.d.comb += self.r_wg.eq(hwg)
         with m.If(append):
             m.d.sync += tail.eq(Mux(tail == D - 1, 0, tail + 1))
         with m.If(pop):
@@ -387,7 +403,10 @@ class Tracker(wiring.Component):
         m.d.sync += tcount.eq(tf.level + tf_push - (tf.r_en & tf.r_rdy)
                               + (take_vic | (self.upd.valid & self.upd.ready))
                               + ((v1.as_unsigned() + v2 + v3) & Mux(clearing, 0, 7)))
-        m.d.comb += [mem.r_en.eq(1), mem.r_addr.eq(set_index(s0.wg))]
+        # (the read address from the victim FIFO's registered head wg: the same value as
+        # s0.wg, one LUT level before the block RAMs)
+        m.d.comb += [mem.r_en.eq(1),
+                     mem.r_addr.eq(set_index(Mux(take_vic, vf.r_wg, self.upd.payload.wg)))]
 
         # ---- S1: set data arrives (registered as it is); the corrections S2 will need -------
         idx1, tag1 = set_index(s1.wg), tag_of(s1)
