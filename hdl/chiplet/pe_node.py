@@ -305,9 +305,9 @@ class PeNode(wiring.Component):
         m.d.sync += to_ppu.eq((cf.role == Role.LAST) | (cf.role == Role.ONLY))
         # tile sizes (pipelined LUT products; stable PREP_CYCLES after the last write)
         hw = lut_mul(m, cf.H_in, cf.W_in, 1, "n_hw")
-        tile_words = lut_mul(m, hw, cf.C1, 1, "n_words")          # input words per tile
+        tile_words = lut_mul(m, hw, cf.C1, 2, "n_words")          # input words per tile
         pq = lut_mul(m, cf.P1, cf.Q1, 1, "n_pq")
-        beats_all = lut_mul(m, pq, cf.K1, 1, "n_beats")
+        beats_all = lut_mul(m, pq, cf.K1, 2, "n_beats")
         tile_beats = Signal(24)                                      # result beats per tile
         m.d.sync += tile_beats.eq(Mux(to_ppu & cf.pool, beats_all >> 2, beats_all))
 
@@ -342,7 +342,7 @@ class PeNode(wiring.Component):
         m.submodules.prx = prx = _CreditedRx(PB, pow2_at_least(c.psum_window * c.psum_beats),
                                              c.psum_window, addr_l, 16)
         pcredits = Signal(range(c.psum_window + 1), init=c.psum_window)
-        pc_add = Signal(8)
+        pc_in = Signal()              # a PCREDIT flit adds its count this cycle
         pc_take = Signal()
 
         hdr_ext = cfg_layout()(f.payload[:cfg_layout().size])
@@ -399,7 +399,7 @@ class PeNode(wiring.Component):
                             w = min(32, len(sig) - lo)
                             m.d.sync += sig[lo:lo + w].eq(val[:w])
                 with m.Elif(is_ext & (hdr_ext.ext == EXT_PCREDIT) & f.tail):
-                    m.d.comb += pc_add.eq(hdr_pc.count)
+                    m.d.comb += pc_in.eq(1)
                 with m.Elif(is_ext & ((hdr_ext.ext == EXT_WLOAD) | (hdr_ext.ext == EXT_PLOAD))):
                     m.d.sync += [ld_addr.eq(hdr_ld.addr), ld_row.eq(hdr_ld.row),
                                  ld_left.eq(hdr_ld.count)]
@@ -489,17 +489,18 @@ class PeNode(wiring.Component):
                 end_packet()
 
         # psum credits of this node (toward its downstream PE)
-        # (timing: both sums, with and without a take, from the registers and the input
-        # flit; the late pc_take -- net_out.ready through the packet arbitration --
-        # only selects)
+        # (timing: the sums with and without a take, from the register and the flit's
+        # count field; the decoded PCREDIT (pc_in) and the late pc_take -- net_out.ready
+        # through the packet arbitration -- only select.  pc_take implies pcredits != 0.)
         pc_sum = Signal(range(2 * c.psum_window + 256))
         pc_sum1 = Signal(range(2 * c.psum_window + 256))
-        m.d.comb += [pc_sum.eq(pcredits + pc_add), pc_sum1.eq(pcredits + pc_add - 1)]
+        m.d.comb += [pc_sum.eq(pcredits + hdr_pc.count), pc_sum1.eq(pcredits + hdr_pc.count - 1)]
         pc_over, pc_over1 = pc_sum > c.psum_window, pc_sum1 > c.psum_window
-        with m.If(Mux(pc_take, pc_over1, pc_over)):
+        with m.If(pc_in & Mux(pc_take, pc_over1, pc_over)):
             m.d.sync += [pcredits.eq(c.psum_window), err.credit_overflow.eq(1)]
         with m.Else():
-            m.d.sync += pcredits.eq(Mux(pc_take, pc_sum1, pc_sum))
+            m.d.sync += pcredits.eq(Mux(pc_in, Mux(pc_take, pc_sum1, pc_sum),
+                                        Mux(pc_take, pcredits - 1, pcredits)))
 
         with m.If(clear_req):
             m.d.sync += [err.eq(0), discard.eq(0)]
@@ -578,6 +579,11 @@ class PeNode(wiring.Component):
         left = Signal(24)               # beats of the current tile not yet packetised
         t_out = Signal(16)              # tiles whose results have all been sent
         tile_addr = Signal(16)
+        # tile_addr + out_stride, registered (timing: no adder behind the packet start;
+        # tile_addr changes only when a packet starts or at the end of prep, and the next
+        # packet starts 2 or more cycles later)
+        next_tile = Signal(16)
+        m.d.sync += next_tile.eq(tile_addr + out_stride)
         baddr = Signal(16)              # GPE address of the next OUT beat
         in_pkt = Signal()
         k = Signal(8)                   # beats of the packet still to send
@@ -673,8 +679,7 @@ class PeNode(wiring.Component):
                 m.d.sync += left_new.eq(1)
                 with m.If(left == n_pkt):
                     m.d.sync += [t_out.eq(t_out + 1), left.eq(tile_beats),
-                                 tile_addr.eq(tile_addr + out_stride),
-                                 baddr.eq(tile_addr + out_stride)]
+                                 tile_addr.eq(next_tile), baddr.eq(next_tile)]
                 with m.Else():
                     m.d.sync += [left.eq(left - n_pkt), baddr.eq(baddr + n_pkt)]
 
