@@ -17,9 +17,11 @@ set (all ways; read latency 1), so it maps to block RAM; five pipeline stages, o
 loop is one stage and the 608-bit set write comes from registers; measured 82.1 MHz speed grade 6
 at default parameters with a shifting victim FIFO, 96.6 MHz in ``t3_node`` with the ring below and
 an unregistered push -- the victim FIFO's merge compare into its slot enables was the critical
-path; the push is now registered, see below: 84.4 MHz, the critical path is now the 48-bit
-address minimum of a record landing in the cycle its tile's record is popped, through the head
-multiplexer into S1):
+path; the push is now registered, see below: 84.4 MHz, then the 48-bit address minimum of a
+record landing in the cycle its tile's record is popped, through the head multiplexer into S1;
+that compare is now made a cycle ahead: 83.5 MHz, the critical path the victim FIFO's head
+multiplexer -> S0's set index -> the 17 block RAMs' read address, mostly routing; the head's
+``wg`` is now a register of its own, ``r_wg``):
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
