@@ -249,3 +249,39 @@ def test_data_beyond_credit_window_flagged():
     out = simulate(env, max_cycles=1500, probe=probe)
     assert out["err"]["data_overflow"] == 1
     assert accepted[0] == 0                     # net_in never stalled
+
+
+def test_pcredit_beyond_window_flagged():
+    """PCREDIT counts add to the node's psum credits; a credit beyond ``psum_window``
+    sets the sticky ``credit_overflow`` (the credits saturate at the window), a
+    count of 0 does not."""
+    from tessera.tb.chiplet.pe_node_env import pack_fields
+    dut = PeNode(**E.SMALL)
+    lay = E.flit_layout(C)
+
+    def pcredit(count):
+        pl = pack_fields(P.pcredit_layout(), kind=P.KIND_EXT, ext=P.EXT_PCREDIT, count=count)
+        return E.packet_flits(lay, C, "PCREDIT", E.ME, E.DOWN, [pl])[0]
+
+    def clear():
+        pl = pack_fields(P.cfg_layout(), kind=P.KIND_EXT, ext=P.EXT_CFG, reg=P.REGS["clear"],
+                         value=0)
+        return E.packet_flits(lay, C, "CFG", E.ME, E.DOWN, [pl])[0]
+    got = []
+
+    async def tb(ctx):
+        ctx.set(dut.node_id, dut.node_id.shape().const({"node": {"x": E.ME[0], "y": E.ME[1]}}))
+        ctx.set(dut.net_out.ready, 1)
+        # at reset the node holds psum_window credits; None: clear the sticky flags
+        for count in (0, 1, None, 0, 0, 255, None, 0):
+            ctx.set(dut.net_in.valid, 1)
+            ctx.set(dut.net_in.payload.as_value(), clear() if count is None else pcredit(count))
+            await ctx.tick()
+            ctx.set(dut.net_in.valid, 0)
+            await ctx.tick()
+            got.append(ctx.get(dut.err.credit_overflow))
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+    assert got == [0, 1, 0, 0, 0, 1, 0, 0], got

@@ -519,3 +519,68 @@ def test_double_buffer_half_capacity():
             got.append(ctx.get(dut.cfg_cause))
     _run(dut, tb)
     assert got == [int(w) for w in want]
+
+
+@pytest.mark.parametrize("extra", [1, 2])
+def test_result_credits_bound_issue(extra):
+    """The result-FIFO credit bound (pe.py: final results in flight + queued,
+    up to the result register, <= ``fifo_depth``; one more waits in the
+    ``psum_out`` register): with ``psum_out`` stalled from the start, a tile of
+    ``fifo_depth + 1`` final operations issues all of them (its last issue frees
+    the input buffer: an ``i_load`` into the region it reads is accepted while
+    the output is still stalled), one of ``fifo_depth + 2`` stops one short (the
+    load is held back until the output moves).  Results are exact either way."""
+    from tessera.hdl.pe import SimbaPE
+    dut = SimbaPE(**TINY)
+    p = dut.params
+    depth = dut.latency["fifo_depth"]
+    n = depth + extra                              # every operation final: R=S=C1=K1=1
+    rng = np.random.default_rng(7)
+    cfg, W, X, _, _ = golden.random_case(p, rng, role=Role.FIRST, R=1, S=1, C1=1, K1=1,
+                                         P1=1, Q1=n, pad_top=0, pad_left=0, stride=1,
+                                         pool=False)
+    want = np.asarray(golden.run_tile(p, cfg, W, X)["psum_out"]).reshape(-1, p.K0)
+    want = want.astype(int).tolist()
+    STALL = 60
+    got, seen = [], {}
+
+    async def tb(ctx):
+        async def beat(port, fields):
+            ctx.set(port.valid, 1)
+            for k, v in fields.items():
+                if isinstance(v, list):
+                    for i, x in enumerate(v):
+                        ctx.set(getattr(port.payload, k)[i], x)
+                else:
+                    ctx.set(getattr(port.payload, k), v)
+            await ctx.tick()
+            ctx.set(port.valid, 0)
+        for b in golden.weight_beats(p, cfg, W):
+            await beat(dut.w_load, b)
+        for b in golden.input_beats(p, cfg, X):
+            await beat(dut.i_load, b)
+        for k, v in cfg.as_dict().items():
+            ctx.set(getattr(dut.cfg, k), v)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        # an input beat for the next tile, offered from the start (address outside
+        # this tile's input words, so an accepted beat cannot change its results)
+        ctx.set(dut.i_load.valid, 1)
+        ctx.set(dut.i_load.payload.addr, p.ibuf_words - 1)
+        for t in range(STALL + 400):
+            ctx.set(dut.psum_out.ready, t >= STALL)
+            if ctx.get(dut.i_load.ready) and "load" not in seen:
+                seen["load"] = t
+                ctx.set(dut.i_load.valid, 0)
+            if ctx.get(dut.psum_out.valid) and t >= STALL:
+                got.append([ctx.get(dut.psum_out.payload[k]) for k in range(p.K0)])
+            await ctx.tick()
+            if ctx.get(dut.done):
+                break
+    _run(dut, tb)
+    assert got == want
+    if extra == 1:
+        assert seen["load"] < STALL, "all fifo_depth + 1 final operations issue while stalled"
+    else:
+        assert seen["load"] >= STALL, "more than fifo_depth + 1 final results buffered"

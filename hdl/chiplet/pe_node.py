@@ -314,13 +314,15 @@ class PeNode(wiring.Component):
             m.d.comb += getattr(pe.cfg, f).eq(cfg_word[off:off + w])
             off += w
         cf = pe.cfg
+        # (registered: the registers are written only while the node is idle, and every
+        # use of to_ppu is while running, PREP_CYCLES after the last write)
         to_ppu = Signal()
-        m.d.comb += to_ppu.eq((cf.role == Role.LAST) | (cf.role == Role.ONLY))
+        m.d.sync += to_ppu.eq((cf.role == Role.LAST) | (cf.role == Role.ONLY))
         # tile sizes (pipelined LUT products; stable PREP_CYCLES after the last write)
         hw = lut_mul(m, cf.H_in, cf.W_in, 1, "n_hw")
-        tile_words = lut_mul(m, hw, cf.C1, 1, "n_words")          # input words per tile
+        tile_words = lut_mul(m, hw, cf.C1, 2, "n_words")          # input words per tile
         pq = lut_mul(m, cf.P1, cf.Q1, 1, "n_pq")
-        beats_all = lut_mul(m, pq, cf.K1, 1, "n_beats")
+        beats_all = lut_mul(m, pq, cf.K1, 2, "n_beats")
         tile_beats = Signal(24)                                      # result beats per tile
         m.d.sync += tile_beats.eq(Mux(to_ppu & cf.pool, beats_all >> 2, beats_all))
 
@@ -355,7 +357,7 @@ class PeNode(wiring.Component):
         m.submodules.prx = prx = _CreditedRx(PB, pow2_at_least(c.psum_window * c.psum_beats),
                                              c.psum_window, addr_l, 16)
         pcredits = Signal(range(c.psum_window + 1), init=c.psum_window)
-        pc_add = Signal(8)
+        pc_in = Signal()              # a PCREDIT flit adds its count this cycle
         pc_take = Signal()
 
         hdr_ext = cfg_layout()(f.payload[:cfg_layout().size])
@@ -412,7 +414,7 @@ class PeNode(wiring.Component):
                             w = min(32, len(sig) - lo)
                             m.d.sync += sig[lo:lo + w].eq(val[:w])
                 with m.Elif(is_ext & (hdr_ext.ext == EXT_PCREDIT) & f.tail):
-                    m.d.comb += pc_add.eq(hdr_pc.count)
+                    m.d.comb += pc_in.eq(1)
                 with m.Elif(is_ext & ((hdr_ext.ext == EXT_WLOAD) | (hdr_ext.ext == EXT_PLOAD))):
                     m.d.sync += [ld_addr.eq(hdr_ld.addr), ld_row.eq(hdr_ld.row),
                                  ld_left.eq(hdr_ld.count)]
@@ -502,12 +504,18 @@ class PeNode(wiring.Component):
                 end_packet()
 
         # psum credits of this node (toward its downstream PE)
+        # (timing: the sums with and without a take, from the register and the flit's
+        # count field; the decoded PCREDIT (pc_in) and the late pc_take -- net_out.ready
+        # through the packet arbitration -- only select.  pc_take implies pcredits != 0.)
         pc_sum = Signal(range(2 * c.psum_window + 256))
-        m.d.comb += pc_sum.eq(pcredits + pc_add - pc_take)
-        with m.If(pc_sum > c.psum_window):
+        pc_sum1 = Signal(range(2 * c.psum_window + 256))
+        m.d.comb += [pc_sum.eq(pcredits + hdr_pc.count), pc_sum1.eq(pcredits + hdr_pc.count - 1)]
+        pc_over, pc_over1 = pc_sum > c.psum_window, pc_sum1 > c.psum_window
+        with m.If(pc_in & Mux(pc_take, pc_over1, pc_over)):
             m.d.sync += [pcredits.eq(c.psum_window), err.credit_overflow.eq(1)]
         with m.Else():
-            m.d.sync += pcredits.eq(pc_sum)
+            m.d.sync += pcredits.eq(Mux(pc_in, Mux(pc_take, pc_sum1, pc_sum),
+                                        Mux(pc_take, pcredits - 1, pcredits)))
 
         with m.If(clear_req):
             m.d.sync += [err.eq(0), discard.eq(0)]
@@ -527,6 +535,8 @@ class PeNode(wiring.Component):
         m.d.comb += self.tiles.eq(done_tiles)
 
         il = pe.i_load
+        tw_last = Signal(len(tile_words))          # tile_words - 1 (registered; stable in prep)
+        m.d.sync += tw_last.eq(tile_words - 1)
         # a region is filled while it holds no tile waiting to start; double-buffered, also
         # while its tile still runs: the PE's i_load takes a word only into a half no tile
         # still issuing operations reads (PE contract), so the next-but-one tile loads while
@@ -535,8 +545,11 @@ class PeNode(wiring.Component):
         fill_en = running & fs_free & (filled_tiles != ntiles)
         # the PE starts on region ss; the configuration check (prep) sees WHOLE
         ibuf_plan(m, pe, dbl & running, ss)
-        fbase = Mux(dbl & fs, p.ibuf_words // 2, 0)
-        m.d.comb += [il.payload.addr.eq(fbase + fill), il.payload.data.eq(drx.r.payload),
+        # fill region's base + fill, without an adder: the upper half's base is the top
+        # address bit, and a double-buffered tile fits its half (fill < ibuf_words/2)
+        IBB = bits_for(p.ibuf_words)
+        m.d.comb += [il.payload.addr.eq(Cat(fill[:IBB - 1], fill[IBB - 1] | (dbl & fs))),
+                     il.payload.data.eq(drx.r.payload),
                      il.valid.eq(drx.r.valid & fill_en),
                      drx.r.ready.eq(Mux(discard, 1, il.ready & fill_en))]
         set_full = Signal(slots)
@@ -544,7 +557,7 @@ class PeNode(wiring.Component):
         set_busy = Signal(slots)
         clr_busy = Signal(slots)
         with m.If(il.valid & il.ready):
-            with m.If(fill == tile_words - 1):
+            with m.If(fill == tw_last):
                 m.d.sync += [fill.eq(0), filled_tiles.eq(filled_tiles + 1)]
                 m.d.comb += set_full.eq(1 << fs)
                 m.d.sync += fs.eq(fs ^ dbl)
@@ -581,14 +594,24 @@ class PeNode(wiring.Component):
         left = Signal(24)               # beats of the current tile not yet packetised
         t_out = Signal(16)              # tiles whose results have all been sent
         tile_addr = Signal(16)
+        # tile_addr + out_stride, registered (timing: no adder behind the packet start;
+        # tile_addr changes only when a packet starts or at the end of prep, and the next
+        # packet starts 2 or more cycles later)
+        next_tile = Signal(16)
+        m.d.sync += next_tile.eq(tile_addr + out_stride)
         baddr = Signal(16)              # GPE address of the next OUT beat
         in_pkt = Signal()
         k = Signal(8)                   # beats of the packet still to send
         j = Signal(range(max(2, NF)))
         n_pkt = Signal(8)
         maxp = Mux(to_ppu, c.out_words, c.psum_beats)
-        m.d.comb += n_pkt.eq(Mux(left < maxp, left, maxp))
-        pkt_ready = (running & ~in_pkt & (t_out != ntiles) & (stg.level >= n_pkt)
+        # (timing: n_pkt = min(left, maxp) registered.  ``left`` changes only when a
+        # packet starts -- in_pkt is then high for >= 1 cycle -- or at the end of prep --
+        # the staging FIFO is still empty -- so no packet could start in the cycle
+        # after; ``left_new`` keeps it so: cycles are those of the comb min.)
+        left_new = Signal()
+        m.d.sync += [n_pkt.eq(Mux(left < maxp, left, maxp)), left_new.eq(0)]
+        pkt_ready = (running & ~in_pkt & ~left_new & (t_out != ntiles) & (stg.level >= n_pkt)
                      & (to_ppu | (pcredits != 0)))
 
         # ---------------- network out -----------------------------------------------------
@@ -695,10 +718,10 @@ class PeNode(wiring.Component):
             with m.If(ob_ready):
                 m.d.sync += [in_pkt.eq(1), k.eq(n_pkt), j.eq(0)]
                 m.d.comb += pc_take.eq(~to_ppu)
+                m.d.sync += left_new.eq(1)
                 with m.If(left == n_pkt):
                     m.d.sync += [t_out.eq(t_out + 1), left.eq(tile_beats),
-                                 tile_addr.eq(tile_addr + out_stride),
-                                 baddr.eq(tile_addr + out_stride)]
+                                 tile_addr.eq(next_tile), baddr.eq(next_tile)]
                 with m.Else():
                     m.d.sync += [left.eq(left - n_pkt), baddr.eq(baddr + n_pkt)]
 
@@ -712,6 +735,7 @@ class PeNode(wiring.Component):
                              full.eq(0), fs.eq(0), ss.eq(0), rs.eq(0), t_out.eq(0),
                              left.eq(tile_beats), dbl.eq(tile_words <= p.ibuf_words // 2),
                              tile_addr.eq(out_base), baddr.eq(out_base)]
+                m.d.sync += left_new.eq(1)
                 with m.If(pe.cfg_cause != 0):
                     m.d.sync += [done_pend.eq(1), done_code.eq(pe.cfg_cause), discard.eq(1)]
                 with m.Else():

@@ -269,11 +269,12 @@ class SimbaPE(wiring.Component):
         idle_start = decide & (dcause == 0)
         with m.If(idle_start):
             m.d.sync += emitted.eq(0)
-        # beats the tile emits: K1*P1*Q1 (/4 when pooled in the PPU), from the
-        # registered configuration (4 cycles, long before the first beat)
+        # beats the tile emits, minus 1: K1*P1*Q1 (/4 when pooled in the PPU), from the
+        # registered configuration (5 cycles, long before the first beat)
         n_pq = lut_mul(m, cur.P1, cur.Q1, 2, "n_pq")
         n_all = lut_mul(m, n_pq, cur.K1, 2, "n_all")
-        expected = Mux(cur.pool & to_ppu, n_all >> 2, n_all)
+        expected_m1 = Signal(24)
+        m.d.sync += expected_m1.eq(Mux(cur.pool & to_ppu, n_all >> 2, n_all) - 1)
 
         # ---- buffer loads: weights/PPU only while idle; inputs also while busy
         # into a region no tile still issuing operations reads (double buffering) --
@@ -398,7 +399,7 @@ class SimbaPE(wiring.Component):
         handshake = Mux(to_ppu, self.out.valid & self.out.ready, po.valid & po.ready)
         with m.If((in_flight != 0) & handshake):
             m.d.sync += emitted.eq(emitted + 1)
-            with m.If(emitted == expected - 1):
+            with m.If(emitted == expected_m1):
                 m.d.sync += [emitted.eq(0), self.done.eq(1)]
                 m.d.comb += tile_done.eq(1)
         return m

@@ -240,7 +240,14 @@ class Sequencer(wiring.Component):
         # ---- pixel walker ------------------------------------------------------------
         wk = Signal()                            # walking a sweep
         pb, qb, dy, dx = Signal(8), Signal(8), Signal(1), Signal(1)
-        phi_w, qhi_w, qlo_w = Signal(8), Signal(8), Signal(8)
+        qlo_w = Signal(8)
+        # (timing) q_end = (qb == the sweep's last column block), p_end = (pb == last row
+        # block) as registers, kept with their next values (compares against the bounds
+        # minus 1, registered at the take, and the sweep's first column), so that
+        # the walker's sweep end -- and the take that loads every walker register -- is
+        # one LUT level from registers
+        q_end, p_end, q_end0 = Signal(), Signal(), Signal()
+        phi_m1, qhi_m1 = Signal(8), Signal(8)
         empty_w, first_w, final_w, last_w, nb = Signal(), Signal(), Signal(), Signal(), Signal()
         wb_w, chw_w, kpq_w = Signal(WB), Signal(IB), Signal(AB)
         row_i = Signal(IB)                       # max(h, 0) * W_in of the current pixel
@@ -255,7 +262,7 @@ class Sequencer(wiring.Component):
         pix = wk & ~empty_w                      # a pixel to issue
         last_dx = ~pool | (dx == 1)
         last_dy = ~pool | (dy == 1)
-        last_pix = last_dx & last_dy & (qb == qhi_w) & (pb == phi_w)
+        last_pix = last_dx & last_dy & q_end & p_end
         sweep_end = empty_w | last_pix
         step = pix & oadv                        # the pixel goes to the op register
         m.d.comb += take.eq(cc.valid & (~wk | (sweep_end & (empty_w | oadv))))
@@ -288,13 +295,16 @@ class Sequencer(wiring.Component):
 
         with m.If(take):
             m.d.sync += [wk.eq(1), dx.eq(0), dy.eq(0), pb.eq(cc.plo), qb.eq(cc.qlo),
-                         phi_w.eq(cc.phi), qhi_w.eq(cc.qhi), qlo_w.eq(cc.qlo),
+                         qlo_w.eq(cc.qlo),
                          empty_w.eq(cc.empty), first_w.eq(cc.first), final_w.eq(cc.final),
                          last_w.eq(cc.last),
                          nb.eq(1), wb_w.eq(cc.wb), chw_w.eq(cc.chw), kpq_w.eq(cc.kpq),
                          h.eq(cc.h), w.eq(cc.w), w_row.eq(cc.w),
                          row_i.eq(cc.row_i), row_a.eq(cc.row_a),
-                         col_a.eq(cc.qlo), col_row.eq(cc.qlo)]
+                         col_a.eq(cc.qlo), col_row.eq(cc.qlo),
+                         q_end.eq(cc.qlo == cc.qhi), q_end0.eq(cc.qlo == cc.qhi),
+                         p_end.eq(cc.plo == cc.phi),
+                         phi_m1.eq(cc.phi - 1), qhi_m1.eq(cc.qhi - 1)]
         with m.Elif(wk & sweep_end & (empty_w | oadv)):
             m.d.sync += wk.eq(0)
         with m.Elif(step):
@@ -307,12 +317,14 @@ class Sequencer(wiring.Component):
                     step_row(True)
                 with m.Else():
                     m.d.sync += dy.eq(0)
-                    with m.If(qb != qhi_w):              # q + 1 (pooled: p - 1, q + 1)
-                        m.d.sync += [qb.eq(qb + 1), w.eq(w + st), col_a.eq(col_a + 1)]
+                    with m.If(~q_end):                   # q + 1 (pooled: p - 1, q + 1)
+                        m.d.sync += [qb.eq(qb + 1), w.eq(w + st), col_a.eq(col_a + 1),
+                                     q_end.eq(qb == qhi_m1)]
                         with m.If(pool):
                             step_row(False)
                     with m.Else():                       # next row: p + 1, q = first column
                         m.d.sync += [qb.eq(qlo_w), pb.eq(pb + 1), w.eq(w_row),
-                                     col_a.eq(col_row)]
+                                     col_a.eq(col_row), q_end.eq(q_end0),
+                                     p_end.eq(pb == phi_m1)]
                         step_row(True)
         return m

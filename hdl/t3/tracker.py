@@ -17,9 +17,11 @@ set (all ways; read latency 1), so it maps to block RAM; five pipeline stages, o
 loop is one stage and the 608-bit set write comes from registers; measured 82.1 MHz speed grade 6
 at default parameters with a shifting victim FIFO, 96.6 MHz in ``t3_node`` with the ring below and
 an unregistered push -- the victim FIFO's merge compare into its slot enables was the critical
-path; the push is now registered, see below: 84.4 MHz, the critical path is now the 48-bit
-address minimum of a record landing in the cycle its tile's record is popped, through the head
-multiplexer into S1):
+path; the push is now registered, see below: 84.4 MHz, then the 48-bit address minimum of a
+record landing in the cycle its tile's record is popped, through the head multiplexer into S1;
+that compare is now made a cycle ahead: 83.5 MHz, the critical path the victim FIFO's head
+multiplexer -> S0's set index -> the 17 block RAMs' read address, mostly routing; the head's
+``wg`` is now a register of its own, ``r_wg``):
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
@@ -180,7 +182,10 @@ class _VictimFIFO(wiring.Component):
         super().__init__({"w_en": In(1), "w_data": In(layout), "r_en": In(1),
                           "r_data": Out(layout), "r_rdy": Out(1),
                           "level": Out(range(depth + 1)),
-                          "pending": Out(1)})
+                          "pending": Out(1),
+                          # r_data.wg from a register (timing: the Tracker's set-memory
+                          # read address, routed to every block RAM, starts here)
+                          "r_wg": Out(layout["wg"].width)})
 
     def elaborate(self, platform):
         m = Module()
@@ -208,12 +213,22 @@ class _VictimFIFO(wiring.Component):
             m.d.comb += match[i].eq(Mux(follows, tail_1h[i],
                                         valid[i] & same_tile(q[i], w) & ~(pop & head_1h[i])))
         m.d.sync += [pe.eq(self.w_en), pd.eq(w), pm.eq(match), pa.eq(~match.any())]
+        # the address minimum of a landing merge, compared one cycle ahead (timing: the
+        # 48-bit compare is off the read-out path): plt[i] = pd.addr < q[i].addr as they
+        # will be next cycle -- slot i then holds the landing record (append), the merge
+        # of it (min: both compares), or what it holds now
+        lt_p = w.addr < pd.addr
+        plt = Signal(D)
+        for i in range(D):
+            lt_q = w.addr < q[i].addr
+            m.d.sync += plt[i].eq(Mux(pe & pa & tail_1h[i], lt_p,
+                                      Mux(pe & pm[i], lt_p & lt_q, lt_q)))
 
         merged = []
         for i in range(D):
             mq = Signal(self.layout, name=f"merged{i}")
             m.d.comb += [mq.eq(q[i]), mq.n.eq(q[i].n + pd.n),
-                         mq.addr.eq(Mux(pd.addr < q[i].addr, pd.addr, q[i].addr))]
+                         mq.addr.eq(Mux(plt[i], pd.addr, q[i].addr))]
             merged.append(mq)
         hq = Const(0, len(q[0].as_value()))
         hm = Const(0, len(q[0].as_value()))
@@ -232,6 +247,19 @@ class _VictimFIFO(wiring.Component):
                     m.d.sync += q[i].eq(merged[i])
                 with m.If(pop & head_1h[i]):
                     m.d.sync += valid[i].eq(0)
+        # the head slot's wg as a register: the next head (head + 1 on a pop) is the slot
+        # the landing record appends to, or keeps its wg (a merge does not change it)
+        hwg = Signal(len(q[0].wg))
+        head1_1h = Cat(head_1h[-1], head_1h[:-1]) if D > 1 else head_1h
+        wg_at = Const(0, len(hwg))
+        wg_at1 = Const(0, len(hwg))
+        for i in range(D):
+            wg_at = wg_at | Mux(head_1h[i], q[i].wg, 0)
+            wg_at1 = wg_at1 | Mux(head1_1h[i], q[i].wg, 0)
+        hwg_stay = Mux(append & (tail_1h & head_1h).any(), pd.wg, wg_at)
+        hwg_adv = Mux(append & (tail_1h & head1_1h).any(), pd.wg, wg_at1)
+        m.d.sync += hwg.eq(Mux(pop, hwg_adv, hwg_stay))
+        m.d.comb += self.r_wg.eq(hwg)
         with m.If(append):
             m.d.sync += tail.eq(Mux(tail == D - 1, 0, tail + 1))
         with m.If(pop):
@@ -377,7 +405,10 @@ class Tracker(wiring.Component):
         m.d.sync += tcount.eq(tf.level + tf_push - (tf.r_en & tf.r_rdy)
                               + (take_vic | (self.upd.valid & self.upd.ready))
                               + ((v1.as_unsigned() + v2 + v3) & Mux(clearing, 0, 7)))
-        m.d.comb += [mem.r_en.eq(1), mem.r_addr.eq(set_index(s0.wg))]
+        # (the read address from the victim FIFO's registered head wg: the same value as
+        # s0.wg, one LUT level before the block RAMs)
+        m.d.comb += [mem.r_en.eq(1),
+                     mem.r_addr.eq(set_index(Mux(take_vic, vf.r_wg, self.upd.payload.wg)))]
 
         # ---- S1: set data arrives (registered as it is); the corrections S2 will need -------
         idx1, tag1 = set_index(s1.wg), tag_of(s1)
