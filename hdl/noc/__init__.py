@@ -6,12 +6,22 @@ from tessera.registry import BlockSpec
 from .flit import MAX_MESH
 
 
+# The router and mesh blocks default to switch allocation over two cycles (100 MHz on ECP5
+# grade 6; a router cycle more per hop, credit round trip 2*link_latency+3, so 5-flit
+# buffers keep one flow at 1 flit/cycle).  The chiplet and package keep their own router
+# settings (ChipletConfig: one-cycle allocation, RouterConfig's default).
+SA_STAGES = 2
+
+
 def _common(kx=4, ky=4):
     return [
         Param("kx", kx, "mesh width (nodes)", min=1, max=MAX_MESH),
         Param("ky", ky, "mesh height (nodes)", min=1, max=MAX_MESH),
         Param("vcs", 2, "virtual channels per port (message classes map onto them)", min=1, max=4),
-        Param("buffer_flits", 4, "input buffer depth per VC (flits)", min=1, max=64),
+        Param("buffer_flits", 5, "input buffer depth per VC (flits; >= the credit round trip "
+              "2*link_latency+1+sa_stages for one flow at full rate)", min=1, max=64),
+        Param("sa_stages", SA_STAGES, "switch allocation cycles (2: requests and acceptance "
+              "registered a cycle ahead, +1 cycle per router)", min=1, max=2),
         Param("max_packet_flits", 4, "longest legal packet (flits)", min=1, max=64),
         Param("payload_width", 64, "flit payload bits", min=1, max=1024),
         Param("classes", 2, "message classes", min=1, max=4),
