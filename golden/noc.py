@@ -133,6 +133,7 @@ class System:
     gw: Coord = (0, 0)
     noc_link: int = 1
     nop_link: int = 4
+    sa_stages: int = 1      # switch allocation cycles of every router (router_cycles_of)
 
     def destinations(self, pkt: Packet) -> list:
         """Every (chiplet, node) that must receive pkt exactly once."""
@@ -165,12 +166,14 @@ class System:
     def latency(self, src, dst, flits=1, multicast=False) -> int:
         (sc, sn), (dc, dn) = src, dst
         if sc == dc:
-            return zero_load_latency(hops(sn, dn), self.noc_link, flits, multicast)
+            return zero_load_latency(hops(sn, dn), self.noc_link, flits, multicast,
+                                     sa_stages=self.sa_stages)
         h1, hp, h2 = hops(sn, self.gw), hops(sc, dc), hops(self.gw, dn)
         routers = (h1 + 1) + (hp + 1) + (h2 + 1)
         links = (h1 + h2) * self.noc_link + hp * self.nop_link
         queues = 3          # gateway -> NoP, NoP -> gateway, final ejection
-        return routers * router_cost(flits, multicast) + links + queues
+        return routers * router_cost(flits, multicast, router_cycles_of(self.sa_stages),
+                                     mcast_tail_cycles_of(self.sa_stages)) + links + queues
 
 
 def expected_deliveries(system: System, packets) -> dict:

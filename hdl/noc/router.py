@@ -623,11 +623,12 @@ class Router(wiring.Component):
         # ---------------- output state ----------------
         credits = [[Signal(cw, name=f"cred_{o}_{v}", init=D) for v in range(V)] for o in range(4)]
         obusy = [[Signal(name=f"obusy_{o}_{v}") for v in range(V)] for o in range(4)]
-        self._credits = credits
+        self._credits, self._obusy = credits, obusy
         lbusy = Signal(name="lbusy")
         lq_res = Signal(range(LQ + 1), name="lq_res")      # granted, not yet popped
         lq_space = Signal(name="lq_space")
         m.d.comb += lq_space.eq(lq_res != LQ)
+        self._lbusy, self._lq_space, self._cv = lbusy, lq_space, cv
         # a credit arriving this cycle counts at once (the credit round trip stays 2L+2)
         cr_nz = [[_nz(credits[o][v]) | out_links[o].credit[v] for v in range(V)]
                  for o in range(4)]
@@ -779,7 +780,12 @@ class Router(wiring.Component):
         if not S2:
             m.d.comb += mc_any.eq(_nz(mc_route) & Cat(*tok_ok).all())
         else:
-            m.d.comb += mc_any.eq(_pick(m, mc_tok, [s2_pm[p] for p in range(5)], "mc_pm", 1))
+            # the token port's multicast goes (one-hot by port) and the outputs it takes:
+            # registers loaded with the next cycle's token and requests
+            s2_go = Signal(5, name="s2go")
+            s2_bymc = Signal(5, name="s2bymc")
+            self._s2.update(go=s2_go, bymc=s2_bymc)
+            m.d.comb += mc_any.eq(_nz(s2_go))
         mid_mc = Signal(5, name="mid_mc")              # a multicast packet under way
         pend_mc = Signal(5, name="pend_mc")            # a VC's front is a multicast flit
         want_mc = Signal(5, name="want_mc")            # ... or a multicast head comes in
@@ -812,16 +818,17 @@ class Router(wiring.Component):
                              mc_any) & ~tok_tail)
         with m.If(~keep):
             m.d.sync += mc_tok.eq(tok_next)
+        tok_n = Mux(keep, mc_tok, tok_next)          # next cycle's token
         take = Signal(5, name="take")                 # output granted this cycle
         src = [Signal(3, name=f"src_{o}") for o in range(5)]      # input port (for checks)
         sel = []                                      # crossbar select: index into _LEGAL_IN[o]
         psent = Signal(5, name="psent")
-        sent_terms = [[mc_any & _eqc(mc_gnt, p)] for p in range(5)]
+        sent_terms = [[(s2_go[p] if S2 else mc_any & _eqc(mc_gnt, p))] for p in range(5)]
         self._rrptr = []                              # (formal harness)
         ohs, bymc = [], []                            # one-hot unicast grant, multicast, per output
         for o in range(5):
             legal = _LEGAL_IN[o]
-            by_mc = mc_any & mc_route[o]
+            by_mc = s2_bymc[o] if S2 else mc_any & mc_route[o]
             lreq = Cat(*[p_uni[o][p] for p in legal])
             prb = {}
             u_any, u_gnt, u_oh = self._rr(m, lreq, f"o{o}", enable=~by_mc, probe=prb)
@@ -940,22 +947,54 @@ class Router(wiring.Component):
             # head/tail, local queue space), computed for "granted"/"not granted" so the
             # grant is the last select; then each VC's request for "front leaves"/"front
             # stays" (the pop is the last select); per port, the VC it offers next
+            # The next cycle's acceptance must not wait for this cycle's arbitration (which
+            # port won): it is computed from this cycle's requests, conservatively -- an
+            # output VC that any request may take counts as taken (a credit used; owned
+            # unless every flit that may take it is a tail), exactly when a single VC
+            # requests the output (the arbiter then surely grants that VC) or none does.
+            # The state registers (credits, owners) are updated exactly from the grants.
+            tok_tl_e = _pick(m, mc_tok, [ptail[p] for p in range(5)], "s2_toktl", 1)
+            cvis = [[(_eqc(cv[p], v) if V > 1 else Const(1, 1)) for v in range(V)]
+                    for p in range(5)]
             acc2 = {}
-            for o in range(4):
-                for v in range(V):
-                    g = tov[o][v]
+            for o in range(5):
+                legal = _LEGAL_IN[o]
+                bm = s2_bymc[o]
+                nv = 1 if o == L else V           # the local output has no VCs
+                pos, dfn, atl = [], [], []
+                for v in range(nv):
+                    def vq(p):
+                        return cvis[p][v] if o != L else Const(1, 1)
+                    pos.append(Cat(*[(s2_pr[p][o] | s2_prc[p][o]) & vq(p) for p in legal]).any())
+                    dfn.append(Cat(*[s2_pr[p][o] & vq(p) for p in legal]).any())
+                    atl.append(Cat(*[~((s2_pr[p][o] | s2_prc[p][o]) & vq(p)) | ptail[p]
+                                     for p in legal]).all())
+                for v in range(nv):
+                    mine = (_eqc(tok_vc, v) if (V > 1 and o != L) else Const(1, 1))
+                    other = Cat(*[pos[w] for w in range(nv) if w != v]).any() if nv > 1 \
+                        else Const(0, 1)
+                    g_c = Signal(name=f"s2gc_{o}_{v}")
+                    sure = Signal(name=f"s2sure_{o}_{v}")
+                    tl = Signal(name=f"s2tl_{o}_{v}")
+                    m.d.comb += [g_c.eq(Mux(bm, mine, pos[v])),
+                                 sure.eq(Mux(bm, mine, dfn[v] & ~other)),
+                                 tl.eq(Mux(bm, tok_tl_e, atl[v]))]
+                    busy = lbusy if o == L else obusy[o][v]
+                    ob = Mux(sure, ~tl, Mux(g_c, busy | ~tl, busy))
+                    if o == L:
+                        lsp = Signal(name="s2_lq_space")
+                        m.d.comb += lsp.eq(Mux(take[L], (lq_res + 1 - lq_pop) != LQ,
+                                               (lq_res - lq_pop) != LQ))
+                        for w in range(V):
+                            acc2[(L, w)] = (lsp & ~ob, lsp, lsp & ~ob, Const(0, 1), Const(0, 1))
+                        continue
                     sc = Signal(cw + 1, name=f"s2sum_{o}_{v}")
                     m.d.comb += sc.eq(credits[o][v] + out_links[o].credit[v])
-                    nz = Mux(g, sc >= 2, _nz(sc))
-                    zz = Mux(g, sc == 1, _z(sc))
-                    pk = Mux(g, sc >= c.max_len + 1, sc >= c.max_len)
-                    ob = Mux(g, ~otail[o], obusy[o][v])
+                    nz = Mux(g_c, sc >= 2, _nz(sc))
+                    zz = Mux(g_c, sc == 1, _z(sc))
+                    pk = Mux(g_c, sc >= c.max_len + 1, sc >= c.max_len)
                     acc2[(o, v)] = (nz & ~ob, nz, pk & ~ob, zz & ~ob, zz)
-            lsp = Signal(name="s2_lq_space")
-            m.d.comb += lsp.eq(Mux(take[L], (lq_res + 1 - lq_pop) != LQ, (lq_res - lq_pop) != LQ))
-            lbn = Mux(take[L], ~otail[L], lbusy)
-            for v in range(V):
-                acc2[(L, v)] = (lsp & ~lbn, lsp, lsp & ~lbn, Const(0, 1), Const(0, 1))
+            go_n, gmr_n = [], []
             for p in range(5):
                 nru, nrc, nrm, nmr = [], [], [], []
                 for v in range(V):
@@ -998,6 +1037,13 @@ class Router(wiring.Component):
                 else:
                     m.d.sync += [s2_pr[p].eq(nru[0]), s2_prc[p].eq(nrc[0]),
                                  s2_pm[p].eq(nrm[0]), s2_pmr[p].eq(nmr[0])]
+                pm_n = _pick(m, cvn[p], nrm, f"s2npm_{p}", 1) if V > 1 else nrm[0]
+                pmr_n = _pick(m, cvn[p], nmr, f"s2npmr_{p}", 5) if V > 1 else nmr[0]
+                go_n.append(_eqc(tok_n, p) & pm_n)
+                gmr_n.append(pmr_n)
+            m.d.sync += [s2_go.eq(Cat(*go_n)),
+                         s2_bymc.eq(Cat(*[Cat(*[go_n[p] & gmr_n[p][o] for p in range(5)]).any()
+                                          for o in range(5)]))]
 
         # ---------------- input VC state ----------------
         for p in range(5):
@@ -1013,6 +1059,12 @@ class Router(wiring.Component):
         # ---------------- error counter (saturating) ----------------
         total = Signal(_bits(len(err_events) + 1) + 1)
         m.d.comb += total.eq(sum(err_events))
+        if S2:
+            # (pipelined: this cycle's bad-input events count in the next cycle, so the
+            # input-validation logic does not feed the counter's adder in the same cycle)
+            total_r = Signal(len(total), name="err_events_r")
+            m.d.sync += total_r.eq(total)
+            total = total_r
         errs = Signal(c.err_width)
         top = (1 << c.err_width) - 1
         nsum = Signal(c.err_width + 1)
