@@ -35,6 +35,21 @@
   hop is 2 router cycles + ``link_latency``.  A credit arriving from
   downstream counts in the cycle it arrives, so the credit round trip stays
   ``2*link_latency + 2`` cycles.
+* Two-cycle switch allocation (``sa_stages=2``; the ``router``/``mesh`` blocks' default,
+  ``RouterConfig``'s and the chiplet's default is 1): what each input VC and port may do
+  in a cycle -- unicast outputs that accept its front, outputs that accept it if a credit
+  arrives in that cycle, whether its multicast can go, and the token port's multicast
+  outputs -- is computed in the cycle before from the next state and registered, so the
+  arbiters start from flip-flops and the cycle's grants only drive the last selects.  The
+  next state is taken from registers and the buffer only (a flit written into the front
+  slot, or a multicast tail written now, counts a cycle later), and the acceptance does
+  not wait for the arbiters' winners: an output VC any request may take counts as taken
+  (a credit used; owned unless every flit that may take it is a tail), exact when one VC
+  requests the output or none does (the credit and owner registers are updated exactly).
+  Costs: a router cycle more per hop (``router_cycles`` 3), a multicast head leaves 2
+  cycles after its tail arrives, credit round trip ``2*link_latency + 3`` (a credit still
+  counts in the cycle it arrives for a unicast flit; a cycle later for a multicast), and
+  bad-input events reach ``errors`` a cycle later.
 * Unicast: wormhole; an output VC is held from head to tail.
 * Multicast: cut-through.  The whole packet must be in the input buffer before
   it competes (the head is allocated the cycle after the tail was written), and
