@@ -88,13 +88,17 @@
   body flit; flit arriving at a full buffer (upstream credit violation):
   dropped.
 
-Timing (issue 20; ECP5-85k, ``python -m tessera.synth router``): the allocation is still one
-cycle (register -> acceptance -> round-robin -> pop -> next buffer state), 75.5 MHz at speed
-grade 6 (94.0 at grade 8); the multicast go test (token port's offered VC) is the longest
-path, and without multicast the credit -> grant -> pop path alone reaches 86 MHz, so 100 MHz
-at grade 6 needs switch allocation split over two cycles (a router cycle more per hop).
-Inside a mesh (inputs from link registers) the input -> route -> multicast-head-arriving ->
-token path is longer still (2x2 mesh: 63 MHz).
+Timing (issue 20; ECP5-85k CABGA381, ``python -m tessera.synth router mesh --grades 6,8``):
+with one-cycle allocation (``sa_stages=1``) the router reaches 75.5 MHz at speed grade 6
+(94.0 at grade 8; a 2x2 mesh 63.0), critical path multicast token -> go -> pop -> next
+request.  With ``sa_stages=2`` the router reaches 75.2 MHz at grade 6 (97.5 at grade 8;
+5,713 LUT4, 1,692 FF) and the 2x2 mesh 69.8 MHz: the one-cycle loop per input VC (its
+front must be able to leave in consecutive cycles) remains, and the next cycle's
+acceptance (conservative, from this cycle's requests) plus the multicast go registers are
+as deep as the allocation they replace (router critical path: offered VC -> tail marks
+-> owner/credit lookahead -> next front's multicast request -> multicast outputs, ~80 %
+routing); in the mesh the input validation (destination check -> drop -> header memory
+write enable) is now the longest path.  100 MHz at grade 6 is not reached.
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
