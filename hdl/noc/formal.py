@@ -22,11 +22,10 @@ and a free local-output ready.  Proven (k-induction unless marked BMC):
   state's request, computed for both "front leaves" and "front stays", so allocation starts
   from flip-flops) equals the request computed from the state, in every reachable state
   (with free inputs, bad packets included);
-* ``noc_router_credits_sa2``, ``noc_router_conservation_sa2``: the same for the router with
-  two-cycle switch allocation (``sa_stages=2``, the router/mesh blocks' default), whose
-  conservation proof also shows that its allocation registers (computed a cycle ahead)
-  never allow what the state of their cycle does not (a subset of the state's requests;
-  the multicast go/output registers equal the token port's);
+* ``noc_router_credits_sa2``: the credit proof for the router with two-cycle switch
+  allocation (``sa_stages=2``, the router/mesh blocks' default).  Its conservation and
+  "allocation registers allow nothing the state does not" checks (``_s2_asserts``) are
+  written but not in PROOFS (not inductive yet; see the note at PROOFS);
 * ``noc_rr_arbiter_bound``: the round-robin arbiter all router output arbiters use grants a
   held request within n-1 cycles of contention (n = requesters); its one-hot pointer stays
   one-hot and its one-hot grant equals its index grant.
@@ -307,11 +306,11 @@ PROOFS = [
     Proof(name="noc_router_credits_sa2", build=lambda: _RouterHarness("credits", 2), depth=20,
           mode="prove", fast=True,
           doc="sa_stages=2 router: output credit counters stay in 0..D, match the downstream"),
-    Proof(name="noc_router_conservation_sa2", build=lambda: _RouterHarness("conservation", 2),
-          depth=20, mode="prove", fast=False,
-          doc="sa_stages=2 router: no flit lost or duplicated"),
-    # (the "request" harness with sa_stages=2 -- _s2_asserts alone -- did not finish in 25 min
-    # under load; the conservation proof carries the same assertions as invariants)
+    # Not in the list (issue 20, this session): _RouterHarness("conservation", 2) -- its
+    # k-induction fails (the invariants, with the lookahead registers' subset assertions, are
+    # not inductive) and the base case had passed step 17 of 20 after 27 min under load;
+    # _RouterHarness("request", 2) did not finish in 25 min.  Both need invariants relating
+    # the lookahead registers to the previous cycle's requests.
     Proof(name="noc_rr_arbiter_bound", build=_ArbiterHarness, depth=20, mode="prove", fast=True,
           doc="round-robin switch arbiter grants a held request within n-1 cycles"),
 ]
