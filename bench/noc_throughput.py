@@ -3,7 +3,7 @@
 For 4x4 and 6x6 meshes, uniform random traffic (self-addressed included), 1- and 4-flit
 packets, 1 VC x 4-flit buffers and a larger VC/buffer configuration, for both router
 pipelines: ``sa_stages`` 1 (one-cycle switch allocation, the chiplet's router) and 2 (two
-cycles, the router/mesh blocks' default; also at 1 VC x 5 flits, the smallest buffer that
+cycles, an option of the router/mesh blocks; also at 1 VC x 5 flits, the smallest buffer that
 covers its credit round trip 2L+3 -- 1 VC x 4 is the comparison with BookSim at equal VCs
 and buffers): zero-load latency
 (offered load ZERO_LOAD = 0.005 flits/node/cycle, Little's law), cycles per hop (slope of the unicast

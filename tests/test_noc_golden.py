@@ -57,7 +57,7 @@ def test_check_deliveries_counts_each_fault():
 
 
 def test_zero_load_latency_two_cycle_allocation():
-    """sa_stages=2 (the router/mesh blocks' default): a router cycle more per hop, and a
+    """sa_stages=2 (an option of the router/mesh blocks): a router cycle more per hop, and a
     multicast head leaves 2 cycles after its tail arrives; sa_stages=1 is the chiplet's."""
     assert G.router_cycles_of(1) == G.ROUTER_CYCLES == 2 and G.router_cycles_of(2) == 3
     assert G.zero_load_latency(0, sa_stages=1) == G.zero_load_latency(0) == 3

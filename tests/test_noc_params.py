@@ -9,8 +9,9 @@ from tessera.registry import get
     ("mesh", {"buffer_flits": 2}, "buffer_flits", "credit round trip"),
     ("mesh", {"link_latency": 4, "buffer_flits": 8, "sa_stages": 1}, "buffer_flits",
      "2*link_latency+2 = 10"),
-    # two-cycle allocation (the mesh block's default): one cycle more of credit round trip
-    ("mesh", {"buffer_flits": 4}, "buffer_flits", "2*link_latency+3 = 5 cycles (sa_stages=2)"),
+    # two-cycle allocation: one cycle more of credit round trip
+    ("mesh", {"buffer_flits": 4, "sa_stages": 2}, "buffer_flits",
+     "2*link_latency+3 = 5 cycles (sa_stages=2)"),
     ("router", {"sa_stages": 3}, "sa_stages", "<= 2"),
     ("router", {"max_packet_flits": 8}, "buffer_flits", "cut-through"),
     ("router", {"vcs": 3}, "vcs", "cannot be split evenly"),

@@ -8,7 +8,7 @@ from tessera.tb.runner import make_flags, run
 BASE = {"kx": 3, "ky": 3, "max_node": 4, "payload_width": 32}
 
 
-# sa_stages 2: the router block's default (two-cycle switch allocation); 1: the chiplet's
+# sa_stages 2: two-cycle switch allocation (an option); 1: the default and the chiplet's
 @pytest.mark.parametrize("vcs,buffer_flits,max_packet_flits,sa_stages",
                          [(2, 4, 4, 2), (1, 5, 5, 1)])
 def test_router_cocotb(vcs, buffer_flits, max_packet_flits, sa_stages, monkeypatch):

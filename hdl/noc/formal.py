@@ -23,7 +23,7 @@ and a free local-output ready.  Proven (k-induction unless marked BMC):
   from flip-flops) equals the request computed from the state, in every reachable state
   (with free inputs, bad packets included);
 * ``noc_router_credits_sa2``: the credit proof for the router with two-cycle switch
-  allocation (``sa_stages=2``, the router/mesh blocks' default).  Its conservation and
+  allocation (``sa_stages=2``, an option of the router/mesh blocks).  Its conservation and
   "allocation registers allow nothing the state does not" checks (``_s2_asserts``) are
   written but not in PROOFS (not inductive yet; see the note at PROOFS);
 * ``noc_rr_arbiter_bound``: the round-robin arbiter all router output arbiters use grants a
@@ -301,8 +301,7 @@ PROOFS = [
     Proof(name="noc_router_request_register", build=lambda: _RouterHarness("request"), depth=20,
           mode="prove", fast=True,
           doc="router: each input VC's registered request equals the request of its state"),
-    # the same for the pipelined router (sa_stages=2: the router and mesh blocks' default);
-    # the request proof also shows its allocation registers equal what the state allows
+    # the same for the pipelined router (sa_stages=2, an option of the router and mesh blocks);
     Proof(name="noc_router_credits_sa2", build=lambda: _RouterHarness("credits", 2), depth=20,
           mode="prove", fast=True,
           doc="sa_stages=2 router: output credit counters stay in 0..D, match the downstream"),

@@ -35,8 +35,8 @@
   hop is 2 router cycles + ``link_latency``.  A credit arriving from
   downstream counts in the cycle it arrives, so the credit round trip stays
   ``2*link_latency + 2`` cycles.
-* Two-cycle switch allocation (``sa_stages=2``; the ``router``/``mesh`` blocks' default,
-  ``RouterConfig``'s and the chiplet's default is 1): what each input VC and port may do
+* Two-cycle switch allocation (``sa_stages=2``; an option: the blocks, ``RouterConfig``
+  and the chiplet default to 1, see ``SA_STAGES`` in ``__init__.py``): what each input VC and port may do
   in a cycle -- unicast outputs that accept its front, outputs that accept it if a credit
   arrives in that cycle, whether its multicast can go, and the token port's multicast
   outputs -- is computed in the cycle before from the next state and registered, so the
