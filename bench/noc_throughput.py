@@ -1,7 +1,11 @@
 """NoC saturation benchmark (issue 3): Verilated mesh + Amaranth traffic generators.
 
 For 4x4 and 6x6 meshes, uniform random traffic (self-addressed included), 1- and 4-flit
-packets, 1 VC x 4-flit buffers and a larger VC/buffer configuration: zero-load latency
+packets, 1 VC x 4-flit buffers and a larger VC/buffer configuration, for both router
+pipelines: ``sa_stages`` 1 (one-cycle switch allocation, the chiplet's router) and 2 (two
+cycles, an option of the router/mesh blocks; also at 1 VC x 5 flits, the smallest buffer that
+covers its credit round trip 2L+3 -- 1 VC x 4 is the comparison with BookSim at equal VCs
+and buffers): zero-load latency
 (offered load ZERO_LOAD = 0.005 flits/node/cycle, Little's law), cycles per hop (slope of the unicast
 latency over hop count at that load), saturation = accepted flits/node/cycle at full offered
 load, bound = 4/k, and a latency-load curve.  Multicast entries compare the link traversals of
@@ -9,7 +13,7 @@ a broadcast XY tree (golden model, the tree the router replicates on) with the m
 spanning tree and with k*k unicasts; the RTL's delivered broadcast copies are counted.
 
 Writes build/bench/noc_throughput.json, noc_latency_load.csv and .png.
-Run:  .venv/bin/python bench/noc_throughput.py  [--quick]
+Run:  .venv/bin/python bench/noc_throughput.py  [--quick] [--sa 1,2]
 """
 from __future__ import annotations
 
@@ -24,14 +28,16 @@ from tessera.golden import noc as G
 from tessera.tb.noc.traffic import run_traffic
 
 OUT = Path(os.environ.get("TESSERA_BUILD", Path(__file__).resolve().parent.parent / "build")) / "bench"
-CONFIGS = [("1vc_x_4", 1, 4), ("2vc_x_8", 2, 8)]
+# (name, VCs, buffer flits, sa_stages)
+CONFIGS = [("1vc_x_4", 1, 4, 1), ("2vc_x_8", 2, 8, 1),
+           ("sa2_1vc_x_4", 1, 4, 2), ("sa2_1vc_x_5", 1, 5, 2), ("sa2_2vc_x_8", 2, 8, 2)]
 # "Zero load": low enough that queueing adds < 0.01 cycles/hop to the slope (at 0.02 the 6x6
 # slope was 2.007), long enough windows for ~2000 packets on a 4x4 mesh.
 ZERO_LOAD = 0.005
 
 
-def run_points(k, vcs, buf, points, check=False):
-    return run_traffic(k, vcs, buf, points, check=check)
+def run_points(k, vcs, buf, points, check=False, sa=1):
+    return run_traffic(k, vcs, buf, points, check=check, sa_stages=sa)
 
 
 def rate_for(load_flits, plen):
@@ -58,14 +64,18 @@ def slope(pairs):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="4x4 only, shorter runs")
+    ap.add_argument("--sa", default="1,2", help="router pipelines (sa_stages) to run")
     args = ap.parse_args(argv)
+    sas = {int(x) for x in args.sa.split(",")}
     OUT.mkdir(parents=True, exist_ok=True)
     meshes = [4] if args.quick else [4, 6]
     warm, cyc = (500, 2000) if args.quick else (1000, 5000)
     entries, curve = [], []
     for k in meshes:
         bound = 4 / k
-        for cname, vcs, buf in CONFIGS:
+        for cname, vcs, buf, sa in CONFIGS:
+            if sa not in sas:
+                continue
             pts = []
             for plen in (1, 4):
                 pts.append({"rate": rate_for(ZERO_LOAD, plen), "plen": plen, "warmup": warm,
@@ -75,13 +85,14 @@ def main(argv=None):
             for f in loads:
                 pts.append({"rate": rate_for(f * bound, 1), "plen": 1, "warmup": warm,
                             "cycles": cyc})
-            res = run_points(k, vcs, buf, pts)
+            res = run_points(k, vcs, buf, pts, sa=sa)
             for j, plen in enumerate((1, 4)):
                 _, zl, per_hop = summarise(res[2 * j], k)
                 sat, _, _ = summarise(res[2 * j + 1], k)
                 e = {"mesh": f"{k}x{k}", "traffic": "uniform_random_incl_self",
                      "packet_flits": plen, "vcs": vcs, "buffer_flits": buf, "link_latency": 1,
-                     "config": cname,
+                     "config": cname, "sa_stages": sa,
+                     "zero_load_latency_golden": G.zero_load_latency(0, sa_stages=sa),
                      "zero_load_latency_cycles": round(zl, 2),
                      "zero_load_cycles_per_hop": round(slope(per_hop), 3),
                      "saturation_flits_per_node_cycle": round(sat, 4),
@@ -103,11 +114,16 @@ def main(argv=None):
                             "unicast_link_traversals": uni,
                             "tree_over_minimum": round(tree / G.broadcast_min_links(k, k), 4)})
     # RTL multicast copies: 4x4 broadcast-heavy random multicast traffic, every copy delivered
-    res = run_points(4, 2, 4, [{"rate": rate_for(0.02, 1), "plen": 1, "mcast": 256,
-                                "warmup": 200, "cycles": 3000, "drain": 2000}], check=True)
-    dr = res[0]["drained"]
-    entries.append({"kind": "multicast_rtl", "mesh": "4x4", "copies_due": dr["mcast_due"],
-                    "copies_delivered": dr["mcast_rcv"], "order_errors": dr["mseq_err"]})
+    for sa, buf in ((1, 4), (2, 5)):
+        if sa not in sas:
+            continue
+        res = run_points(4, 2, buf, [{"rate": rate_for(0.02, 1), "plen": 1, "mcast": 256,
+                                      "warmup": 200, "cycles": 3000, "drain": 2000}],
+                         check=True, sa=sa)
+        dr = res[0]["drained"]
+        entries.append({"kind": "multicast_rtl", "mesh": "4x4", "sa_stages": sa,
+                        "buffer_flits": buf, "copies_due": dr["mcast_due"],
+                        "copies_delivered": dr["mcast_rcv"], "order_errors": dr["mseq_err"]})
     (OUT / "noc_throughput.json").write_text(json.dumps(entries, indent=2) + "\n")
     with open(OUT / "noc_latency_load.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(curve[0]))
@@ -146,7 +162,8 @@ def main(argv=None):
                   f"links, minimum {e['minimum_link_traversals']}, unicasts "
                   f"{e['unicast_link_traversals']}")
         elif e.get("kind") == "multicast_rtl":
-            print(f"RTL multicast 4x4: {e['copies_delivered']}/{e['copies_due']} copies delivered, "
+            print(f"RTL multicast 4x4 sa_stages={e['sa_stages']}: "
+                  f"{e['copies_delivered']}/{e['copies_due']} copies delivered, "
                   f"order errors {e['order_errors']}")
     print(f"wrote {OUT / 'noc_throughput.json'}")
     return 0

@@ -20,7 +20,10 @@ traversal onto the link), a link ``L`` cycles, every local output queue 1 cycle
 (ejection at a node; the gateway<->NoP hand-over).  Multicasts are cut-through:
 at each router the head is allocated the cycle after the tail is written into
 the buffer and traverses the cycle after that, so a router costs
-``max(ROUTER_CYCLES, flits + MCAST_TAIL_CYCLES)`` for a multicast.
+``max(ROUTER_CYCLES, flits + MCAST_TAIL_CYCLES)`` for a multicast.  With switch
+allocation over two cycles (router parameter ``sa_stages`` = 2, issue 20) every
+router costs one cycle more (:func:`router_cycles_of`: 3) and a multicast head
+leaves one cycle later after its tail (:func:`mcast_tail_cycles_of`: 2).
 Left out: contention (the golden model only gives zero-load timing).
 """
 from __future__ import annotations
@@ -31,6 +34,16 @@ from dataclasses import dataclass, field
 Coord = tuple  # (x, y)
 ROUTER_CYCLES = 2    # was 1 before the router was pipelined (issue 20)
 MCAST_TAIL_CYCLES = 1    # multicast head leaves this long after the tail arrives (was 0)
+
+
+def router_cycles_of(sa_stages: int = 1) -> int:
+    """Zero-load router cycles with ``sa_stages`` cycles of switch allocation (1: the
+    chiplet's router, ROUTER_CYCLES; 2: the pipelined one)."""
+    return ROUTER_CYCLES + sa_stages - 1
+
+
+def mcast_tail_cycles_of(sa_stages: int = 1) -> int:
+    return MCAST_TAIL_CYCLES + sa_stages - 1
 
 
 def xy_path(src: Coord, dst: Coord) -> list:
@@ -79,18 +92,23 @@ def coords_to_mask(coords, kx: int) -> int:
     return m
 
 
-def router_cost(flits: int = 1, multicast: bool = False, router_cycles: int = ROUTER_CYCLES) -> int:
+def router_cost(flits: int = 1, multicast: bool = False, router_cycles: int = ROUTER_CYCLES,
+                tail_cycles: int = MCAST_TAIL_CYCLES) -> int:
     """Zero-load cycles one router adds to a packet's head (cut-through multicast: the head
     waits for the tail)."""
-    return max(router_cycles, flits + MCAST_TAIL_CYCLES) if multicast else router_cycles
+    return max(router_cycles, flits + tail_cycles) if multicast else router_cycles
 
 
 def zero_load_latency(h: int, link_latency: int = 1, flits: int = 1, multicast: bool = False,
-                      router_cycles: int = ROUTER_CYCLES) -> int:
+                      router_cycles: int = ROUTER_CYCLES, sa_stages: int | None = None) -> int:
     """Cycles from the source's local-input handshake of the head to the head being valid at
-    the destination's local output, on one mesh with no contention."""
+    the destination's local output, on one mesh with no contention (``sa_stages`` given:
+    the router and multicast-tail cycles of that allocation pipeline)."""
+    tail = MCAST_TAIL_CYCLES
+    if sa_stages is not None:
+        router_cycles, tail = router_cycles_of(sa_stages), mcast_tail_cycles_of(sa_stages)
     routers = h + 1
-    return routers * router_cost(flits, multicast, router_cycles) + h * link_latency + 1
+    return routers * router_cost(flits, multicast, router_cycles, tail) + h * link_latency + 1
 
 
 @dataclass(frozen=True)
@@ -115,6 +133,7 @@ class System:
     gw: Coord = (0, 0)
     noc_link: int = 1
     nop_link: int = 4
+    sa_stages: int = 1      # switch allocation cycles of every router (router_cycles_of)
 
     def destinations(self, pkt: Packet) -> list:
         """Every (chiplet, node) that must receive pkt exactly once."""
@@ -147,12 +166,14 @@ class System:
     def latency(self, src, dst, flits=1, multicast=False) -> int:
         (sc, sn), (dc, dn) = src, dst
         if sc == dc:
-            return zero_load_latency(hops(sn, dn), self.noc_link, flits, multicast)
+            return zero_load_latency(hops(sn, dn), self.noc_link, flits, multicast,
+                                     sa_stages=self.sa_stages)
         h1, hp, h2 = hops(sn, self.gw), hops(sc, dc), hops(self.gw, dn)
         routers = (h1 + 1) + (hp + 1) + (h2 + 1)
         links = (h1 + h2) * self.noc_link + hp * self.nop_link
         queues = 3          # gateway -> NoP, NoP -> gateway, final ejection
-        return routers * router_cost(flits, multicast) + links + queues
+        return routers * router_cost(flits, multicast, router_cycles_of(self.sa_stages),
+                                     mcast_tail_cycles_of(self.sa_stages)) + links + queues
 
 
 def expected_deliveries(system: System, packets) -> dict:

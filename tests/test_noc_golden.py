@@ -54,3 +54,14 @@ def test_check_deliveries_counts_each_fault():
     bad = {((0, 0), (1, 1)): [2, 1, 1], ((0, 0), (0, 1)): [3]}
     assert G.check_deliveries(s, pk, bad) == {"lost": 2, "duplicated": 1, "misrouted": 1,
                                               "reordered": 1}
+
+
+def test_zero_load_latency_two_cycle_allocation():
+    """sa_stages=2 (an option of the router/mesh blocks): a router cycle more per hop, and a
+    multicast head leaves 2 cycles after its tail arrives; sa_stages=1 is the chiplet's."""
+    assert G.router_cycles_of(1) == G.ROUTER_CYCLES == 2 and G.router_cycles_of(2) == 3
+    assert G.zero_load_latency(0, sa_stages=1) == G.zero_load_latency(0) == 3
+    assert G.zero_load_latency(0, sa_stages=2) == 4
+    assert G.zero_load_latency(3, link_latency=1, sa_stages=2) == 4 * 3 + 3 + 1
+    assert G.zero_load_latency(2, 1, flits=4, multicast=True, sa_stages=2) == 3 * 6 + 2 + 1
+    assert G.System(2, 2, sa_stages=2).latency(((0, 0), (0, 0)), ((0, 0), (1, 1))) == 3 * 3 + 2 + 1

@@ -7,7 +7,12 @@ from tessera.registry import get
 
 @pytest.mark.parametrize("block,params,name,text", [
     ("mesh", {"buffer_flits": 2}, "buffer_flits", "credit round trip"),
-    ("mesh", {"link_latency": 4, "buffer_flits": 8}, "buffer_flits", "2*link_latency+2 = 10"),
+    ("mesh", {"link_latency": 4, "buffer_flits": 8, "sa_stages": 1}, "buffer_flits",
+     "2*link_latency+2 = 10"),
+    # two-cycle allocation: one cycle more of credit round trip
+    ("mesh", {"buffer_flits": 4, "sa_stages": 2}, "buffer_flits",
+     "2*link_latency+3 = 5 cycles (sa_stages=2)"),
+    ("router", {"sa_stages": 3}, "sa_stages", "<= 2"),
     ("router", {"max_packet_flits": 8}, "buffer_flits", "cut-through"),
     ("router", {"vcs": 3}, "vcs", "cannot be split evenly"),
     ("router", {"vcs": 1}, "vcs", "1 VCs < 2 message classes"),

@@ -8,9 +8,12 @@ from tessera.tb.runner import make_flags, run
 BASE = {"kx": 3, "ky": 3, "max_node": 4, "payload_width": 32}
 
 
-@pytest.mark.parametrize("vcs,buffer_flits,max_packet_flits", [(2, 4, 4), (1, 5, 5)])
-def test_router_cocotb(vcs, buffer_flits, max_packet_flits, monkeypatch):
+# sa_stages 2: two-cycle switch allocation (an option); 1: the default and the chiplet's
+@pytest.mark.parametrize("vcs,buffer_flits,max_packet_flits,sa_stages",
+                         [(2, 4, 4, 2), (1, 5, 5, 1)])
+def test_router_cocotb(vcs, buffer_flits, max_packet_flits, sa_stages, monkeypatch):
     monkeypatch.setenv("MAKEFLAGS", make_flags("-O0"))
     run("router", {**BASE, "vcs": vcs, "buffer_flits": buffer_flits,
-                   "max_packet_flits": max_packet_flits, "classes": min(2, vcs)},
+                   "max_packet_flits": max_packet_flits, "classes": min(2, vcs),
+                   "sa_stages": sa_stages},
         "tessera.tb.noc.tb_router", seed=vcs)

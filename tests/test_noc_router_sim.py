@@ -2,6 +2,7 @@
 of a 3x3 mesh; every input port -> every destination XY routing sends through it, and a
 multicast from the local port to all nine nodes; each packet must leave on exactly the
 golden model's outputs (tessera.golden.noc), with the zero-load router latency."""
+import pytest
 from amaranth.sim import Simulator
 
 from tessera.golden import noc as G
@@ -22,8 +23,16 @@ def golden_outputs(src, dests):
     return outs
 
 
-def test_router_routes_and_latency():
-    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1)
+def _router(sa):
+    return Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1, sa_stages=sa)
+
+
+SA = pytest.mark.parametrize("sa", [1, 2])    # switch allocation in 1 (chiplet) or 2 cycles
+
+
+@SA
+def test_router_routes_and_latency(sa):
+    r = _router(sa)
     f = r.cfg.flit
     cases = []
     for p, src in SRC.items():
@@ -73,7 +82,7 @@ def test_router_routes_and_latency():
         assert set(seen) == want, (PORTS[p] if p < 4 else "l", dests, sorted(seen), sorted(want))
         for o, (cyc, pl) in seen.items():
             assert pl == cases.index((p, src, dests, mc))
-            assert cyc == G.ROUTER_CYCLES, (p, dests, o, cyc)
+            assert cyc == G.router_cycles_of(sa), (p, dests, o, cyc)
 
 
 def _sim(r, body):
@@ -91,10 +100,11 @@ def _flit(r, head, tail, dest, mc=False, pl=0, src=(0, 1)):
                              "payload": pl})
 
 
-def test_single_flow_one_flit_per_cycle():
+@SA
+def test_single_flow_one_flit_per_cycle(sa):
     """W -> E stream of 4-flit packets with credits returned at once: the router passes one
     flit every cycle (the buffer front refills in the cycle it is popped)."""
-    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1)
+    r = _router(sa)
     n_out = []
 
     async def tb(ctx):
@@ -120,10 +130,11 @@ def test_single_flow_one_flit_per_cycle():
     assert n_out[0] >= 100 - 1, n_out
 
 
-def test_multicast_waits_for_a_whole_packet_of_credits():
+@SA
+def test_multicast_waits_for_a_whole_packet_of_credits(sa):
     """Cut-through: with east's downstream VC holding 2 of 4 flits, a 4-flit multicast to east
     and south may not start on any branch; it starts once east has room for 4 flits."""
-    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1)
+    r = _router(sa)
     log = []
 
     async def tb(ctx):
@@ -162,11 +173,12 @@ def test_multicast_waits_for_a_whole_packet_of_credits():
     assert sorted(o for _, o in mc) == ["e"] * 4 + ["s"] * 4
 
 
-def test_local_output_backpressure_loses_nothing():
+@SA
+def test_local_output_backpressure_loses_nothing(sa):
     """The local sink stalls for 15 cycles while 6 packets arrive for it: they wait in the
     router (ejection queue, then input buffer, then upstream credits) and all come out in
     order once the sink is ready."""
-    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1)
+    r = _router(sa)
     got = []
 
     async def tb(ctx):
@@ -190,11 +202,12 @@ def test_local_output_backpressure_loses_nothing():
     assert got == list(range(6)), got
 
 
-def test_head_flits_keep_their_header():
+@SA
+def test_head_flits_keep_their_header(sa):
     """Headers are stored once per packet (not per flit): a W -> E stream of back-to-back
     packets of 1..4 flits, each with its own source field, must leave with every head flit
     carrying its own packet's header and every flit its payload, in order."""
-    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1)
+    r = _router(sa)
     lens = [1, 3, 2, 4, 1, 1, 4, 2, 3, 1] * 2
     sent, got = [], []
     for n, ln in enumerate(lens):
@@ -229,11 +242,12 @@ def test_head_flits_keep_their_header():
             assert g[2] == s[2], (g, s)
 
 
-def test_multicast_token_passes_after_a_multi_flit_multicast():
+@SA
+def test_multicast_token_passes_after_a_multi_flit_multicast(sa):
     """Two 4-flit multicasts from different inputs (local, then west) to east and south: the
     one-multicast-per-cycle token must pass to the west port once the local packet's tail has
     left (a token stuck at a finished packet hangs the router)."""
-    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1)
+    r = _router(sa)
     got = []
 
     async def tb(ctx):
@@ -267,12 +281,13 @@ def test_multicast_token_passes_after_a_multi_flit_multicast():
     assert sorted(got) == sorted([0, 1, 2, 3, 10, 11, 12, 13] * 2), got
 
 
-def test_blocked_multicast_does_not_hold_up_a_ready_one():
+@SA
+def test_blocked_multicast_does_not_hold_up_a_ready_one(sa):
     """The local port's 4-flit multicast to east and south is blocked (east's downstream VC
     keeps 2 of its 4 flits and never frees them); a 1-flit multicast from the west port to
     south and local must still go (the token passes on; across routers such waits could
     close a cycle and deadlock)."""
-    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1)
+    r = _router(sa)
     got = []
 
     async def tb(ctx):

@@ -22,6 +22,10 @@ and a free local-output ready.  Proven (k-induction unless marked BMC):
   state's request, computed for both "front leaves" and "front stays", so allocation starts
   from flip-flops) equals the request computed from the state, in every reachable state
   (with free inputs, bad packets included);
+* ``noc_router_credits_sa2``: the credit proof for the router with two-cycle switch
+  allocation (``sa_stages=2``, an option of the router/mesh blocks).  Its conservation and
+  "allocation registers allow nothing the state does not" checks (``_s2_asserts``) are
+  written but not in PROOFS (not inductive yet; see the note at PROOFS);
 * ``noc_rr_arbiter_bound``: the round-robin arbiter all router output arbiters use grants a
   held request within n-1 cycles of contention (n = requesters); its one-hot pointer stays
   one-hot and its one-hot grant equals its index grant.
@@ -31,7 +35,7 @@ back-pressure, bad-input dropping (the harness assumes legal packets for conserv
 """
 from __future__ import annotations
 
-from amaranth.hdl import Assert, Assume, Module, Mux, ResetSignal, Signal
+from amaranth.hdl import Assert, Assume, Cat, Const, Module, Mux, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
@@ -65,10 +69,63 @@ P = dict(kx=2, ky=2, max_node=2, max_chiplet=1, vcs=1, classes=1, buffer_flits=2
 MY = (1, 1)            # corner of the 2x2 mesh: inputs/outputs N, W and local
 
 
+def _s2_from_state(r, p, v):
+    """Two-cycle allocation: what input VC (p, v) may do in this cycle, computed from the
+    state of this cycle (its request, output credits without this cycle's returned credit,
+    output VC owners, local queue): (unicast outputs that accept it, outputs that accept it
+    if a credit arrives now, its multicast can go)."""
+    c = r.cfg
+    u, mr = r._reqc[p][v]
+    hd = r._vcstate[p][v]["fc"][0]
+    ru, rc, ok = [], [], []
+    for o in range(5):
+        if o == p and o != L:
+            ru.append(Const(0, 1))
+            rc.append(Const(0, 1))
+            ok.append(~mr[o])
+            continue
+        if o == L:
+            sp, nb = r._lq_space, ~r._lbusy
+            auh, aub, amh, cuh, cub = sp & nb, sp, sp & nb, Const(0, 1), Const(0, 1)
+        else:
+            cr, nb = r._credits[o][v], ~r._obusy[o][v]
+            auh, aub = (cr != 0) & nb, cr != 0
+            amh, cuh, cub = (cr >= c.max_len) & nb, (cr == 0) & nb, cr == 0
+        ru.append(u[o] & Mux(hd, auh, aub))
+        rc.append(u[o] & Mux(hd, cuh, cub))
+        ok.append(~mr[o] | Mux(hd, amh, aub))
+    return Cat(*ru), Cat(*rc), mr.any() & Cat(*ok).all()
+
+
+def _s2_asserts(m, r):
+    """The two-cycle allocation's registers allow nothing the state of this cycle does not
+    (they are computed a cycle ahead, conservatively: a subset of the state's requests)."""
+    s2 = r._s2
+    for p in range(5):
+        for v in range(r.cfg.vcs):
+            ru, rc, rm = _s2_from_state(r, p, v)
+            m.d.comb += [Assert((s2["ru"][p][v] & ~ru) == 0),
+                         Assert((s2["rc"][p][v] & ~(ru | rc)) == 0),
+                         Assert(~s2["rm"][p][v] | rm)]
+            st = r._vcstate[p][v]
+            d = s2["vc"][p][v]
+            m.d.comb += [Assert(~d["fresh"] | (st["mcnt"] != 0)),
+                         Assert(~d["twd"] | (st["tails"] != 0))]
+        ru, rc, rm = _s2_from_state(r, p, 0)      # (V = 1: the offered VC is VC 0)
+        m.d.comb += [Assert((s2["pr"][p] & ~ru) == 0), Assert((s2["prc"][p] & ~(ru | rc)) == 0),
+                     Assert(~s2["pm"][p] | rm), Assert(s2["pmr"][p] == r._mreq[p][0]),
+                     Assert(s2["pr"][p] == s2["ru"][p][0]), Assert(s2["prc"][p] == s2["rc"][p][0]),
+                     Assert(s2["pm"][p] == s2["rm"][p][0]),
+                     Assert(s2["go"][p] == ((r._mc_tok == p) & s2["pm"][p]))]
+    for o in range(5):
+        m.d.comb += Assert(s2["bymc"][o] == Cat(*[s2["go"][p] & s2["pmr"][p][o]
+                                                  for p in range(5)]).any())
+
+
 class _RouterHarness(wiring.Component):
-    def __init__(self, what):
+    def __init__(self, what, sa_stages=1):
         self.what = what
-        self.dut = (_ProbedRouter if what == "conservation" else Router)(**P)
+        self.dut = (_ProbedRouter if what == "conservation" else Router)(**P, sa_stages=sa_stages)
         self.dut._MustUse__silence = True
         # every router input is a top-level harness input (free in every cycle)
         self._ins = [(path, member) for path, member, _ in self.dut.signature.flatten(self.dut)
@@ -119,6 +176,8 @@ class _RouterHarness(wiring.Component):
                     for v in range(V):
                         m.d.comb += [Assert(r._ureq[p][v] == r._reqc[p][v][0]),
                                      Assert(r._mreq[p][v] == r._reqc[p][v][1])]
+                if c.sa_stages == 2:
+                    _s2_asserts(m, r)
         if self.what == "conservation":
             # legal packets only (bad input is dropped and counted, checked by the tb)
             for e in r._err_events:
@@ -177,6 +236,8 @@ class _RouterHarness(wiring.Component):
             with m.If(init & ~ResetSignal()):
                 m.d.comb += Assert(r.errors == 0)
                 m.d.comb += Assert(r._mc_tok < 5)
+                if c.sa_stages == 2:
+                    _s2_asserts(m, r)
                 for ptr in r._rrptr:        # one-hot (proven alone in noc_rr_arbiter_bound)
                     m.d.comb += Assert((ptr != 0) & ((ptr & (ptr - 1)) == 0))
         return m
@@ -240,6 +301,15 @@ PROOFS = [
     Proof(name="noc_router_request_register", build=lambda: _RouterHarness("request"), depth=20,
           mode="prove", fast=True,
           doc="router: each input VC's registered request equals the request of its state"),
+    # the same for the pipelined router (sa_stages=2, an option of the router and mesh blocks);
+    Proof(name="noc_router_credits_sa2", build=lambda: _RouterHarness("credits", 2), depth=20,
+          mode="prove", fast=True,
+          doc="sa_stages=2 router: output credit counters stay in 0..D, match the downstream"),
+    # Not in the list (issue 20, this session): _RouterHarness("conservation", 2) -- its
+    # k-induction fails (the invariants, with the lookahead registers' subset assertions, are
+    # not inductive) and the base case had passed step 17 of 20 after 27 min under load;
+    # _RouterHarness("request", 2) did not finish in 25 min.  Both need invariants relating
+    # the lookahead registers to the previous cycle's requests.
     Proof(name="noc_rr_arbiter_bound", build=_ArbiterHarness, depth=20, mode="prove", fast=True,
           doc="round-robin switch arbiter grants a held request within n-1 cycles"),
 ]

@@ -13,8 +13,10 @@
 In the Verilog export the router is ONE module (``<top>_router``, plus
 ``<top>_nop_router`` for the NoP) instantiated once per node with
 ``amaranth.hdl.Instance``; its position is a constant on its ``my`` input.
-The buffers must cover the credit round trip ``2*link_latency + 2`` so a single
-flow keeps 1 flit/cycle; this is checked.  Left out: clock-domain crossings and
+The buffers must cover the credit round trip ``2*link_latency + 1 + sa_stages``
+(``2*link_latency + 2`` for the chiplet's one-cycle allocation) so a single flow
+keeps 1 flit/cycle; this is checked (``full_rate_check=False`` turns it off, for
+measuring a mesh at smaller buffers, e.g. against BookSim at equal buffers).  Left out: clock-domain crossings and
 SerDes of the package links (modelled as pure latency).
 """
 from __future__ import annotations
@@ -30,11 +32,12 @@ DIRS = {N: (0, -1), E: (1, 0), S: (0, 1), W: (-1, 0)}
 OPP = {N: S, S: N, E: W, W: E}
 
 
-def _check_rtt(name, buffer_flits, link_latency):
-    rtt = 2 * link_latency + 2
+def _check_rtt(name, buffer_flits, link_latency, sa_stages=1):
+    rtt = 2 * link_latency + 1 + sa_stages
     if buffer_flits < rtt:
         err = ValueError(f"{name}: {buffer_flits} flits do not cover the credit round trip "
-                         f"2*link_latency+2 = {rtt} cycles")
+                         f"2*link_latency+{1 + sa_stages} = {rtt} cycles"
+                         + (f" (sa_stages={sa_stages})" if sa_stages != 1 else ""))
         err.param = name
         raise err
 
@@ -146,8 +149,10 @@ def _wire_grid(m, ports, cfg: RouterConfig, kx, ky, latency, tag, flit_cycles=1)
 
 class Mesh(wiring.Component):
     def __init__(self, kx=4, ky=4, vcs=2, buffer_flits=4, max_packet_flits=4, payload_width=64,
-                 classes=2, link_latency=1, max_node=8, err_width=16, name="mesh", sim=False):
-        _check_rtt("buffer_flits", buffer_flits, link_latency)
+                 classes=2, link_latency=1, max_node=8, err_width=16, name="mesh", sim=False,
+                 sa_stages=1, full_rate_check=True):
+        if full_rate_check:
+            _check_rtt("buffer_flits", buffer_flits, link_latency, sa_stages)
         if link_latency < 1:
             err = ValueError("link_latency: must be >= 1")
             err.param = "link_latency"
@@ -155,7 +160,7 @@ class Mesh(wiring.Component):
         self.cfg = RouterConfig(kx=kx, ky=ky, vcs=vcs, buffer_flits=buffer_flits,
                                 max_packet_flits=max_packet_flits, payload_width=payload_width,
                                 classes=classes, max_node=max_node, max_chiplet=1,
-                                err_width=err_width)
+                                err_width=err_width, sa_stages=sa_stages)
         self.kx, self.ky, self.link_latency, self.top = kx, ky, link_latency, name
         self.sim = sim      # True: routers as Amaranth submodules (amaranth.sim), not Instances
         n = kx * ky
@@ -204,9 +209,9 @@ class TwoLevel(wiring.Component):
     def __init__(self, kx=2, ky=2, ckx=2, cky=2, gw_x=0, gw_y=0, vcs=2, buffer_flits=4,
                  nop_buffer_flits=10, max_packet_flits=4, payload_width=64, classes=2,
                  link_latency=1, nop_link_latency=4, max_node=8, max_chiplet=8, err_width=16,
-                 name="nocsys"):
-        _check_rtt("buffer_flits", buffer_flits, link_latency)
-        _check_rtt("nop_buffer_flits", nop_buffer_flits, nop_link_latency)
+                 name="nocsys", sa_stages=1):
+        _check_rtt("buffer_flits", buffer_flits, link_latency, sa_stages)
+        _check_rtt("nop_buffer_flits", nop_buffer_flits, nop_link_latency, sa_stages)
         if kx * ky < 2:
             err = ValueError("kx: a chiplet needs the gateway and at least one other node")
             err.param = "kx"
@@ -214,7 +219,7 @@ class TwoLevel(wiring.Component):
         common = dict(kx=kx, ky=ky, vcs=vcs, max_packet_flits=max_packet_flits,
                       payload_width=payload_width, classes=classes, ckx=ckx, cky=cky,
                       gw_x=gw_x, gw_y=gw_y, max_node=max_node, max_chiplet=max_chiplet,
-                      err_width=err_width, hier=True)
+                      err_width=err_width, hier=True, sa_stages=sa_stages)
         self.noc = RouterConfig(level="noc", buffer_flits=buffer_flits, **common)
         self.nop = RouterConfig(level="nop", buffer_flits=nop_buffer_flits, **common)
         self.kx, self.ky, self.ckx, self.cky = kx, ky, ckx, cky

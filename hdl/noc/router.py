@@ -35,6 +35,21 @@
   hop is 2 router cycles + ``link_latency``.  A credit arriving from
   downstream counts in the cycle it arrives, so the credit round trip stays
   ``2*link_latency + 2`` cycles.
+* Two-cycle switch allocation (``sa_stages=2``; an option: the blocks, ``RouterConfig``
+  and the chiplet default to 1, see ``SA_STAGES`` in ``__init__.py``): what each input VC and port may do
+  in a cycle -- unicast outputs that accept its front, outputs that accept it if a credit
+  arrives in that cycle, whether its multicast can go, and the token port's multicast
+  outputs -- is computed in the cycle before from the next state and registered, so the
+  arbiters start from flip-flops and the cycle's grants only drive the last selects.  The
+  next state is taken from registers and the buffer only (a flit written into the front
+  slot, or a multicast tail written now, counts a cycle later), and the acceptance does
+  not wait for the arbiters' winners: an output VC any request may take counts as taken
+  (a credit used; owned unless every flit that may take it is a tail), exact when one VC
+  requests the output or none does (the credit and owner registers are updated exactly).
+  Costs: a router cycle more per hop (``router_cycles`` 3), a multicast head leaves 2
+  cycles after its tail arrives, credit round trip ``2*link_latency + 3`` (a credit still
+  counts in the cycle it arrives for a unicast flit; a cycle later for a multicast), and
+  bad-input events reach ``errors`` a cycle later.
 * Unicast: wormhole; an output VC is held from head to tail.
 * Multicast: cut-through.  The whole packet must be in the input buffer before
   it competes (the head is allocated the cycle after the tail was written), and
@@ -73,13 +88,17 @@
   body flit; flit arriving at a full buffer (upstream credit violation):
   dropped.
 
-Timing (issue 20; ECP5-85k, ``python -m tessera.synth router``): the allocation is still one
-cycle (register -> acceptance -> round-robin -> pop -> next buffer state), 75.5 MHz at speed
-grade 6 (94.0 at grade 8); the multicast go test (token port's offered VC) is the longest
-path, and without multicast the credit -> grant -> pop path alone reaches 86 MHz, so 100 MHz
-at grade 6 needs switch allocation split over two cycles (a router cycle more per hop).
-Inside a mesh (inputs from link registers) the input -> route -> multicast-head-arriving ->
-token path is longer still (2x2 mesh: 63 MHz).
+Timing (issue 20; ECP5-85k CABGA381, ``python -m tessera.synth router mesh --grades 6,8``):
+with one-cycle allocation (``sa_stages=1``) the router reaches 75.5 MHz at speed grade 6
+(94.0 at grade 8; a 2x2 mesh 63.0), critical path multicast token -> go -> pop -> next
+request.  With ``sa_stages=2`` the router reaches 75.2 MHz at grade 6 (97.5 at grade 8;
+5,713 LUT4, 1,692 FF) and the 2x2 mesh 69.8 MHz: the one-cycle loop per input VC (its
+front must be able to leave in consecutive cycles) remains, and the next cycle's
+acceptance (conservative, from this cycle's requests) plus the multicast go registers are
+as deep as the allocation they replace (router critical path: offered VC -> tail marks
+-> owner/credit lookahead -> next front's multicast request -> multicast outputs, ~80 %
+routing); in the mesh the input validation (destination check -> drop -> header memory
+write enable) is now the longest path.  100 MHz at grade 6 is not reached.
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
@@ -160,7 +179,7 @@ class RouterConfig:
 
     def __init__(self, kx=4, ky=4, vcs=2, buffer_flits=4, max_packet_flits=4, payload_width=64,
                  classes=2, level="noc", hier=False, ckx=1, cky=1, gw_x=0, gw_y=0,
-                 max_node=MAX_MESH, max_chiplet=MAX_MESH, err_width=16):
+                 max_node=MAX_MESH, max_chiplet=MAX_MESH, err_width=16, sa_stages=1):
         def bad(name, msg):
             err = ValueError(f"{name}: {msg}")
             err.param = name
@@ -192,6 +211,8 @@ class RouterConfig:
             bad("gw_x", f"gateway ({gw_x},{gw_y}) outside the {kx}x{ky} chiplet mesh")
         if not 4 <= err_width <= 32:
             bad("err_width", "must be in 4..32")
+        if sa_stages not in (1, 2):
+            bad("sa_stages", f"must be 1 or 2, got {sa_stages}")
         self.kx, self.ky, self.vcs, self.depth = kx, ky, vcs, buffer_flits
         self.max_len, self.payload_width, self.classes = max_packet_flits, payload_width, classes
         self.level, self.hier, self.ckx, self.cky = level, hier, ckx, cky
@@ -201,6 +222,17 @@ class RouterConfig:
                                 (max_chiplet, max_chiplet))
         self.addr = address_layout((max_node, max_node), (max_chiplet, max_chiplet))
         self.vpc = vcs // classes      # class -> VC set of vpc VCs
+        self.sa_stages = sa_stages
+
+    @property
+    def router_cycles(self) -> int:
+        """Zero-load cycles a router adds to a head (buffer write .. allocation)."""
+        return 1 + self.sa_stages
+
+    @property
+    def credit_rtt_extra(self) -> int:
+        """Credit round trip minus 2*link_latency (cycles)."""
+        return 1 + self.sa_stages
 
     def vc_of(self, mclass: int, h: int) -> int:
         """Injection VC of a packet of class ``mclass`` with hash ``h`` (Python mirror)."""
@@ -391,6 +423,8 @@ class Router(wiring.Component):
                          im.eq(Mux(hd, mc, inmc_))]
             return Mux(im, 0, rq), Mux(im, rq, 0)
 
+        S2 = c.sa_stages == 2
+        s2vc = [[None] * V for _ in range(5)]      # two-stage allocation: next-state requests
         mc_in = Signal(5, name="mc_in")            # a multicast head is written this cycle
         mc_in_terms = [[] for _ in range(5)]
 
@@ -535,17 +569,42 @@ class Router(wiring.Component):
                 fv_hold = Signal(cw, name=f"mnh_{p}_{v}")
                 fv_pop = Signal(cw, name=f"mnp_{p}_{v}")
                 fhd, ftl, fmcb, fdr, frt = fc[0], fc[1], fc[2], fc[3], fc[4:RB]
-                m.d.comb += [tz_hold.eq(tails[p][v] + tw), tz_pop.eq(tails[p][v] + tw - (ftl & ~fdr)),
-                             fv_hold.eq(mcnt + write), fv_pop.eq(mcnt + write - 1)]
                 act_pop = Mux(~fdr & fhd, Mux(ftl, 0, frt), Mux(~fdr & ftl, 0, active[p][v]))
                 inmc_pop = Mux(~fdr & fhd, fmcb, in_mc[p][v])
-                u_p, m_p = derive(_nz(fv_pop), fc_pop, _z(tz_pop), act_pop, inmc_pop, f"p{p}_{v}")
-                u_h, m_h = derive(_nz(fv_hold), fc_hold, _z(tz_hold), active[p][v], in_mc[p][v],
-                                  f"h{p}_{v}")
+                if not S2:
+                    m.d.comb += [tz_hold.eq(tails[p][v] + tw),
+                                 tz_pop.eq(tails[p][v] + tw - (ftl & ~fdr)),
+                                 fv_hold.eq(mcnt + write), fv_pop.eq(mcnt + write - 1)]
+                    u_p, m_p = derive(_nz(fv_pop), fc_pop, _z(tz_pop), act_pop, inmc_pop,
+                                      f"p{p}_{v}")
+                    u_h, m_h = derive(_nz(fv_hold), fc_hold, _z(tz_hold), active[p][v],
+                                      in_mc[p][v], f"h{p}_{v}")
+                    self._reqc[p][v] = derive(fv[p][v], fc, _z(tails[p][v]), active[p][v],
+                                              in_mc[p][v], f"c{p}_{v}")
+                else:
+                    # two-stage allocation: the next state's request is computed from
+                    # registers and the buffer only (not from the flit being written), so a
+                    # flit written into the front slot, or a multicast tail written now,
+                    # counts one cycle later (``fresh`` / ``twd`` record that, for the formal
+                    # equivalence check)
+                    m.d.comb += [tz_hold.eq(tails[p][v]),
+                                 tz_pop.eq(tails[p][v] - (ftl & ~fdr)),
+                                 fv_hold.eq(mcnt), fv_pop.eq(mcnt - 1)]
+                    u_p, m_p = derive(_nz(fv_pop), cmem.r_data, _z(tz_pop), act_pop, inmc_pop,
+                                      f"p{p}_{v}")
+                    u_h, m_h = derive(fv[p][v], fc, _z(tz_hold), active[p][v], in_mc[p][v],
+                                      f"h{p}_{v}")
+                    fresh = Signal(name=f"fresh_{p}_{v}")
+                    twd = Signal(name=f"twd_{p}_{v}")
+                    m.d.sync += [fresh.eq(write & Mux(pop[p][v], mcnt < 2, ~fv[p][v])),
+                                 twd.eq(tw)]
+                    cfr = derive(fv[p][v], fc, _z(tails[p][v] - twd), active[p][v],
+                                 in_mc[p][v], f"c{p}_{v}")
+                    self._reqc[p][v] = (Mux(fresh, 0, cfr[0]), Mux(fresh, 0, cfr[1]))
+                    s2vc[p][v] = dict(u_p=u_p, m_p=m_p, u_h=u_h, m_h=m_h, hd_p=cmem.r_data[0],
+                                      hd_h=fc[0], fresh=fresh, twd=twd)
                 m.d.sync += [ureq[p][v].eq(Mux(pop[p][v], u_p, u_h)),
                              mreq[p][v].eq(Mux(pop[p][v], m_p, m_h))]
-                self._reqc[p][v] = derive(fv[p][v], fc, _z(tails[p][v]), active[p][v],
-                                          in_mc[p][v], f"c{p}_{v}")
                 with m.If(write):
                     m.d.sync += wr.eq(inc(wr))
                 with m.If(hwrite):
@@ -583,11 +642,12 @@ class Router(wiring.Component):
         # ---------------- output state ----------------
         credits = [[Signal(cw, name=f"cred_{o}_{v}", init=D) for v in range(V)] for o in range(4)]
         obusy = [[Signal(name=f"obusy_{o}_{v}") for v in range(V)] for o in range(4)]
-        self._credits = credits
+        self._credits, self._obusy = credits, obusy
         lbusy = Signal(name="lbusy")
         lq_res = Signal(range(LQ + 1), name="lq_res")      # granted, not yet popped
         lq_space = Signal(name="lq_space")
         m.d.comb += lq_space.eq(lq_res != LQ)
+        self._lbusy, self._lq_space, self._cv = lbusy, lq_space, cv
         # a credit arriving this cycle counts at once (the credit round trip stays 2L+2)
         cr_nz = [[_nz(credits[o][v]) | out_links[o].credit[v] for v in range(V)]
                  for o in range(4)]
@@ -630,12 +690,38 @@ class Router(wiring.Component):
                     m.d.comb += uni_ok[o][i].eq(u[o] & a_u)
                 m.d.comb += mc_ok[i].eq(_nz(mr) & Cat(*okm).all())
 
+        if S2:
+            # two-stage allocation: what each input VC / port may do in this cycle was decided
+            # in the previous one (request and acceptance from the next state, the grants as
+            # the last select) and sits in registers, so the arbiters start from flip-flops:
+            # per VC ``s2_ru`` (unicast outputs that accept it), ``s2_rc`` (outputs that accept
+            # it if a credit arrives in this cycle), ``s2_rm`` (its multicast can go); per port
+            # the same for the VC it offers (``s2_pr``, ``s2_prc``, ``s2_pm``) and its multicast
+            # branch set (``s2_pmr``)
+            s2_ru = [[Signal(5, name=f"s2ru_{p}_{v}") for v in range(V)] for p in range(5)]
+            s2_rc = [[Signal(5, name=f"s2rc_{p}_{v}") for v in range(V)] for p in range(5)]
+            s2_rm = [[Signal(name=f"s2rm_{p}_{v}") for v in range(V)] for p in range(5)]
+            s2_pr = [Signal(5, name=f"s2pr_{p}") for p in range(5)]
+            s2_prc = [Signal(5, name=f"s2prc_{p}") for p in range(5)]
+            s2_pm = Signal(5, name="s2pm")
+            s2_pmr = [Signal(5, name=f"s2pmr_{p}") for p in range(5)]
+            s2_wd = [[Signal(name=f"s2wd_{p}_{v}") for v in range(V)] for p in range(5)]
+            self._s2 = dict(ru=s2_ru, rc=s2_rc, rm=s2_rm, pr=s2_pr, prc=s2_prc, pm=s2_pm,
+                            pmr=s2_pmr, vc=s2vc)
+            for p in range(5):
+                for v in range(V):
+                    m.d.sync += s2_wd[p][v].eq(self._write[p][v])
+
+            def cin(o, v):
+                return out_links[o].credit[v] if o != L else Const(0, 1)
+
         # ---------------- switch allocation (stage A) ----------------
         # 1. every input port offers one VC, chosen in the previous cycle (``cv``, a
         #    register: round-robin over the VCs that could move then), so the crossbar has
         #    one input per port; 2. one multicast per cycle router-wide (it takes all its
         #    branches at once); 3. per output round-robin over the input ports.
         p_mreq = [Signal(5, name=f"pmreq_{p}") for p in range(5)]   # offered VC's mcast branches
+        cvn = [None] * 5                               # next cycle's offered VC per port
         p_hd = Signal(5, name="p_hd")                  # offered VC's front is a head
         p_req = [Signal(5, name=f"preq_{p}") for p in range(5)]
         p_uni = [Signal(5, name=f"puni_{o}") for o in range(5)]
@@ -644,10 +730,18 @@ class Router(wiring.Component):
             # candidates for the next cycle's offer: VCs that could move now, or that get a
             # flit now (so a flit arriving at an idle VC is offered the cycle after)
             cand = Signal(V, name=f"vcand_{p}")
-            m.d.comb += cand.eq(Cat(*[mc_ok[p * V + v] | Cat(*[uni_ok[o][p * V + v]
-                                                             for o in range(5)]).any()
-                                      | self._write[p][v]
-                                      for v in range(V)]))
+            if not S2:
+                m.d.comb += cand.eq(Cat(*[mc_ok[p * V + v] | Cat(*[uni_ok[o][p * V + v]
+                                                                 for o in range(5)]).any()
+                                          | self._write[p][v]
+                                          for v in range(V)]))
+            else:
+                # (a flit written last cycle is requestable from the next cycle)
+                m.d.comb += cand.eq(Cat(*[s2_rm[p][v] | _nz(s2_ru[p][v]) |
+                                          Cat(*[s2_rc[p][v][o] & cin(o, v)
+                                                for o in range(4)]).any() | s2_wd[p][v]
+                                          for v in range(V)]))
+            cvn[p] = cv[p]
             if V > 1:
                 # next offered VC: the first candidate after the current one (itself last)
                 order = Signal(_bits(V), name=f"cvnext_{p}")
@@ -662,6 +756,7 @@ class Router(wiring.Component):
                     with m.Default():
                         m.d.comb += order.eq(0)
                 m.d.sync += cv[p].eq(order)
+                cvn[p] = order
             m.d.comb += [p_req[p].eq(_pick(m, cv[p], [req[p][v] for v in range(V)],
                                            f"preqv_{p}", 5)),
                          p_mreq[p].eq(_pick(m, cv[p], [mreq[p][v] for v in range(V)],
@@ -671,8 +766,15 @@ class Router(wiring.Component):
                          ptail[p].eq(_pick(m, cv[p], [ftail[p][v] for v in range(V)],
                                            f"ptailv_{p}", 1))]
             for o in range(5):
-                m.d.comb += p_uni[o][p].eq(_pick(m, cv[p], [uni_ok[o][p * V + v]
-                                                            for v in range(V)], f"pu_{p}_{o}", 1))
+                if not S2:
+                    m.d.comb += p_uni[o][p].eq(_pick(m, cv[p], [uni_ok[o][p * V + v]
+                                                                for v in range(V)],
+                                                     f"pu_{p}_{o}", 1))
+                else:
+                    # a credit arriving now counts at once (a head / body that only lacked it)
+                    ci = (_pick(m, cv[p], [cin(o, v) for v in range(V)], f"pci_{p}_{o}", 1)
+                          if V > 1 else cin(o, 0))
+                    m.d.comb += p_uni[o][p].eq(s2_pr[p][o] | (s2_prc[p][o] & ci))
         # one multicast per cycle router-wide: a token (register) names the port that may send
         # one; it stays while that port has a multicast packet under way and moves on (to
         # the next port with a multicast at its offered VC's front) when the port has none
@@ -683,7 +785,7 @@ class Router(wiring.Component):
         mc_gnt = mc_tok
         # the token port's offered VC: its multicast branches, head bit and VC; it goes when
         # every branch accepts (the same test as mc_ok, on that one VC)
-        mc_route = _pick(m, mc_tok, p_mreq, "mc_route", 5)
+        mc_route = _pick(m, mc_tok, s2_pmr if S2 else p_mreq, "mc_route", 5)
         tok_hd = _pick(m, mc_tok, [p_hd[p] for p in range(5)], "mc_hd", 1)
         tok_vc = _pick(m, mc_tok, cv, "mc_vc", _bits(V)) if V > 1 else Const(0, 1)
         tok_ok = []
@@ -694,7 +796,15 @@ class Router(wiring.Component):
             if o != L:
                 a = a & ~_eqc(mc_tok, o)
             tok_ok.append(~mc_route[o] | a)
-        m.d.comb += mc_any.eq(_nz(mc_route) & Cat(*tok_ok).all())
+        if not S2:
+            m.d.comb += mc_any.eq(_nz(mc_route) & Cat(*tok_ok).all())
+        else:
+            # the token port's multicast goes (one-hot by port) and the outputs it takes:
+            # registers loaded with the next cycle's token and requests
+            s2_go = Signal(5, name="s2go")
+            s2_bymc = Signal(5, name="s2bymc")
+            self._s2.update(go=s2_go, bymc=s2_bymc)
+            m.d.comb += mc_any.eq(_nz(s2_go))
         mid_mc = Signal(5, name="mid_mc")              # a multicast packet under way
         pend_mc = Signal(5, name="pend_mc")            # a VC's front is a multicast flit
         want_mc = Signal(5, name="want_mc")            # ... or a multicast head comes in
@@ -703,7 +813,7 @@ class Router(wiring.Component):
                 mid_mc[p].eq(Cat(*[in_mc[p][v] & _nz(active[p][v]) for v in range(V)]).any()),
                 pend_mc[p].eq(Cat(*[is_mc[p][v] & fv[p][v] & ~fdrop[p][v]
                                     for v in range(V)]).any()),
-                want_mc[p].eq(pend_mc[p] | mc_in[p])]
+                want_mc[p].eq(pend_mc[p] | (mc_in[p] if not S2 else 0))]
         tok_next = Signal(range(5), name="mc_tok_next")
         with m.Switch(mc_tok):
             for cur in range(5):
@@ -727,16 +837,17 @@ class Router(wiring.Component):
                              mc_any) & ~tok_tail)
         with m.If(~keep):
             m.d.sync += mc_tok.eq(tok_next)
+        tok_n = Mux(keep, mc_tok, tok_next)          # next cycle's token
         take = Signal(5, name="take")                 # output granted this cycle
         src = [Signal(3, name=f"src_{o}") for o in range(5)]      # input port (for checks)
         sel = []                                      # crossbar select: index into _LEGAL_IN[o]
         psent = Signal(5, name="psent")
-        sent_terms = [[mc_any & _eqc(mc_gnt, p)] for p in range(5)]
+        sent_terms = [[(s2_go[p] if S2 else mc_any & _eqc(mc_gnt, p))] for p in range(5)]
         self._rrptr = []                              # (formal harness)
         ohs, bymc = [], []                            # one-hot unicast grant, multicast, per output
         for o in range(5):
             legal = _LEGAL_IN[o]
-            by_mc = mc_any & mc_route[o]
+            by_mc = s2_bymc[o] if S2 else mc_any & mc_route[o]
             lreq = Cat(*[p_uni[o][p] for p in legal])
             prb = {}
             u_any, u_gnt, u_oh = self._rr(m, lreq, f"o{o}", enable=~by_mc, probe=prb)
@@ -849,6 +960,110 @@ class Router(wiring.Component):
                 lk = out_links[o]
                 m.d.comb += [lk.valid.eq(take_r[o]), lk.flit.eq(ofl), lk.vc.eq(ovc_r)]
 
+        if S2:
+            # next cycle's registered requests: acceptance of the next state (credits after
+            # this cycle's grant and returned credit, output VC ownership after this cycle's
+            # head/tail, local queue space), computed for "granted"/"not granted" so the
+            # grant is the last select; then each VC's request for "front leaves"/"front
+            # stays" (the pop is the last select); per port, the VC it offers next
+            # The next cycle's acceptance must not wait for this cycle's arbitration (which
+            # port won): it is computed from this cycle's requests, conservatively -- an
+            # output VC that any request may take counts as taken (a credit used; owned
+            # unless every flit that may take it is a tail), exactly when a single VC
+            # requests the output (the arbiter then surely grants that VC) or none does.
+            # The state registers (credits, owners) are updated exactly from the grants.
+            tok_tl_e = _pick(m, mc_tok, [ptail[p] for p in range(5)], "s2_toktl", 1)
+            cvis = [[(_eqc(cv[p], v) if V > 1 else Const(1, 1)) for v in range(V)]
+                    for p in range(5)]
+            acc2 = {}
+            for o in range(5):
+                legal = _LEGAL_IN[o]
+                bm = s2_bymc[o]
+                nv = 1 if o == L else V           # the local output has no VCs
+                pos, dfn, atl = [], [], []
+                for v in range(nv):
+                    def vq(p):
+                        return cvis[p][v] if o != L else Const(1, 1)
+                    pos.append(Cat(*[(s2_pr[p][o] | s2_prc[p][o]) & vq(p) for p in legal]).any())
+                    dfn.append(Cat(*[s2_pr[p][o] & vq(p) for p in legal]).any())
+                    atl.append(Cat(*[~((s2_pr[p][o] | s2_prc[p][o]) & vq(p)) | ptail[p]
+                                     for p in legal]).all())
+                for v in range(nv):
+                    mine = (_eqc(tok_vc, v) if (V > 1 and o != L) else Const(1, 1))
+                    other = Cat(*[pos[w] for w in range(nv) if w != v]).any() if nv > 1 \
+                        else Const(0, 1)
+                    g_c = Signal(name=f"s2gc_{o}_{v}")
+                    sure = Signal(name=f"s2sure_{o}_{v}")
+                    tl = Signal(name=f"s2tl_{o}_{v}")
+                    m.d.comb += [g_c.eq(Mux(bm, mine, pos[v])),
+                                 sure.eq(Mux(bm, mine, dfn[v] & ~other)),
+                                 tl.eq(Mux(bm, tok_tl_e, atl[v]))]
+                    busy = lbusy if o == L else obusy[o][v]
+                    ob = Mux(sure, ~tl, Mux(g_c, busy | ~tl, busy))
+                    if o == L:
+                        lsp = Signal(name="s2_lq_space")
+                        m.d.comb += lsp.eq(Mux(take[L], (lq_res + 1 - lq_pop) != LQ,
+                                               (lq_res - lq_pop) != LQ))
+                        for w in range(V):
+                            acc2[(L, w)] = (lsp & ~ob, lsp, lsp & ~ob, Const(0, 1), Const(0, 1))
+                        continue
+                    sc = Signal(cw + 1, name=f"s2sum_{o}_{v}")
+                    m.d.comb += sc.eq(credits[o][v] + out_links[o].credit[v])
+                    nz = Mux(g_c, sc >= 2, _nz(sc))
+                    zz = Mux(g_c, sc == 1, _z(sc))
+                    pk = Mux(g_c, sc >= c.max_len + 1, sc >= c.max_len)
+                    acc2[(o, v)] = (nz & ~ob, nz, pk & ~ob, zz & ~ob, zz)
+            go_n, gmr_n = [], []
+            for p in range(5):
+                nru, nrc, nrm, nmr = [], [], [], []
+                for v in range(V):
+                    d = s2vc[p][v]
+                    outs = []
+                    for u, mr, hd in ((d["u_p"], d["m_p"], d["hd_p"]),
+                                      (d["u_h"], d["m_h"], d["hd_h"])):
+                        ru, rc, okm = [], [], []
+                        for o in range(5):
+                            if o == p and o != L:
+                                ru.append(Const(0, 1))
+                                rc.append(Const(0, 1))
+                                okm.append(~mr[o])
+                                continue
+                            auh, aub, amh, cuh, cub = acc2[(o, v)]
+                            ru.append(u[o] & Mux(hd, auh, aub))
+                            rc.append(u[o] & Mux(hd, cuh, cub))
+                            okm.append(~mr[o] | Mux(hd, amh, aub))
+                        outs.append((Cat(*ru), Cat(*rc), _nz(mr) & Cat(*okm).all()))
+                    pp = pop[p][v]
+                    a_ru = Signal(5, name=f"s2nru_{p}_{v}")
+                    a_rc = Signal(5, name=f"s2nrc_{p}_{v}")
+                    a_rm = Signal(name=f"s2nrm_{p}_{v}")
+                    a_mr = Signal(5, name=f"s2nmr_{p}_{v}")
+                    m.d.comb += [a_ru.eq(Mux(pp, outs[0][0], outs[1][0])),
+                                 a_rc.eq(Mux(pp, outs[0][1], outs[1][1])),
+                                 a_rm.eq(Mux(pp, outs[0][2], outs[1][2])),
+                                 a_mr.eq(Mux(pp, d["m_p"], d["m_h"]))]
+                    m.d.sync += [s2_ru[p][v].eq(a_ru), s2_rc[p][v].eq(a_rc),
+                                 s2_rm[p][v].eq(a_rm)]
+                    nru.append(a_ru)
+                    nrc.append(a_rc)
+                    nrm.append(a_rm)
+                    nmr.append(a_mr)
+                if V > 1:
+                    m.d.sync += [s2_pr[p].eq(_pick(m, cvn[p], nru, f"s2ppr_{p}", 5)),
+                                 s2_prc[p].eq(_pick(m, cvn[p], nrc, f"s2pprc_{p}", 5)),
+                                 s2_pm[p].eq(_pick(m, cvn[p], nrm, f"s2ppm_{p}", 1)),
+                                 s2_pmr[p].eq(_pick(m, cvn[p], nmr, f"s2ppmr_{p}", 5))]
+                else:
+                    m.d.sync += [s2_pr[p].eq(nru[0]), s2_prc[p].eq(nrc[0]),
+                                 s2_pm[p].eq(nrm[0]), s2_pmr[p].eq(nmr[0])]
+                pm_n = _pick(m, cvn[p], nrm, f"s2npm_{p}", 1) if V > 1 else nrm[0]
+                pmr_n = _pick(m, cvn[p], nmr, f"s2npmr_{p}", 5) if V > 1 else nmr[0]
+                go_n.append(_eqc(tok_n, p) & pm_n)
+                gmr_n.append(pmr_n)
+            m.d.sync += [s2_go.eq(Cat(*go_n)),
+                         s2_bymc.eq(Cat(*[Cat(*[go_n[p] & gmr_n[p][o] for p in range(5)]).any()
+                                          for o in range(5)]))]
+
         # ---------------- input VC state ----------------
         for p in range(5):
             for v in range(V):
@@ -863,6 +1078,12 @@ class Router(wiring.Component):
         # ---------------- error counter (saturating) ----------------
         total = Signal(_bits(len(err_events) + 1) + 1)
         m.d.comb += total.eq(sum(err_events))
+        if S2:
+            # (pipelined: this cycle's bad-input events count in the next cycle, so the
+            # input-validation logic does not feed the counter's adder in the same cycle)
+            total_r = Signal(len(total), name="err_events_r")
+            m.d.sync += total_r.eq(total)
+            total = total_r
         errs = Signal(c.err_width)
         top = (1 << c.err_width) - 1
         nsum = Signal(c.err_width + 1)

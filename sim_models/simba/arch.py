@@ -165,14 +165,15 @@ class Arch:
 
 def _bench_record(data, key):
     """The record holding ``key``: the JSON object itself, or, for a list of entries (the NoC
-    bench), the first 4x4 / 1-flit / link-latency-1 entry that has it (else the first that has it)."""
+    bench), the first 4x4 / 1-flit / link-latency-1 entry of the chiplet's router pipeline
+    (``sa_stages`` 1) that has it (else the first that has it)."""
     if isinstance(data, dict):
         return data if key in data else None
     if not isinstance(data, list):
         return None
     have = [e for e in data if isinstance(e, dict) and key in e]
     pref = [e for e in have if e.get("mesh") == "4x4" and e.get("packet_flits") == 1
-            and e.get("link_latency") == 1]
+            and e.get("link_latency") == 1 and e.get("sa_stages", 1) == 1]
     return (pref or have or [None])[0]
 
 

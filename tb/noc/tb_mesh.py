@@ -33,7 +33,8 @@ class MeshTB(TBBase):
                                 p["link_latency"], p["nop_link_latency"])
             self.addrs = [(tuple(e["chiplet"]), tuple(e["node"])) for e in man["local_ports"]]
         else:
-            self.sys = G.System(p["kx"], p["ky"], noc_link=p["link_latency"])
+            self.sys = G.System(p["kx"], p["ky"], noc_link=p["link_latency"],
+                                sa_stages=p.get("sa_stages", 1))
             self.addrs = [((0, 0), (i % p["kx"], i // p["kx"])) for i in range(p["kx"] * p["ky"])]
         self.port_of = {a: i for i, a in enumerate(self.addrs)}
         n = len(self.addrs)
