@@ -39,7 +39,9 @@ SLICES = [("res2a_branch2b", "C=16,K=32,H=8"), ("res2b_branch2a", "C=32,K=32,H=8
           ("res4a_branch1", "C=16,K=32,H=8"), ("res4b_branch2b", "C=16,K=16,H=10")]
 LONG = ("res3b_branch2b", "C=16,K=32,H=8")             # on 1x4 chiplets
 FIG7 = ("res4a_branch1", "C=16,K=32,H=8")
-FIG7_BINDINGS = {"adjacent": (0, 1, 4, 5), "far": (0, 3, 12, 15)}
+FIG7_SHAPES = {3: {"adjacent": (0, 1, 3, 4), "far": (0, 2, 6, 8)},
+               4: {"adjacent": (0, 1, 4, 5), "far": (0, 3, 12, 15)}}
+FIG7_N = 3                     # the RTL's NoP (--fig7-nop): 3x3 is the smallest build showing it
 FIG7_PES = dict(nx=1, ny=1)
 PARTS = ("2x2", "1x4", "fig7")
 
@@ -175,12 +177,17 @@ def main(argv=None) -> int:
     ap.add_argument("--no-rtl", action="store_true", help="golden + model only")
     ap.add_argument("--sim", choices=("verilator", "amaranth"), default="verilator")
     ap.add_argument("--samples", type=int, default=300)
+    ap.add_argument("--opt", default="-O0", help="C++ optimisation level of the Verilator builds "
+                    "(-O0: one short build per package shape, reused by every run of that shape)")
     ap.add_argument("--out", default=str(OUT / "package_layer.json"))
+    ap.add_argument("--fig7-nop", type=int, choices=sorted(FIG7_SHAPES), default=FIG7_N,
+                    help="Fig. 7 NoP size n (n x n package of one-PE chiplets; the model also "
+                         "reports the other sizes)")
     ap.add_argument("--parts", default=",".join(PARTS),
                     help="comma list of 2x2,1x4,fig7 (others kept from the existing JSON)")
     a = ap.parse_args(argv)
     net = layers()
-    kw = dict(samples=a.samples, rtl=not a.no_rtl, sim=a.sim, out_dir=OUT / "package_layer")
+    kw = dict(samples=a.samples, rtl=not a.no_rtl, sim=a.sim, out_dir=OUT / "package_layer", opt=a.opt)
     parts = set(a.parts.split(","))
     out = Path(a.out)
     old = json.loads(out.read_text()) if out.exists() and parts != set(PARTS) else {}
@@ -201,10 +208,11 @@ def main(argv=None) -> int:
         L7 = parse_slice(net[FIG7[0]], FIG7[1])
         m7 = map_for_package(L7, small_package(2, 2, **FIG7_PES), samples=a.samples, nonuniform=False,
                              spatial_pq=False).mapping
-        fig7 = {"layer": L7.name, "mapping": m7.short(), "package": "4x4",
+        n7 = a.fig7_nop
+        fig7 = {"layer": L7.name, "mapping": m7.short(), "package": f"{n7}x{n7}",
                 "pes_per_chiplet": FIG7_PES["nx"] * FIG7_PES["ny"]}
-        for tag, b in FIG7_BINDINGS.items():
-            e = run_package(L7, small_package(4, 4, **FIG7_PES), mapping=m7, binding=b,
+        for tag, b in FIG7_SHAPES[n7].items():
+            e = run_package(L7, small_package(n7, n7, **FIG7_PES), mapping=m7, binding=b,
                             tag=f"{L7.name}@{tag}", **kw)
             e["part"] = "fig7"
             entries.append(e)
@@ -222,7 +230,7 @@ def main(argv=None) -> int:
     measured = measure(rtl) if "2x2" in parts else old.get("measured") or measure([])
     recalibrate(entries, measured)
     if fig7 and "fig7" in parts:
-        for tag in FIG7_BINDINGS:
+        for tag in FIG7_SHAPES[a.fig7_nop]:
             e = [x for x in entries if x["layer"].endswith("@" + tag)][0]
             fig7[tag]["model_cycles"] = e["model_cycles"]
         fig7["model_ratio"] = fig7["far"]["model_cycles"] / fig7["adjacent"]["model_cycles"]
@@ -251,7 +259,7 @@ def main(argv=None) -> int:
               f"[{e['rtl_chiplet_cycles']}]  {e['mapping']}")
     f = fig7
     if f:
-        print(f"Fig 7 ({f['layer']}, 4x4 package, {f['mapping']}): far/adjacent cycles ratio "
+        print(f"Fig 7 ({f['layer']}, {f['package']} package, {f['mapping']}): far/adjacent cycles ratio "
               f"RTL {f['rtl_ratio'] if f['rtl_ratio'] is None else round(f['rtl_ratio'], 3)}, package model "
               f"{f['model_ratio']:.3f}, Simba model {f['simba_model_ratio']:.3f}")
     print(f"measured (RTL): nop_hop_cycles {measured['nop_hop_cycles']}, barrier_cycles "
