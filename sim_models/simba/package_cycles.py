@@ -123,29 +123,8 @@ def _hops(a, b) -> int:
 
 def _op_words(ch, cfg, nm) -> list:
     """Instruction words each op of a chiplet program assembles to (CMDW only on changes)."""
-    from tessera.hdl.chiplet.asm import Program
-    from tessera.hdl.chiplet.compiler import pack_nested
-    from tessera.hdl.global_pe.packets import command_layout
-    lay = command_layout(cfg.gpe)
-    prog = Program(nm.mesh, lay)
-    out = []
-    for op in ch.ops:
-        n0 = len(prog.words)
-        k = op[0]
-        if k == "tmo":
-            prog.tmo(op[1])
-        elif k == "cfg":
-            prog.cfg(op[1][0], op[1][1], op[2], op[3])
-        elif k == "wait":
-            prog.wait(op[1], op[2])
-        elif k == "bar":
-            prog.bar(op[1])
-        elif k == "end":
-            prog.end()
-        else:
-            prog.cmd(pack_nested(lay, op[1].fields(nm.mesh[0])))
-        out.append(len(prog.words) - n0)
-    return out
+    from tessera.hdl.chiplet.asm import assemble_ops
+    return assemble_ops(ch.ops, cfg).op_words
 
 
 def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slots=None) -> dict:
