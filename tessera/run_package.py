@@ -67,7 +67,7 @@ def rtl_runner():
 
 def run_package(layer, pcfg, seed: int = 0, samples: int = 300, out_dir=None, rtl: bool = True,
                 log=print, binding=None, mapping=None, sim: str = "verilator", nonuniform: bool = True,
-                tag: str | None = None, opt: str | None = None) -> dict:
+                tag: str | None = None, opt: str | None = None, final_barrier: bool = False) -> dict:
     """One entry of the JSON contract (+ model / golden details); ``opt``: C++ optimisation
     level of the Verilator model (e.g. ``"-O0"``: one build per package shape)."""
     from tessera.golden import chiplet as gc
@@ -86,7 +86,7 @@ def run_package(layer, pcfg, seed: int = 0, samples: int = 300, out_dir=None, rt
         res = evaluate(layer, arch, mapping, binding or "row-major")
     binding = binding or "row-major"
     T = gc.layer_tensors(layer, seed)
-    pp = compile_package(layer, mapping, pcfg, T, binding=binding, arch=arch)
+    pp = compile_package(layer, mapping, pcfg, T, binding=binding, arch=arch, final_barrier=final_barrier)
     chk = gp.check_package(pp, T)
     pc = default_constants(pcfg)
     m = package_cycles(pp, pc)

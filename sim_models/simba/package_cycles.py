@@ -33,9 +33,14 @@ else (hops to the gateway + hops from the gateway + 2) x ``noc_hop_cycles`` + No
 ``nop_hop_cycles``.  Constants and their provenance: ``rtl_constants.py``
 (``nop_hop_cycles`` and ``barrier_cycles`` are derived while the package RTL has not measured
 them: noc_hop_cycles + nop_link_latency + nop_flit_cycles - 1, and 2 instruction times).
+Credit loops (DATA CREDITs to a SEND lane, PCREDITs of a chain link across the NoP): route
+there and back + :func:`credit_handling`, derived from the RTL's structure (packet in, words
+popped into the PE, the chiplet model's ``credit_fixed_cycles``); the package residual
+``credit_overhead_cycles`` is 0 (bench/package_layer.py fits it on a named subset of the RTL
+runs only as an experiment, with the held-out runs' errors).
 Left out: NoC link contention inside a chiplet between flows of different chiplets,
-wormhole blocking across the NoP, the exact credit round trips (the chiplet model's
-double-buffer assumption), host reaction time.
+wormhole blocking across the NoP, the PE's own consumption rate inside a credit loop (one word
+per cycle assumed), host reaction time.
 """
 from __future__ import annotations
 
@@ -84,6 +89,7 @@ class PackageCycles:
     credit_overhead_cycles: float = 0.0
     ibuf_slots: int = 1
     serial_sets: bool = False          # ablation: a home's multicast sets wait for credits in turn
+    credit_structure: bool = True      # ablation False: credit loops = route + credit_overhead_cycles only
     provenance: dict = field(default_factory=dict, compare=False)
 
 
@@ -125,6 +131,17 @@ def _op_words(ch, cfg, nm) -> list:
     """Instruction words each op of a chiplet program assembles to (CMDW only on changes)."""
     from tessera.hdl.chiplet.asm import assemble_ops
     return assemble_ops(ch.ops, cfg).op_words
+
+
+def credit_handling(pkt_flits, pkt_words, cc, pc: PackageCycles) -> float:
+    """Cycles of a credit loop beyond its route latency, from the RTL's structure: the packet's
+    flits into the receiving NI, its words popped into the PE (the NI's ``_CreditedRx`` returns
+    the credit only then), the credit's generation and the sender's update
+    (``ChipletCycles.credit_fixed_cycles``, RTL-fitted on a chiplet run) and the package
+    residual ``credit_overhead_cycles`` (0: nothing fitted on package runs)."""
+    if not pc.credit_structure:
+        return pc.credit_overhead_cycles
+    return pkt_flits + pkt_words + cc.credit_fixed_cycles + pc.credit_overhead_cycles
 
 
 def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slots=None) -> dict:
@@ -250,9 +267,13 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
             i_send = [i for i, o in enumerate(ch.ops) if o[0] == "send"][0]
             send_start[c] = r2[c] + sum(words[c][i_bar2 + 1:i_send + 1]) * ins + pc.gpe_cmd_cycles
     # credit window: a SEND lane keeps credit_window DATA packets in flight per destination; a
-    # multicast waits for its slowest member's CREDIT (route there and back + the NI / Global PE
-    # credit handling, credit_overhead_cycles): per round, each set's tile needs
-    # ceil(packets / credit_window) round trips to its farthest member (sets on parallel lanes)
+    # multicast waits for its slowest member's CREDIT: route there and back + the credit
+    # handling of the RTL's loop (credit_handling: the packet's flits into the NI, its words
+    # popped into the PE -- the NI returns the CREDIT only then, pe_node._CreditedRx -- and the
+    # chiplet model's credit_fixed_cycles for CREDIT generation / Global PE update, fitted on a
+    # chiplet run, not on package runs) + credit_overhead_cycles (package residual, 0): per
+    # round, each set's tile needs ceil(packets / credit_window) round trips to its farthest
+    # member (sets on parallel lanes)
     credit_round = {}
     for ch in chips:
         if not ch.consumers:
@@ -261,11 +282,13 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         src = chips[ch.consumers[0]].ps
         g0 = src.jobs[0].cfg
         pkts = g0.C1 * g0.H_in * math.ceil(g0.W_in / min(cfg.max_tile, g0.W_in))
+        w = min(cfg.max_tile, g0.W_in)
         rtt = max(lat(h, nm.gpe, d, n) + lat(d, n, h, nm.gpe) for d in ch.consumers
-                  for n in (j.node for j in chips[d].ps.jobs)) + pc.credit_overhead_cycles
+                  for n in (j.node for j in chips[d].ps.jobs)) + credit_handling(w + 1, w, cc, pc)
         credit_round[h] = math.ceil(pkts / cfg.credit_window) * rtt * (len(src.sets) if pc.serial_sets else 1)
     # psum window: a chain link keeps psum_window PSUM packets in flight; each further window
-    # waits for the PCREDIT round trip (route there and back + credit handling) -- across the NoP
+    # waits for the PCREDIT round trip (route there and back + credit handling of a PSUM
+    # packet: psum_beats x psum_flits + 1 flits in, psum_beats beats popped) -- across the NoP
     # this bounds the period of both chiplets of the link
     psum_round = {}
     for ch in chips:
@@ -280,7 +303,7 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
                 continue
             d = tg.index(pchip)
             rtt = lat(ch.chiplet, j.node, d, j.psum_dest) + lat(d, j.psum_dest, ch.chiplet, j.node) \
-                + pc.credit_overhead_cycles
+                + credit_handling(cfg.psum_beats * cfg.psum_flits + 1, cfg.psum_beats, cc, pc)
             t = math.ceil(npk / cfg.psum_window) * rtt
             for x in (ch.chiplet, d):
                 psum_round[x] = max(psum_round.get(x, 0.0), t)
@@ -366,19 +389,21 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         done[c] = t
     for c in range(N):
         done[c] += sum(1 for o in chips[c].ops[-1:] if o[0] == "end") * ins
-        if pp.final_barrier:
-            pass
     if pp.final_barrier:
         r3, _ = barrier({c: done[c] - ins for c in range(N)})
         done = {c: r3[c] + ins for c in range(N)}
     per = [round(done[c], 1) for c in range(N)]
     return {"cycles": max(per), "chiplet_cycles": per, "terms": terms,
             "bar2_last_arrival": last2, "nop_link_load": {f"{a}->{b}": v for (a, b), v in load.items()},
-            "constants": {k: getattr(pc, k) for k in ("noc_hop_cycles", "nop_hop_cycles", "nop_flit_cycles",
-                                                        "barrier_cycles", "instr_cycles", "gpe_cmd_cycles",
-                                                        "host_flits_per_cycle", "send_flits_per_cycle",
-                                                        "credit_overhead_cycles", "ibuf_slots")},
-            "provenance": pc.provenance, "nop_flits": nop_flits(pp)}
+            "constants": {**{k: getattr(pc, k) for k in ("noc_hop_cycles", "nop_hop_cycles", "nop_flit_cycles",
+                                                           "barrier_cycles", "instr_cycles", "gpe_cmd_cycles",
+                                                           "host_flits_per_cycle", "send_flits_per_cycle",
+                                                           "credit_overhead_cycles", "ibuf_slots")},
+                          "credit_fixed_cycles": cc.credit_fixed_cycles},
+            "provenance": {**pc.provenance, "credit_fixed_cycles": (
+                "chiplet_cycles.ChipletCycles.credit_fixed_cycles (RTL-fitted on the 16-PE chiplet "
+                "res3b_branch2b run, bench/chiplet_layer.py; no package run)")},
+            "nop_flits": nop_flits(pp)}
 
 
 def nop_flits(pp) -> int:
