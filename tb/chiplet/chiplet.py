@@ -314,15 +314,19 @@ class ChipletTB(HostPort):
 
 def amaranth_run(cfg: ChipletConfig, body, seed=1, in_gap=0.0, out_ready=1.0):
     """Build a ``Chiplet(cfg, sim=True)``, run ``await body(tb)`` in amaranth.sim; returns tb."""
-    from amaranth.sim import Simulator
-
     from tessera.hdl.chiplet.chiplet import Chiplet
-    dut = Chiplet(cfg, sim=True)
+    return simulate(Chiplet(cfg, sim=True), lambda io: ChipletTB(io, cfg, seed=seed, in_gap=in_gap,
+                                                                 out_ready=out_ready), body)
+
+
+def simulate(dut, make_tb, body, io_class=AmaranthIO):
+    """amaranth.sim of ``dut``: ``tb = make_tb(io_class(ctx, dut))``, set up, ``await body(tb)``;
+    returns tb (the chiplet and package testbenches)."""
+    from amaranth.sim import Simulator
     holder = {}
 
     async def bench(ctx):
-        tb = ChipletTB(AmaranthIO(ctx, dut), cfg, seed=seed, in_gap=in_gap, out_ready=out_ready)
-        holder["tb"] = tb
+        tb = holder["tb"] = make_tb(io_class(ctx, dut))
         await tb.setup()
         await body(tb)
 

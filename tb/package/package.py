@@ -29,7 +29,7 @@ from amaranth.hdl import Value
 from tessera.hdl.global_pe.packets import DATA_CLASS, KIND_OUT, out_header_layout, pack_fields
 from tessera.hdl.package.config import PackageConfig
 from tessera.tb.chiplet.chiplet import AmaranthIO as _ChipletAmaranthIO
-from tessera.tb.chiplet.chiplet import ChipletTB
+from tessera.tb.chiplet.chiplet import ChipletTB, simulate
 from tessera.tb.common import pack
 
 
@@ -196,14 +196,6 @@ class PackageTB(ChipletTB):
                      f"tx {len(self.tx)} cur {self.cur is not None} rx {len(self.rx_packets)}")
             raise
 
-    async def setup(self):
-        self._bar_hold = 0
-        self._busy = 0
-        await self.io.start_clock()
-        for name in self.INPUTS:
-            self.io.set(name, 0)
-        await self.io.reset()
-
     def read_status(self) -> dict:
         io = self.io
         C = self.C
@@ -222,21 +214,7 @@ class PackageTB(ChipletTB):
 
 def amaranth_run(pcfg: PackageConfig, body, seed=1, in_gap=0.0, out_ready=1.0, bar_mask=0):
     """Build ``Package(pcfg, sim=True)``, run ``await body(tb)`` in amaranth.sim; returns tb."""
-    from amaranth.sim import Simulator
-
     from tessera.hdl.package.package import Package
-    dut = Package(pcfg, sim=True)
-    holder = {}
-
-    async def bench(ctx):
-        tb = PackageTB(AmaranthIO(ctx, dut), pcfg, seed=seed, in_gap=in_gap,
-                       out_ready=out_ready, bar_mask=bar_mask)
-        holder["tb"] = tb
-        await tb.setup()
-        await body(tb)
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    return holder["tb"]
+    return simulate(Package(pcfg, sim=True), lambda io: PackageTB(io, pcfg, seed=seed, in_gap=in_gap,
+                                                                  out_ready=out_ready, bar_mask=bar_mask),
+                    body, AmaranthIO)
