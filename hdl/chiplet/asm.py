@@ -126,12 +126,12 @@ def assemble_ops(ops, cfg) -> Program:
     assembly: chiplet and package compilers, the package cycle model and the controller-term
     tests call it).  ``cfg``: the ChipletConfig the program runs on.  Ops: ``("tmo", n)``,
     ``("cfg", (x, y), reg, value)``, ``("wait", nodes, gpe)``, ``("bar", id)``, ``("end",)``,
-    ``("recv" | "send" | "group", cmd)`` (cmd: ``.fields(mesh_x)``, ``.a``, ``.cnt``,
-    ``.stride``; CMDW only for the chunks that changed).  ``program.op_words[i]`` = words op i
+    ``("recv" | "send" | "group", cmd)`` (cmd: ``.fields(mesh_x)``;
+    CMDW only for the chunks that changed).  ``program.op_words[i]`` = words op i
     assembled to.  A command field out of range raises the compiler's ``CompileError``."""
-    from tessera.hdl.global_pe.packets import FIELD, command_layout
+    from tessera.hdl.global_pe.packets import command_layout
 
-    from .compiler import CompileError, pack_nested
+    from .compiler import pack_nested
     from .config import node_map
     nm = node_map(cfg)
     lay = command_layout(cfg.gpe)
@@ -142,11 +142,7 @@ def assemble_ops(ops, cfg) -> Program:
         if k == "tmo":
             prog.tmo(op[1])
         elif k in ("recv", "send", "group"):
-            c = op[1]
-            for f, v in (("a", c.a), ("cnt0", c.cnt[0]), ("stride1", c.stride[1]), ("stride2", c.stride[2])):
-                if not 0 <= v < 1 << FIELD:
-                    raise CompileError(f"Global PE command field {f} = {v} exceeds {FIELD} bits")
-            prog.cmd(pack_nested(lay, c.fields(nm.mesh[0])))
+            prog.cmd(pack_nested(lay, op[1].fields(nm.mesh[0])))     # checks every field's width
         elif k == "cfg":
             prog.cfg(op[1][0], op[1][1], op[2], op[3])
         elif k == "wait":
