@@ -144,8 +144,10 @@ def credit_handling(pkt_flits, pkt_words, cc, pc: PackageCycles) -> float:
     return pkt_flits + pkt_words + cc.credit_fixed_cycles + pc.credit_overhead_cycles
 
 
-def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slots=None) -> dict:
-    """Predicted per-chiplet completion and total cycles of a compiled package pass."""
+def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slots=None,
+                   pass_model=None) -> dict:
+    """Predicted per-chiplet completion and total cycles of a compiled package pass.
+    ``pass_model``: replaces ``chiplet_cycles.pass_cycles`` (same signature) for experiments."""
     from tessera.hdl.chiplet.compiler import TAG_READBACK, TAG_RECV_IN
     from tessera.hdl.chiplet.config import node_map
     from tessera.hdl.pe.config import Role
@@ -217,7 +219,8 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
     r2, last2 = barrier(a2)
     # ---- per-chiplet sub-pass model -----------------------------------------------
     slots = pc.ibuf_slots if slots is None else slots
-    pm = {ch.chiplet: pass_cycles(ch.ps, cfg, cc, pe_c, slots=slots) for ch in chips if ch.ps is not None}
+    pass_model = pass_model or pass_cycles
+    pm = {ch.chiplet: pass_model(ch.ps, cfg, cc, pe_c, slots=slots) for ch in chips if ch.ps is not None}
     home_of = {}
     for ch in chips:
         for d in ch.consumers:
