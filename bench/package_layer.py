@@ -40,7 +40,11 @@ SLICES = [("res2a_branch2b", "C=16,K=32,H=8"), ("res2b_branch2a", "C=32,K=32,H=8
 # last stop's mapping of the res3a slice (the mapper now picks P2Q2): chiplet 0 gets two of the
 # five output columns, so its Global PE multicasts two input sets per round (the 16.4 % miss)
 FORCED = [("res3a_branch2b_s2", "C=8,K=16,H=9", (1, 1, 1, 4, 2, 1, 1, 2, 2, 1), "Q4_two_sets")]
-LONG = ("res3b_branch2b", "C=16,K=32,H=8")             # on 1x4 chiplets
+LONG = ("res3b_branch2b", "C=16,K=32,H=8")             # on a line of 4 chiplets
+# the line as ckx x cky = 4 x 1: a 1 x 4 package hangs on the RTL (hdl/chiplet/chiplet.py _ep_id
+# assigns the endpoint chiplet_id (x 1 bit, y 2 bits) to the routers' square chiplet field as
+# flat bits when ckx < cky: chiplet (0, 1) routes as (2, 0)); 4 x 1 has the same NoP paths
+LINE = (4, 1)
 FIG7 = ("res4a_branch1", "C=16,K=32,H=8")
 FIG7_SHAPES = {3: {"adjacent": (0, 1, 3, 4), "far": (0, 2, 6, 8)},
                4: {"adjacent": (0, 1, 4, 5), "far": (0, 3, 12, 15)}}
@@ -277,7 +281,7 @@ def main(argv=None) -> int:
                 "rtl_barrier3_cycles": (e.get("rtl_barrier_cycles") or {}).get("3"),
                 "bit_exact_with": e["bit_exact"], "model_cost": round(m1 - m0, 1)}
     if "1x4" in parts:
-        entries.append(run_package(parse_slice(net[LONG[0]], LONG[1]), small_package(1, 4), **kw))
+        entries.append(run_package(parse_slice(net[LONG[0]], LONG[1]), small_package(*LINE), **kw))
         entries[-1]["part"] = "1x4"
     # Fig. 7: one mapping (the mapper's K/C-only tiling on 2x2 chiplets of one PE), two
     # placements of its 4 chiplets on a 4x4 package of one-PE chiplets (build size of the RTL)
