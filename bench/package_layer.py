@@ -2,21 +2,26 @@
 §4.3 Fig. 7 NoP latency, §5.1 per-chiplet completion): RTL cycles and per-chiplet completion
 times against the package model for the same mapping and placement, NoP flits, bit-exactness.
 
-Runs (small chiplets: 2x2 PEs, small buffers, ``hdl/package/compiler.py`` :func:`small_package`):
+Runs (small chiplets: 2x2 PEs, small buffers, ``hdl/package/compiler.py`` :func:`small_package`;
+Verilator at ``-O0``, one build per package shape reused by every run of that shape):
 six layer slices on 2x2 chiplets (mapping from the Simba mapper on the package Arch, then
-§5.1's non-uniform partition when the model prefers it), one slice on 1x4 chiplets (longer NoP
-paths), and Fig. 7 at small scale: one 4-chiplet slice (Listing 1's K/C-only tiling) on a 4x4
-package of one-PE chiplets (the RTL build stays small) with the chiplets adjacent (0, 1, 4, 5)
-and far apart (0, 3, 12, 15), same mapping; the cycle ratio far/adjacent
-of the RTL next to the package model's and the Simba model's (``sim_models/simba/model.py``).
+§5.1's non-uniform partition when the model prefers it) + the res3a slice with last stop's
+Q4 mapping (two input sets at one home); one slice on a line of 4 chiplets (4x1: longer NoP
+paths); Fig. 7 at small scale: one 4-chiplet slice (Listing 1's K/C-only tiling) on a 3x3
+package of one-PE chiplets (``--fig7-nop 4``: 4x4) with the chiplets adjacent (0, 1, 3, 4) and
+at the corners (0, 2, 6, 8), same mapping; the cycle ratio far/adjacent of the RTL next to the
+package model's and the Simba model's (``sim_models/simba/model.py``); the final-barrier
+experiment (two 2x2 slices again with ``BAR 3`` before ``END``).
 
 Writes ``build/bench/package_layer.json``: ``entries`` [{layer, chiplets, bit_exact, rtl_cycles,
-model_cycles, rtl_chiplet_cycles, model_chiplet_cycles, nop_flits, ...}], ``fig7`` and
-``measured`` (RTL-measured constants for ``sim_models/simba/rtl_constants.py``: barrier cost;
-null until the package RTL runs).  ``bit_exact``, ``rtl_*`` and ``nop_flits`` come from the RTL
-run only and stay null while the package RTL is not in the tree (never estimated);
-``golden_bit_exact`` is the executable package model against numpy.  Targets (issue 18): model
-within 10 % on total cycles and within 15 % on each chiplet's completion time.
+model_cycles, rtl_chiplet_cycles, model_chiplet_cycles, nop_flits, ...}], ``fig7``,
+``final_barrier`` and ``measured`` (RTL-measured constants for
+``sim_models/simba/rtl_constants.py``: NoP hop and barrier cost from the runs' barrier events;
+``credit_fit``: the credit-residual experiment on a named subset, held-out errors).  Nothing
+of the model is fitted on these runs' cycles.  ``bit_exact``, ``rtl_*`` and ``nop_flits``
+come from the RTL run only and stay null while the package RTL is not in the tree (never
+estimated); ``golden_bit_exact`` is the executable package model against numpy.  Targets
+(issue 18): model within 10 % on total cycles and within 15 % on each chiplet's completion time.
 Run: ``.venv/bin/python bench/package_layer.py [--no-rtl] [--sim amaranth]``.
 """
 from __future__ import annotations
