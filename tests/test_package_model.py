@@ -120,3 +120,17 @@ def test_credit_loops_derived_from_the_rtl_structure():
     assert b["cycles"] > a["cycles"]
     off = package_cycles(pp, replace(default_constants(pkg), credit_structure=False))
     assert off["cycles"] < a["cycles"]
+
+
+def test_readback_send_ends_when_its_flits_left():
+    """A read-back SEND (and the chiplet's done) ends when its last flit has left the Global PE
+    (the RTL's done_cycle), not when the host has it: with several chiplets queueing on the one
+    host port, the last chiplet ends before its data reaches the host."""
+    pp = compile_package(*CASE_PQ)
+    a = package_cycles(pp)
+    b = package_cycles(pp, replace(default_constants(PKG), readback_arrival=True))
+    assert all(x <= y for x, y in zip(a["chiplet_cycles"], b["chiplet_cycles"]))
+    assert a["cycles"] < b["cycles"]
+
+
+CASE_PQ = (Layer("pq", 8, 16, 3, 3, 8, 8, 1, 1), Mapping(1, 1, 2, 2, 2, 1, 2, 1, 2, 4), PKG)

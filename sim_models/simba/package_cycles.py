@@ -26,7 +26,10 @@ timeline per chiplet (program order of the compiler's docstring):
 * ``out``: the LAST PEs' OUT packets reach the OA home (route latency + a packet);
 * ``done``: PE DONEs reach the controller; a home's SENDs complete when its farthest consumer
   took the last tile; an OA home's RECV when the last OUT arrived; the read-back of each output
-  window to the host (one host port: windows queue) + END.
+  window to the host (one host port: windows queue; the SEND ends when its last flit has left
+  the Global PE -- the RTL's done -- i.e. once the host has drained all but what the route's
+  buffers hold) + END; ``final_barrier``: BAR 3's ARRIVE follows the read-back into the
+  host's chiplet.
 
 Route latency (hierarchical XY, ``hdl/noc``): same chiplet: NoC hops x ``noc_hop_cycles``;
 else (hops to the gateway + hops from the gateway + 2) x ``noc_hop_cycles`` + NoP hops x
@@ -89,6 +92,7 @@ class PackageCycles:
     credit_overhead_cycles: float = 0.0
     ibuf_slots: int = 1
     serial_sets: bool = False          # ablation: a home's multicast sets wait for credits in turn
+    readback_arrival: bool = False     # ablation True: a read-back SEND ends when its data reached the host
     credit_structure: bool = True      # ablation False: credit loops = route + credit_overhead_cycles only
     provenance: dict = field(default_factory=dict, compare=False)
 
@@ -379,21 +383,37 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         done[c] = t
         if chips[c].windows:
             readq.append(c)
-    host_t = 0.0
+    # read-back to the host: one host port, windows queue in chiplet order of readiness; the
+    # SEND (and the WAIT G after it) ends when its last flit has left the Global PE
+    # (hdl/global_pe send), i.e. once the host has drained all but what the route buffers
+    # hold (router input buffers + NoP link stages between the Global PE and the host node)
+    def route_buffer(c):
+        b = (_hops(nm.gpe, nm.gateway) + _hops(nm.gateway, hnode)) * cfg.router_buffer_flits \
+            if c != hchip else _hops(nm.gpe, hnode) * cfg.router_buffer_flits
+        h = _hops(xy[c], xy[hchip])
+        return b + h * (tg.nop_router_buffer_flits + tg.nop_link_latency)
+    host_t, rb_at_host = 0.0, {}
     for c in sorted(readq, key=lambda c: (done[c], c)):
         t = done[c]
         for w in chips[c].windows:
             flits = w.n + math.ceil(w.n / cfg.max_tile)
             t += pc.gpe_cmd_cycles + 2 * ins
             start = max(t, host_t - lat(c, nm.gpe, hchip, hnode))
-            t = start + flits / pc.send_flits_per_cycle + lat(c, nm.gpe, hchip, hnode)
-            host_t = t
-            t += lat(hchip, hnode, c, nm.gpe) + ins            # host CREDIT back, WAIT G
+            arrive = start + flits / pc.send_flits_per_cycle + lat(c, nm.gpe, hchip, hnode)
+            host_t = rb_at_host[c] = arrive
+            if pc.readback_arrival:
+                t = arrive + lat(hchip, hnode, c, nm.gpe) + ins
+            else:
+                t = max(start + flits / pc.send_flits_per_cycle,
+                        arrive - lat(c, nm.gpe, hchip, hnode) - route_buffer(c)) + ins
         done[c] = t
     for c in range(N):
         done[c] += sum(1 for o in chips[c].ops[-1:] if o[0] == "end") * ins
     if pp.final_barrier:
-        r3, _ = barrier({c: done[c] - ins for c in range(N)})
+        # BAR 3's ARRIVE follows the chiplet's read-back on the same route into the host's
+        # chiplet, so it reaches there no earlier than that data reached the host
+        r3, _ = barrier({c: max(done[c] - ins, rb_at_host.get(c, 0.0) - lat(c, nm.ctrl, master, nm.ctrl))
+                         for c in range(N)})
         done = {c: r3[c] + ins for c in range(N)}
     per = [round(done[c], 1) for c in range(N)]
     return {"cycles": max(per), "chiplet_cycles": per, "terms": terms,
