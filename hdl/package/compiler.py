@@ -35,6 +35,11 @@ SEND tile-major, multicast over chiplets]; WAIT its PEs' DONEs (+ G when it has 
 flight); [OA home: SEND each output window unicast to the host; WAIT G]; [``BAR 3`` when
 ``final_barrier``]; END.  Without the final barrier (default) each chiplet's ``done`` is its
 own completion time (the tail Simba §5.1 evens out); the host's layer end is the last done.
+Decision (issue 18 review): the barrier stays off for a single layer.  It is Simba's layer
+sync, needed only before a *next* layer; it hides the per-chiplet completion times the issue
+reports, and on the RTL it costs 90-129 cycles at the end of a layer (bench/package_layer.py
+``final_barrier``: BAR 3's ARRIVEs queue behind the read-back data draining to the host on
+chiplet 0).  ``final_barrier=True`` compiles it (the package model predicts it too).
 
 Left out: several passes per chiplet (a slice that does not fit one chiplet pass raises
 :class:`CompileError` naming the limit), IA blocks straddling Global PEs, pooling, C-split
