@@ -181,15 +181,16 @@ class ChipletTB(HostPort):
         return [self.flit(int(i == 0), int(i == n - 1), mclass, dest, p, mcast_nodes)
                 for i, p in enumerate(payloads)]
 
-    def out_packets(self, words, base, max_words=None):
-        """OUT packets (into a Global PE RECV window) carrying ``words`` at ``base``..."""
+    def out_packets(self, words, base, max_words=None, dest=None):
+        """OUT packets (into a Global PE RECV window) carrying ``words`` at ``base``...
+        ``dest``: the Global PE's address (default: this chiplet's)."""
         max_words = max_words or self.cfg.max_tile
         olay = out_header_layout()
         pk = []
         for i in range(0, len(words), max_words):
             part = words[i:i + max_words]
             head = pack_fields(olay, kind=KIND_OUT, addr=base + i, nwords=len(part))
-            pk.append(self.packet(self.nmap.gpe, [head] + list(part), DATA_CLASS))
+            pk.append(self.packet(dest or self.nmap.gpe, [head] + list(part), DATA_CLASS))
         return pk
 
     # ---- host actions ------------------------------------------------------------------

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from amaranth.hdl import Value
 
-from tessera.hdl.global_pe.packets import DATA_CLASS, KIND_OUT, out_header_layout, pack_fields
 from tessera.hdl.package.config import PackageConfig
 from tessera.tb.chiplet.chiplet import AmaranthIO as _ChipletAmaranthIO
 from tessera.tb.chiplet.chiplet import ChipletTB, simulate
@@ -87,14 +86,7 @@ class PackageTB(ChipletTB):
 
     def out_packets(self, words, base, max_words=None, chiplet=(0, 0)):
         """OUT packets into chiplet ``chiplet``'s Global PE RECV window at ``base``."""
-        max_words = max_words or self.cfg.max_tile
-        olay = out_header_layout()
-        pk = []
-        for i in range(0, len(words), max_words):
-            part = words[i:i + max_words]
-            head = pack_fields(olay, kind=KIND_OUT, addr=base + i, nwords=len(part))
-            pk.append(self.packet((chiplet, self.nmap.gpe), [head] + list(part), DATA_CLASS))
-        return pk
+        return super().out_packets(words, base, max_words, dest=(chiplet, self.nmap.gpe))
 
     # ---- host actions ---------------------------------------------------------------------
     def new_run(self):
