@@ -173,7 +173,7 @@ def _base(layer_name: str) -> str:
 ABLATIONS = {"credit_structure_off": dict(credit_structure=False), "ibuf_slots_2": dict(ibuf_slots=2),
              "serial_sets": dict(serial_sets=True),
              "nop_barrier_uncalibrated": dict(nop_hop_cycles=7.0, barrier_cycles=6.0),
-             "readback_at_host": dict(readback_arrival=True),
+             "readback_left": dict(readback_arrival=False),
              "mcast_router_rule": dict(all_sets=False), "mcast_router_rule_all_sets": dict(all_sets=True)}
 
 
