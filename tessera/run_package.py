@@ -67,8 +67,9 @@ def rtl_runner():
 
 def run_package(layer, pcfg, seed: int = 0, samples: int = 300, out_dir=None, rtl: bool = True,
                 log=print, binding=None, mapping=None, sim: str = "verilator", nonuniform: bool = True,
-                tag: str | None = None) -> dict:
-    """One entry of the JSON contract (+ model / golden details)."""
+                tag: str | None = None, opt: str | None = None, final_barrier: bool = False) -> dict:
+    """One entry of the JSON contract (+ model / golden details); ``opt``: C++ optimisation
+    level of the Verilator model (e.g. ``"-O0"``: one build per package shape)."""
     from tessera.golden import chiplet as gc
     from tessera.golden import package as gp
     from tessera.hdl.package.compiler import compile_package
@@ -85,7 +86,7 @@ def run_package(layer, pcfg, seed: int = 0, samples: int = 300, out_dir=None, rt
         res = evaluate(layer, arch, mapping, binding or "row-major")
     binding = binding or "row-major"
     T = gc.layer_tensors(layer, seed)
-    pp = compile_package(layer, mapping, pcfg, T, binding=binding, arch=arch)
+    pp = compile_package(layer, mapping, pcfg, T, binding=binding, arch=arch, final_barrier=final_barrier)
     chk = gp.check_package(pp, T)
     pc = default_constants(pcfg)
     m = package_cycles(pp, pc)
@@ -119,7 +120,7 @@ def run_package(layer, pcfg, seed: int = 0, samples: int = 300, out_dir=None, rt
         log(f"    {k} = {v}  ({m['provenance'].get(k, '')})")
     if runner is not None:
         t1 = time.time()
-        r = runner(pp, Path(out_dir or "build/run_package"), seed, sim=sim)
+        r = runner(pp, Path(out_dir or "build/run_package"), seed, sim=sim, opt=opt)
         cmp_ = gp.compare(pp, r["windows"], gc.reference(layer, T, pcfg.chiplet.pe.acc_width))
         e.update(bit_exact=cmp_["bit_exact"], rtl_cycles=int(r["cycles"]),
                  rtl_chiplet_cycles=[int(x) for x in r["chiplet_cycles"]], nop_flits=r.get("nop_flits"),

@@ -10,15 +10,17 @@ from tessera.hdl.chiplet.config import ChipletConfig
 from tessera.hdl.package.config import PackageConfig
 from tessera.params import ParamError
 
-SMALL_CHIPLET = dict(nx=2, ny=2, words=512, banks=2, max_tile=8, out_words=8, psum_beats=2,
-                     prog_depth=128, timeout_bits=16, wbuf_bytes=1024, ibuf_bytes=512,
-                     abuf_entries=32, ppu_depth=4)
-
-
 def params(seed: int, **kw) -> dict:
-    """Block parameters of the test package; NoP link latency random per build (seed)."""
+    """Block parameters of the test package: the bench's small 2x2 package
+    (``small_package``); NoP link latency random per build (seed).  Seed 1 draws the bench's
+    latency 4, so this test, bench/package_layer.py and tests/test_package_compiler_rtl.py
+    share one Verilator build."""
+    from tessera.hdl.package.compiler import small_package
+    from tessera.tb.package.run_package import package_params
     rng = random.Random(seed)
-    return dict(SMALL_CHIPLET, ckx=2, cky=2, nop_link_latency=rng.choice([2, 3, 5]), **kw)
+    p = package_params(small_package(2, 2))
+    p.update(nop_link_latency=rng.choice([4, 2, 5]), **kw)
+    return p
 
 
 def test_config_defaults_and_host_node():

@@ -114,6 +114,30 @@ def test_program_fits_and_host_address():
     assert np.all(gp.coverage(pp) == 1) is not None
 
 
+def test_assemble_ops_is_the_program():
+    """The one op -> instruction assembly (hdl/chiplet/asm.py assemble_ops) gives each chiplet's
+    program, op by op (the package model counts controller time with op_words); a command
+    field beyond its bits is a CompileError; the final barrier adds exactly one BAR word."""
+    from dataclasses import replace
+
+    from tessera.hdl.chiplet.asm import assemble_ops
+    from tessera.hdl.chiplet.isa import OP_BAR, field
+    from tessera.hdl.global_pe.packets import FIELD
+    L, m = CASES["K2C2_chain_across"]
+    pp = compile_package(L, m, PKG)
+    fb = compile_package(L, m, PKG, final_barrier=True)
+    cfg = PKG.chiplet_cfg()
+    for ch, chb in zip(pp.chiplets, fb.chiplets):
+        prog = assemble_ops(ch.ops, cfg)
+        assert prog.words == ch.program.words
+        assert len(prog.op_words) == len(ch.ops) and sum(prog.op_words) == len(prog.words)
+        bars = lambda p: sum(field(w, "op") == OP_BAR for w in p.words)
+        assert len(chb.program.words) == len(ch.program.words) + 1 and bars(chb.program) == bars(prog) + 1
+    send = next(o for o in pp.chiplets[0].ops if o[0] == "send")
+    with pytest.raises(CompileError, match="field a"):
+        assemble_ops([("send", replace(send[1], a=1 << FIELD))], cfg)
+
+
 # ------------------------------------------------------------------ tessera run-layer --chiplets
 def test_run_layer_chiplets_cli(tmp_path, capsys):
     import json

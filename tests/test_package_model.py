@@ -98,3 +98,39 @@ def test_drift_detected(tmp_path):
     assert k["noc_hop_cycles"] == 4.0 and "noc_throughput.json" in k.provenance["noc_hop_cycles"]
     assert k["nop_hop_cycles"] == 9.0
     assert default_constants(PKG, tmp_path).nop_hop_cycles == 9.0
+
+
+def test_credit_loops_derived_from_the_rtl_structure():
+    """No credit term is fitted on package runs: the committed residual is 0 and a credit loop
+    costs route + packet flits + words popped into the PE + the chiplet model's
+    credit_fixed_cycles; with one credit per lane the credit loop bounds the period and moves
+    with that handling."""
+    from tessera.sim_models.simba.chiplet_cycles import default_constants as chip_defaults
+    from tessera.sim_models.simba.package_cycles import credit_handling
+    data = json.loads(rc.DATA.read_text())["constants"]["credit_overhead_cycles"]
+    assert data["value"] == 0.0 and data["bench"] is None and "derived" in data["source"]
+    cc, pe = chip_defaults()
+    pc = default_constants(PKG)
+    assert credit_handling(9, 8, cc, pc) == 9 + 8 + cc.credit_fixed_cycles + pc.credit_overhead_cycles
+    pkg = small_package(2, 2, credit_window=1)
+    pp = compile_package(L1, M1, pkg)
+    a = package_cycles(pp, default_constants(pkg))
+    assert any(t["period_bound"] == "credit_window" for t in a["terms"].values())
+    b = package_cycles(pp, default_constants(pkg), chiplet_consts=(replace(cc, credit_fixed_cycles=cc.credit_fixed_cycles + 20), pe))
+    assert b["cycles"] > a["cycles"]
+    off = package_cycles(pp, replace(default_constants(pkg), credit_structure=False))
+    assert off["cycles"] < a["cycles"]
+
+
+def test_readback_send_end_variants():
+    """The read-back experiment (readback_arrival=False: a SEND ends when its last flit has left
+    the Global PE, the RTL's done) ends no chiplet later than the default (data at the host +
+    CREDIT back), and the last chiplet, queued on the one host port, earlier."""
+    pp = compile_package(*CASE_PQ)
+    a = package_cycles(pp, replace(default_constants(PKG), readback_arrival=False))
+    b = package_cycles(pp)
+    assert all(x <= y for x, y in zip(a["chiplet_cycles"], b["chiplet_cycles"]))
+    assert a["cycles"] < b["cycles"]
+
+
+CASE_PQ = (Layer("pq", 8, 16, 3, 3, 8, 8, 1, 1), Mapping(1, 1, 2, 2, 2, 1, 2, 1, 2, 4), PKG)

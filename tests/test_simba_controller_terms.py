@@ -14,27 +14,14 @@ NET = {l.name: l for l in load_network("resnet50")}
 
 def _program_words(ps):
     """(setup words without the host's input RECV and readback SEND, tile SEND commands)."""
-    from tessera.hdl.chiplet.asm import Program
-    from tessera.hdl.chiplet.compiler import TAG_SEND, pack_nested
-    from tessera.hdl.chiplet.config import ChipletConfig, node_map
-    from tessera.hdl.global_pe.packets import command_layout
+    from tessera.hdl.chiplet.asm import assemble_ops
+    from tessera.hdl.chiplet.compiler import TAG_SEND
+    from tessera.hdl.chiplet.config import ChipletConfig
     cfg = ChipletConfig()
-    nm, lay = node_map(cfg), command_layout(cfg.gpe)
     setup, sends, recvs, others = 0, 0, 0, 0
     for op in ps.ops:
-        prog, k = Program(nm.mesh, lay), op[0]
-        if k == "tmo":
-            prog.tmo(op[1])
-        elif k == "cfg":
-            prog.cfg(op[1][0], op[1][1], op[2], op[3])
-        elif k == "wait":
-            prog.wait(op[1], op[2])
-        elif k == "bar":
-            prog.bar(op[1])
-        elif k == "end":
-            prog.end()
-        else:
-            prog.cmd(pack_nested(lay, op[1].fields(nm.mesh[0])))
+        k = op[0]
+        prog = assemble_ops([op], cfg)          # each op alone: every CMD with all its chunks
         if k == "send" and op[1].tag == TAG_SEND:
             sends += 1
             continue

@@ -119,3 +119,39 @@ def assemble(text: str, node_mesh=(4, 5), cmd_layout=None) -> list[int]:
         except (ValueError, KeyError, IndexError) as err:
             raise ValueError(f"line {n}: {err}") from None
     return p.words
+
+
+def assemble_ops(ops, cfg) -> Program:
+    """A compiler's op list -> the controller :class:`Program` (the one op -> instruction
+    assembly: chiplet and package compilers, the package cycle model and the controller-term
+    tests call it).  ``cfg``: the ChipletConfig the program runs on.  Ops: ``("tmo", n)``,
+    ``("cfg", (x, y), reg, value)``, ``("wait", nodes, gpe)``, ``("bar", id)``, ``("end",)``,
+    ``("recv" | "send" | "group", cmd)`` (cmd: ``.fields(mesh_x)``;
+    CMDW only for the chunks that changed).  ``program.op_words[i]`` = words op i
+    assembled to.  A command field out of range raises the compiler's ``CompileError``."""
+    from tessera.hdl.global_pe.packets import command_layout
+
+    from .compiler import pack_nested
+    from .config import node_map
+    nm = node_map(cfg)
+    lay = command_layout(cfg.gpe)
+    prog = Program(nm.mesh, lay)
+    prog.op_words = []
+    for op in ops:
+        n0, k = len(prog.words), op[0]
+        if k == "tmo":
+            prog.tmo(op[1])
+        elif k in ("recv", "send", "group"):
+            prog.cmd(pack_nested(lay, op[1].fields(nm.mesh[0])))     # checks every field's width
+        elif k == "cfg":
+            prog.cfg(op[1][0], op[1][1], op[2], op[3])
+        elif k == "wait":
+            prog.wait(op[1], op[2])
+        elif k == "bar":
+            prog.bar(op[1])
+        elif k == "end":
+            prog.end()
+        else:
+            raise ValueError(f"unknown op {k!r}")
+        prog.op_words.append(len(prog.words) - n0)
+    return prog

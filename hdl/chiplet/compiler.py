@@ -55,11 +55,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tessera.hdl.global_pe.packets import (KIND_OUT, OP_GROUP, OP_RECV, OP_SEND, FIELD, TILE_BITS,
-                                           command_layout, out_header_layout, pack_fields)
+                                           out_header_layout, pack_fields)
 from tessera.hdl.pe.config import CFG_FIELDS, PEConfig, Role
 
 from . import packets as pk
-from .asm import Program
+from .asm import Program, assemble_ops
 from .config import ChipletConfig, node_map
 from tessera.sim_models.simba.layers import Layer
 
@@ -470,8 +470,6 @@ def _build_pass(index, L: ConvLayer, m: PEMapping, cfg: ChipletConfig, k_range, 
         if j.ntiles >= 1 << 16:
             raise CompileError(f"ntiles = {j.ntiles} exceeds the 16-bit ntiles register")
     # ---- program ----------------------------------------------------------------------
-    gcfg = cfg.gpe
-    mx = nm.mesh[0]
     ops = []
     tile_w = min(cfg.max_tile, (1 << TILE_BITS) - 1)
     ops.append(("tmo", (1 << cfg.timeout_bits) - 1))
@@ -521,25 +519,7 @@ def _build_pass(index, L: ConvLayer, m: PEMapping, cfg: ChipletConfig, k_range, 
                                stride=(1, 0, 0), tile=tile_w, ucast=True, unode=nm.gateway)))
     ops.append(("wait", [], True))
     ops.append(("end",))
-    lay = command_layout(gcfg)
-    prog = Program(nm.mesh, lay)
-    for op in ops:
-        if op[0] == "tmo":
-            prog.tmo(op[1])
-        elif op[0] in ("recv", "send", "group"):
-            c = op[1]
-            for f, v in (("a", c.a), ("cnt0", c.cnt[0]), ("stride1", c.stride[1]), ("stride2", c.stride[2])):
-                if not 0 <= v < 1 << FIELD:
-                    raise CompileError(f"Global PE command field {f} = {v} exceeds {FIELD} bits")
-            prog.cmd(pack_nested(lay, c.fields(mx)))
-        elif op[0] == "cfg":
-            prog.cfg(op[1][0], op[1][1], op[2], op[3])
-        elif op[0] == "wait":
-            prog.wait(op[1], op[2])
-        elif op[0] == "bar":
-            prog.bar(op[1])
-        elif op[0] == "end":
-            prog.end()
+    prog = assemble_ops(ops, cfg)
     # ---- output map: beat b of tile t in stream order (k1, p, q), pool = 0 ---------------
     out_index = np.full((out_words, K0), -1, dtype=np.int64)
     if index >= 0:

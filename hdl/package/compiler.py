@@ -35,6 +35,11 @@ SEND tile-major, multicast over chiplets]; WAIT its PEs' DONEs (+ G when it has 
 flight); [OA home: SEND each output window unicast to the host; WAIT G]; [``BAR 3`` when
 ``final_barrier``]; END.  Without the final barrier (default) each chiplet's ``done`` is its
 own completion time (the tail Simba §5.1 evens out); the host's layer end is the last done.
+Decision (issue 18 review): the barrier stays off for a single layer.  It is Simba's layer
+sync, needed only before a *next* layer; it hides the per-chiplet completion times the issue
+reports, and on the RTL it costs 90-129 cycles at the end of a layer (bench/package_layer.py
+``final_barrier``: BAR 3's ARRIVEs queue behind the read-back data draining to the host on
+chiplet 0).  ``final_barrier=True`` compiles it (the package model predicts it too).
 
 Left out: several passes per chiplet (a slice that does not fit one chiplet pass raises
 :class:`CompileError` naming the limit), IA blocks straddling Global PEs, pooling, C-split
@@ -47,12 +52,12 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from tessera.hdl.chiplet import packets as pk
-from tessera.hdl.chiplet.asm import Program
+from tessera.hdl.chiplet.asm import Program, assemble_ops
 from tessera.hdl.chiplet.compiler import (TAG_GROUP, TAG_READBACK, TAG_RECV_IN, TAG_RECV_OUT,
                                           TAG_SEND, CompileError, GpeCmd, PEMapping, compile_layer,
-                                          pack_nested, preload)
+                                          preload)
 from tessera.hdl.chiplet.config import ChipletConfig, node_map
-from tessera.hdl.global_pe.packets import FIELD, OP_GROUP, OP_RECV, OP_SEND, TILE_BITS, command_layout
+from tessera.hdl.global_pe.packets import OP_GROUP, OP_RECV, OP_SEND, TILE_BITS
 from tessera.hdl.package.config import PackageConfig
 from tessera.hdl.pe.config import Role
 from tessera.params import ParamError
@@ -416,26 +421,7 @@ def _program(ch: ChipletProgram, chips, by_idx, tg: PackageConfig, cfg, nm, fina
     if final_barrier:
         ops.append(("bar", BAR_DONE))
     ops.append(("end",))
-    lay = command_layout(cfg.gpe)
-    prog = Program(nm.mesh, lay)
-    for op in ops:
-        k = op[0]
-        if k == "tmo":
-            prog.tmo(op[1])
-        elif k in ("recv", "send", "group"):
-            c = op[1]
-            for f, v in (("a", c.a), ("cnt0", c.cnt[0]), ("stride1", c.stride[1]), ("stride2", c.stride[2])):
-                if not 0 <= v < 1 << FIELD:
-                    raise CompileError(f"Global PE command field {f} = {v} exceeds {FIELD} bits")
-            prog.cmd(pack_nested(lay, c.fields(nm.mesh[0])))
-        elif k == "cfg":
-            prog.cfg(op[1][0], op[1][1], op[2], op[3])
-        elif k == "wait":
-            prog.wait(op[1], op[2])
-        elif k == "bar":
-            prog.bar(op[1])
-        elif k == "end":
-            prog.end()
+    prog = assemble_ops(ops, cfg)
     if len(prog.words) > cfg.prog_depth:
         raise CompileError(f"chiplet {ch.chiplet}: program of {len(prog.words)} instructions exceeds "
                            f"prog_depth {cfg.prog_depth}")

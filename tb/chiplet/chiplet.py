@@ -13,7 +13,9 @@
   one -- the router's local input carries one packet at a time);
 * a host sink on ``host_out`` with random back-pressure that returns one
   ``CREDIT`` packet (kind 3, count 1, control class, to the packet's ``src``)
-  for every ``DATA`` packet it has fully received, and keeps every packet;
+  for every ``DATA`` packet it has fully received, and keeps every packet
+  (these host-port drivers: :class:`tessera.tb.host_port.HostPort`, shared
+  with the package testbench);
 * the barrier hook: while ``bar_req`` is high with id ``i``, the handler
   registered with :meth:`ChipletTB.on_barrier` runs once (typically: queue the
   preload) and ``bar_ack`` is raised;
@@ -30,7 +32,6 @@ Flits are ints packed in the endpoint layout (:meth:`ChipletConfig.flit_layout`)
 from __future__ import annotations
 
 import random
-from collections import deque
 
 from amaranth.hdl import Value
 
@@ -38,10 +39,11 @@ from tessera.export import _layout_fields
 from tessera.hdl.chiplet.config import ChipletConfig, node_map
 from tessera.hdl.chiplet.isa import ERR_TIMEOUT
 from tessera.hdl.chiplet.packets import ctrl_class
-from tessera.hdl.global_pe.packets import (DATA_CLASS, KIND_BITS, KIND_CREDIT, KIND_DATA,
-                                           KIND_OUT, credit_layout, data_header_layout,
-                                           out_header_layout, pack_fields, unpack_fields)
-from tessera.tb.common import pack, unpack
+from tessera.hdl.global_pe.packets import (DATA_CLASS, KIND_BITS, KIND_DATA, KIND_OUT,
+                                           data_header_layout, out_header_layout, pack_fields,
+                                           unpack_fields)
+from tessera.tb.common import pack
+from tessera.tb.host_port import HostPort
 
 
 # ---- simulator adapters ------------------------------------------------------------------
@@ -135,7 +137,7 @@ class AmaranthIO:
 
 
 # ---- the testbench -----------------------------------------------------------------------
-class ChipletTB:
+class ChipletTB(HostPort):
     INPUTS = ("host_in__valid", "host_in__payload", "host_out__ready", "prog__valid",
               "prog__payload", "start", "clear", "bar_ack")
 
@@ -150,22 +152,11 @@ class ChipletTB:
         self.ffields = _layout_fields(self.flay)
         self.ctrl_cls = ctrl_class(cfg.classes)
         self.cycle = 0
-        self.tx: deque = deque()          # packets (lists of flit ints) for host_in
-        self.tx_credit: deque = deque()   # CREDIT packets (sent first, between packets)
-        self.cur: list | None = None      # packet being sent
-        self.prog_q: deque = deque()
-        self.start_pending = False
-        self.start_cycle = None
-        self.end_cycle = None
-        self.rx_flits: list = []          # every host_out flit (dicts)
-        self.rx_packets: list = []        # complete packets: (head dict, [payloads])
-        self._rx_cur: list | None = None
+        self._host_init()
         self.bar_handlers: dict = {}
         self._bar_done: set = set()
-        self.in_flits = self.out_flits = self.credits = 0
         self.status: dict = {}
         self.checks = 0
-        self.clear_pending = False
 
     # ---- packet construction ---------------------------------------------------------
     def addr(self, xy) -> dict:
@@ -190,23 +181,23 @@ class ChipletTB:
         return [self.flit(int(i == 0), int(i == n - 1), mclass, dest, p, mcast_nodes)
                 for i, p in enumerate(payloads)]
 
-    def out_packets(self, words, base, max_words=None):
-        """OUT packets (into a Global PE RECV window) carrying ``words`` at ``base``..."""
+    def out_packets(self, words, base, max_words=None, dest=None):
+        """OUT packets (into a Global PE RECV window) carrying ``words`` at ``base``...
+        ``dest``: the Global PE's address (default: this chiplet's)."""
         max_words = max_words or self.cfg.max_tile
         olay = out_header_layout()
         pk = []
         for i in range(0, len(words), max_words):
             part = words[i:i + max_words]
             head = pack_fields(olay, kind=KIND_OUT, addr=base + i, nwords=len(part))
-            pk.append(self.packet(self.nmap.gpe, [head] + list(part), DATA_CLASS))
+            pk.append(self.packet(dest or self.nmap.gpe, [head] + list(part), DATA_CLASS))
         return pk
 
     # ---- host actions ------------------------------------------------------------------
     def new_run(self):
         """Forget the last run's host-side records and pulse ``clear`` (the controller
         forgets its program and status; the sticky summaries clear) before the next load."""
-        self.rx_flits, self.rx_packets, self._rx_cur = [], [], None
-        self.in_flits = self.out_flits = self.credits = 0
+        self._host_forget()
         self.start_cycle = self.end_cycle = None
         self.bar_handlers, self._bar_done = {}, set()
         self.clear_pending = True
@@ -243,44 +234,12 @@ class ChipletTB:
 
     # ---- per-cycle engine ----------------------------------------------------------------
     def _drive(self):
-        io = self.io
-        # clear, then program load (only while idle, before start)
-        clr = self.clear_pending
-        io.set("clear", int(clr))
-        io.set("prog__valid", 1 if self.prog_q and not clr else 0)
-        io.set("prog__payload", self.prog_q[0] if self.prog_q else 0)
-        io.set("start", 1 if (self.start_pending and not self.prog_q and not clr) else 0)
-        # host_in: whole packets, credits first (only between packets), gaps between packets
-        if self.cur is None:
-            if self.tx_credit:
-                self.cur = self.tx_credit.popleft()
-            elif self.tx and self.rng.random() >= self.in_gap:
-                self.cur = self.tx.popleft()
-        io.set("host_in__valid", 1 if self.cur else 0)
-        io.set("host_in__payload", self.cur[0] if self.cur else 0)
-        self._out_rdy = self.rng.random() < self.out_ready
-        io.set("host_out__ready", int(self._out_rdy))
-        io.set("bar_ack", int(self._bar_ack))
+        self._drive_host()                    # clear, prog, start, host_in, host_out
+        self.io.set("bar_ack", int(self._bar_ack))
 
     def _sample(self):
         io = self.io
-        clr, self.clear_pending = self.clear_pending, False
-        if self.prog_q and not clr and io.get("prog__ready"):
-            self.prog_q.popleft()
-        if self.start_pending and not self.prog_q and io.get("start"):
-            self.start_pending = False
-            self.start_cycle = self.cycle
-            self.end_cycle = None
-        if self.cur and io.get("host_in__ready"):
-            self.cur.pop(0)
-            self.in_flits += 1
-            if not self.cur:
-                self.cur = None
-        if self._out_rdy and io.get("host_out__valid"):
-            f = unpack(self.ffields, io.get("host_out__payload"))
-            self.rx_flits.append(f)
-            self.out_flits += 1
-            self._rx(f)
+        self._sample_host()
         # barrier: ack one cycle after req is seen (handler runs once per id)
         req = io.get("bar_req")
         bid = io.get("bar_id")
@@ -302,26 +261,8 @@ class ChipletTB:
             self.end_cycle = self.cycle
         self._busy = busy
 
-    def _rx(self, f):
-        if f["head"]:
-            if self._rx_cur is not None:
-                raise AssertionError(f"host_out: head flit inside a packet at cycle {self.cycle}")
-            self._rx_cur = [f]
-        elif self._rx_cur is None:
-            raise AssertionError(f"host_out: body flit without head at cycle {self.cycle}")
-        else:
-            self._rx_cur.append(f)
-        if f["tail"]:
-            pkt = self._rx_cur
-            self._rx_cur = None
-            pays = [x["payload"] for x in pkt]
-            self.rx_packets.append((pkt[0], pays))
-            kind = pays[0] & ((1 << KIND_BITS) - 1)
-            if kind == KIND_DATA:
-                src = (pkt[0]["src.node.x"], pkt[0]["src.node.y"])
-                cr = pack_fields(credit_layout(), kind=KIND_CREDIT, count=1)
-                self.tx_credit.append(self.packet(src, [cr], self.ctrl_cls))
-                self.credits += 1
+    def _credit_dest(self, head):
+        return (head["src.node.x"], head["src.node.y"])
 
     async def setup(self):
         self._bar_ack = False
@@ -374,15 +315,19 @@ class ChipletTB:
 
 def amaranth_run(cfg: ChipletConfig, body, seed=1, in_gap=0.0, out_ready=1.0):
     """Build a ``Chiplet(cfg, sim=True)``, run ``await body(tb)`` in amaranth.sim; returns tb."""
-    from amaranth.sim import Simulator
-
     from tessera.hdl.chiplet.chiplet import Chiplet
-    dut = Chiplet(cfg, sim=True)
+    return simulate(Chiplet(cfg, sim=True), lambda io: ChipletTB(io, cfg, seed=seed, in_gap=in_gap,
+                                                                 out_ready=out_ready), body)
+
+
+def simulate(dut, make_tb, body, io_class=AmaranthIO):
+    """amaranth.sim of ``dut``: ``tb = make_tb(io_class(ctx, dut))``, set up, ``await body(tb)``;
+    returns tb (the chiplet and package testbenches)."""
+    from amaranth.sim import Simulator
     holder = {}
 
     async def bench(ctx):
-        tb = ChipletTB(AmaranthIO(ctx, dut), cfg, seed=seed, in_gap=in_gap, out_ready=out_ready)
-        holder["tb"] = tb
+        tb = holder["tb"] = make_tb(io_class(ctx, dut))
         await tb.setup()
         await body(tb)
 

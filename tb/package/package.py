@@ -12,7 +12,8 @@ cycle; ``CocotbIO`` on Verilator, :class:`AmaranthIO` here with array ports ``a_
   hierarchical destinations (:meth:`PackageTB.packet` ``dest`` = ((cx, cy), (x, y)));
   ``src`` of host flits is ``PackageConfig.host_addr``;
 * host sink on ``host_out`` with random back-pressure (``out_ready``) returning one CREDIT
-  per DATA packet to its hierarchical ``src``;
+  per DATA packet to its hierarchical ``src`` (both drivers: the chiplet testbench's
+  :class:`tessera.tb.host_port.HostPort`, with ``prog_sel`` and hierarchical credits here);
 * barrier monitor: ``bar_req``/``bar_id`` per chiplet; the handler registered with
   :meth:`PackageTB.on_barrier` runs once when every chiplet of ``bar_mask`` shows
   ``BAR id`` (the host cue); ``bar_events`` records per barrier id the cycle of each
@@ -23,17 +24,12 @@ cycle; ``CocotbIO`` on Verilator, :class:`AmaranthIO` here with array ports ``a_
 """
 from __future__ import annotations
 
-from collections import deque
-
 from amaranth.hdl import Value
 
-from tessera.hdl.global_pe.packets import (DATA_CLASS, KIND_BITS, KIND_CREDIT, KIND_DATA,
-                                           KIND_OUT, credit_layout, out_header_layout,
-                                           pack_fields)
 from tessera.hdl.package.config import PackageConfig
 from tessera.tb.chiplet.chiplet import AmaranthIO as _ChipletAmaranthIO
-from tessera.tb.chiplet.chiplet import ChipletTB
-from tessera.tb.common import pack, unpack
+from tessera.tb.chiplet.chiplet import ChipletTB, simulate
+from tessera.tb.common import pack
 
 
 class AmaranthIO(_ChipletAmaranthIO):
@@ -90,14 +86,7 @@ class PackageTB(ChipletTB):
 
     def out_packets(self, words, base, max_words=None, chiplet=(0, 0)):
         """OUT packets into chiplet ``chiplet``'s Global PE RECV window at ``base``."""
-        max_words = max_words or self.cfg.max_tile
-        olay = out_header_layout()
-        pk = []
-        for i in range(0, len(words), max_words):
-            part = words[i:i + max_words]
-            head = pack_fields(olay, kind=KIND_OUT, addr=base + i, nwords=len(part))
-            pk.append(self.packet((chiplet, self.nmap.gpe), [head] + list(part), DATA_CLASS))
-        return pk
+        return super().out_packets(words, base, max_words, dest=(chiplet, self.nmap.gpe))
 
     # ---- host actions ---------------------------------------------------------------------
     def new_run(self):
@@ -120,45 +109,23 @@ class PackageTB(ChipletTB):
         return max(ev["release"].values()) - max(ev["arrive"].values())
 
     # ---- per-cycle engine -------------------------------------------------------------------
+    def _prog_word(self, entry):                 # prog_q holds (chiplet, word)
+        return entry[1]
+
+    def _started(self):
+        self.end_cycles = {}
+
+    def _credit_dest(self, h):
+        return ((h["src.chiplet.x"], h["src.chiplet.y"]), (h["src.node.x"], h["src.node.y"]))
+
     def _drive(self):
-        io = self.io
-        clr = self.clear_pending
-        io.set("clear", int(clr))
-        io.set("prog__valid", 1 if self.prog_q and not clr else 0)
-        io.set("prog_sel", self.prog_q[0][0] if self.prog_q else 0)
-        io.set("prog__payload", self.prog_q[0][1] if self.prog_q else 0)
-        io.set("start", 1 if (self.start_pending and not self.prog_q and not clr) else 0)
-        io.set("bar_mask", self.bar_mask)
-        if self.cur is None:
-            if self.tx_credit:
-                self.cur = self.tx_credit.popleft()
-            elif self.tx and self.rng.random() >= self.in_gap:
-                self.cur = self.tx.popleft()
-        io.set("host_in__valid", 1 if self.cur else 0)
-        io.set("host_in__payload", self.cur[0] if self.cur else 0)
-        self._out_rdy = self.rng.random() < self.out_ready
-        io.set("host_out__ready", int(self._out_rdy))
+        self._drive_host()                       # clear, prog, start, host_in, host_out
+        self.io.set("prog_sel", self.prog_q[0][0] if self.prog_q else 0)
+        self.io.set("bar_mask", self.bar_mask)
 
     def _sample(self):
         io = self.io
-        clr, self.clear_pending = self.clear_pending, False
-        if self.prog_q and not clr and io.get("prog__ready"):
-            self.prog_q.popleft()
-        if self.start_pending and not self.prog_q and io.get("start"):
-            self.start_pending = False
-            self.start_cycle = self.cycle
-            self.end_cycle = None
-            self.end_cycles = {}
-        if self.cur and io.get("host_in__ready"):
-            self.cur.pop(0)
-            self.in_flits += 1
-            if not self.cur:
-                self.cur = None
-        if self._out_rdy and io.get("host_out__valid"):
-            f = unpack(self.ffields, io.get("host_out__payload"))
-            self.rx_flits.append(f)
-            self.out_flits += 1
-            self._rx(f)
+        self._sample_host()
         # barrier monitor
         req = io.get("bar_req")
         mask = self.bar_mask or (1 << self.C) - 1
@@ -192,27 +159,6 @@ class PackageTB(ChipletTB):
             if self.end_cycle is None and len(self.end_cycles) == self.C:
                 self.end_cycle = self.cycle
 
-    def _rx(self, f):
-        if f["head"]:
-            if self._rx_cur is not None:
-                raise AssertionError(f"host_out: head flit inside a packet at cycle {self.cycle}")
-            self._rx_cur = [f]
-        elif self._rx_cur is None:
-            raise AssertionError(f"host_out: body flit without head at cycle {self.cycle}")
-        else:
-            self._rx_cur.append(f)
-        if f["tail"]:
-            pkt = self._rx_cur
-            self._rx_cur = None
-            pays = [x["payload"] for x in pkt]
-            self.rx_packets.append((pkt[0], pays))
-            if pays[0] & ((1 << KIND_BITS) - 1) == KIND_DATA:
-                h = pkt[0]
-                src = ((h["src.chiplet.x"], h["src.chiplet.y"]), (h["src.node.x"], h["src.node.y"]))
-                cr = pack_fields(credit_layout(), kind=KIND_CREDIT, count=1)
-                self.tx_credit.append(self.packet(src, [cr], self.ctrl_cls))
-                self.credits += 1
-
     async def reset_mid_run(self, cycles=3):
         """Pulse the DUT's reset (cocotb adapter) in the middle of a run and forget the
         host side of that run (queued packets, program words, barrier state)."""
@@ -242,14 +188,6 @@ class PackageTB(ChipletTB):
                      f"tx {len(self.tx)} cur {self.cur is not None} rx {len(self.rx_packets)}")
             raise
 
-    async def setup(self):
-        self._bar_hold = 0
-        self._busy = 0
-        await self.io.start_clock()
-        for name in self.INPUTS:
-            self.io.set(name, 0)
-        await self.io.reset()
-
     def read_status(self) -> dict:
         io = self.io
         C = self.C
@@ -268,21 +206,7 @@ class PackageTB(ChipletTB):
 
 def amaranth_run(pcfg: PackageConfig, body, seed=1, in_gap=0.0, out_ready=1.0, bar_mask=0):
     """Build ``Package(pcfg, sim=True)``, run ``await body(tb)`` in amaranth.sim; returns tb."""
-    from amaranth.sim import Simulator
-
     from tessera.hdl.package.package import Package
-    dut = Package(pcfg, sim=True)
-    holder = {}
-
-    async def bench(ctx):
-        tb = PackageTB(AmaranthIO(ctx, dut), pcfg, seed=seed, in_gap=in_gap,
-                       out_ready=out_ready, bar_mask=bar_mask)
-        holder["tb"] = tb
-        await tb.setup()
-        await body(tb)
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    return holder["tb"]
+    return simulate(Package(pcfg, sim=True), lambda io: PackageTB(io, pcfg, seed=seed, in_gap=in_gap,
+                                                                  out_ready=out_ready, bar_mask=bar_mask),
+                    body, AmaranthIO)

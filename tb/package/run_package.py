@@ -122,8 +122,10 @@ def package_params(pcfg) -> dict:
 
 
 def run_pass(pp, build_dir=None, seed: int = 1, in_gap: float = 0.0, out_ready: float = 1.0,
-             sim: str = "verilator", opt: str | None = None) -> dict:
-    """Run a compiled package pass on the RTL; ``windows`` as {(chiplet, base): [n, K0] int8}."""
+             sim: str = "verilator", opt: str | None = None, max_cycles: int | None = None) -> dict:
+    """Run a compiled package pass on the RTL; ``windows`` as {(chiplet, base): [n, K0] int8}.
+    ``max_cycles``: a run still going after that many cycles (per phase) raises, with the
+    status the host saw (default: 20 x the package model's cycles + 20000)."""
     import json
     import pickle
     import tempfile
@@ -144,9 +146,17 @@ def run_pass(pp, build_dir=None, seed: int = 1, in_gap: float = 0.0, out_ready: 
         with tempfile.TemporaryDirectory() as td:
             pin, pout = Path(td) / "pass.pkl", Path(td) / "out.json"
             pin.write_bytes(pickle.dumps(pl))
-            run("package", package_params(pcfg), "tessera.tb.package.test_run_package",
-                testcase="run_pass_file", seed=seed, public="top", opt=opt,
-                extra_env={"RUN_PACKAGE_PASS": str(pin), "RUN_PACKAGE_OUT": str(pout)})
+            if max_cycles is None:
+                from tessera.sim_models.simba.package_cycles import package_cycles
+                max_cycles = int(20 * package_cycles(pp)["cycles"]) + 20_000
+            try:
+                run("package", package_params(pcfg), "tessera.tb.package.test_run_package",
+                    testcase="run_pass_file", seed=seed, public="top", opt=opt,
+                    extra_env={"RUN_PACKAGE_PASS": str(pin), "RUN_PACKAGE_OUT": str(pout),
+                               "RUN_PACKAGE_MAX_CYCLES": str(max_cycles)})
+            except (Exception, SystemExit) as err:     # cocotb-test exits on a failed test
+                hang = json.loads(pout.read_text()) if pout.exists() else {}
+                raise RuntimeError(f"package pass failed on the RTL: {hang or err}") from None
             r = json.loads(pout.read_text())
     return {"windows": {(c, b): _words_array(ws, K0) for c, b, ws in r["windows"]},
             "cycles": r["cycles"], "chiplet_cycles": r["chiplet_cycles"], "nop_flits": r["nop_flits"],

@@ -26,7 +26,15 @@ async def run_pass_file(dut):
     tb = PackageTB(CocotbIO(dut), pcfg, seed=seed, in_gap=pl.get("in_gap", 0.0),
                    out_ready=pl.get("out_ready", 1.0))
     await tb.setup()
-    res = await drive_pass(tb, pl)
+    try:
+        res = await drive_pass(tb, pl, max_cycles=int(os.environ.get("RUN_PACKAGE_MAX_CYCLES", 2_000_000)))
+    except AssertionError as err:            # a hang: what the host saw, for the caller
+        st = tb.read_status()
+        with open(os.environ["RUN_PACKAGE_OUT"], "w") as fh:
+            json.dump({"hang": str(err), "status": st, "cycle": tb.cycle, "bar_events": tb.bar_events,
+                       "host_in_left": len(tb.tx) + (tb.cur is not None), "rx_packets": len(tb.rx_packets)},
+                      fh, default=str)
+        raise
     with open(os.environ["RUN_PACKAGE_OUT"], "w") as fh:
         json.dump(res, fh)
     dut._log.info(f"package pass: {res['cycles']} cycles, per chiplet {res['chiplet_cycles']}")
