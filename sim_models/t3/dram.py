@@ -33,6 +33,12 @@ Per cycle:
   source (first pass).  Groups interleaving in a bank destroy each other's locality;
   ``row_interference=False`` turns this off for take-apart experiments.
 
+Take-apart switches (bench ``t3_max_mechanism``): ``write_queue_entries`` > 0 gives writes their own queue
+(drain watermarks inside it; the MCA then sees all entries or, ``mca_occupancy='reads'``, the read queue);
+``mc_scheduler='bank_heads'`` is GPGPU-Sim's structure (each bank holds one request taken by in-bank
+FR-FCFS, one bank filled per cycle, the first ready bank issues, direction-agnostic with tRTW/tWTR, no
+write drain); ``store_issue='progress'`` issues a stage's stores as it computes instead of as a burst.
+
 Left out: refresh, per-channel imbalance, the return path's own contention, address-exact rows, tRAS/tRC
 (switch only), buffering between the CUs and the MC queue (``write_path_entries``, switch only).
 """
