@@ -529,3 +529,84 @@ def test_region_row_locality_shares_the_chunk_rows():
     assert f["region"].gemm_end < 0.95 * f["stream"].gemm_end
     with pytest.raises(ValueError, match="row_locality"):
         s.scaled(row_locality="bank")
+
+
+# ---------------- issue 15 fourth pass: the DRAM write handling behind T3's maximum
+WRITE_MODELS = (("model", {}),
+                ("bank_heads", dict(mc_scheduler="bank_heads")),
+                ("wq64", dict(write_queue_entries=64, write_drain=(56, 32), mca_occupancy="reads")))
+
+
+@pytest.fixture(scope="module")
+def write_model_runs():
+    s0 = config.system(16)
+    d = gemm.sublayer_dims(config.model("t-nlg"), 16, "FC-2")
+    out = {}
+    for name, kw in WRITE_MODELS:
+        s = s0.scaled(**kw) if kw else s0
+        pu = gemm.plan(s, d, cached_output=False)
+        out[name] = {"plan": pu, "alone": overlap.simulate(s, pu, comm=False)}
+        for p in ("rr", "compute_first"):
+            out[name][p] = overlap.simulate(s, pu, comm=True, policy=p)
+    return out
+
+
+def _burst(f):
+    return float(np.nanmean((f.stage_end - f.stage_compute_end)[1:-1]))
+
+
+def test_round_robin_burst_cost_is_the_write_handling(write_model_runs):
+    """T3's loss on the largest case is the output burst under round-robin: the Tracker's DMA reads of the
+    chunk are mixed 1:1 with the NMC stores that complete it.  How much that costs is set by how the MC
+    handles writes: the unified queue with 12/8 drain (model) turns around every few writes; GPGPU-Sim's
+    bank-head scheduler and a separate 64:56:32 write queue (its batches, not the separate queue, are what
+    matter: unified 56/32 gives nearly the same) cut the burst; compute-first keeps it near the isolated
+    burst in every model."""
+    r = write_model_runs
+    b = {k: {p: _burst(v[p]) for p in ("rr", "compute_first")} for k, v in r.items()}
+    for k in b:
+        assert b[k]["compute_first"] < 1.3 * b["model"]["compute_first"], k
+        assert b[k]["rr"] > 2 * b[k]["compute_first"], k
+    assert b["model"]["rr"] > 4 * b["model"]["compute_first"]
+    assert b["bank_heads"]["rr"] < 0.75 * b["model"]["rr"]
+    assert b["wq64"]["rr"] < 0.6 * b["model"]["rr"]
+
+
+def test_write_models_serve_every_request(write_model_runs):
+    """Each write-handling model (bank heads hold requests outside the queue) still serves every
+    request exactly once: the fused traffic per category is the model's own."""
+    fc = config.system().dram_clock
+    served = lambda f: round(f.dram_busy * f.time * fc)      # noqa: E731 - column commands issued
+    base = write_model_runs["model"]["rr"]
+    for k, v in write_model_runs.items():
+        for p in ("rr", "compute_first"):
+            f = v[p]
+            assert np.isfinite(f.time) and f.gemm_end <= f.time, (k, p)
+            assert served(f) == served(base), (k, p)
+            assert f.dram["gemm_reads"] == pytest.approx(base.dram["gemm_reads"], rel=1e-12), (k, p)
+            assert np.nanmax(f.slot_ready) <= f.time + 1e-12
+
+
+def test_separate_write_queue_feeds_the_mca_its_read_occupancy():
+    s = config.system(16).scaled(write_queue_entries=64, write_drain=(56, 32))
+    pu = gemm.plan(s, gemm.sublayer_dims(config.model("t-nlg"), 16, "IP"), cached_output=False)
+    w = {occ: overlap.simulate(s.scaled(mca_occupancy=occ), pu, comm=True, policy="mca", threshold=30,
+                               window=(200_000, 4096))
+         for occ in ("all", "reads")}
+    # the arbiter's occupancy input (window column 3) counts the parked writes only with 'all'
+    assert w["all"].window[:, 3].mean() > w["reads"].window[:, 3].mean() + 8
+    for bad in (dict(mca_occupancy="writes"), dict(mc_scheduler="frfcfs"), dict(store_issue="eager"),
+                dict(write_queue_entries=-1), dict(write_queue_entries=16, write_drain=(56, 32))):
+        with pytest.raises(ValueError):
+            config.system(16).scaled(**bad)
+
+
+def test_stores_issued_as_the_gemm_computes_leave_no_burst():
+    s = config.system(16)
+    pu = gemm.plan(s, gemm.sublayer_dims(config.model("t-nlg"), 16, "IP"), cached_output=False)
+    burst = overlap.simulate(s, pu, comm=True, policy="compute_first")
+    prog = overlap.simulate(s.scaled(store_issue="progress"), pu, comm=True, policy="compute_first")
+    assert _burst(burst) > 3e-6
+    assert _burst(prog) < 0.2e-6
+    for cat, x in burst.dram.items():
+        assert prog.dram[cat] == pytest.approx(x, rel=1e-9), cat

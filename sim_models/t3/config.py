@@ -73,6 +73,10 @@ class System:
     wg_retire: bool = False           # WGs retire one by one on store ack (False: stage barrier)
     tRAS: int = 0                     # ACT to PRE minimum (0: not modelled)
     write_path_entries: int = 0       # uncached stores buffered between the CUs and the MC queue (per channel)
+    write_queue_entries: int = 0      # separate DRAM write queue per channel (0: reads and writes share mc_queue_entries)
+    mca_occupancy: str = "all"        # occupancy the MCA sees: "all" queued entries | "reads" (read queue)
+    store_issue: str = "burst"        # a stage's stores: "burst" at its end (Fig 17a) | "progress" as it computes
+    mc_scheduler: str = "drain"       # "drain": FR-FCFS over the queue + write drain | "bank_heads": GPGPU-Sim's
 
     @property
     def peak_flops(self) -> float:
@@ -100,7 +104,15 @@ class System:
                 raise ValueError(f"system parameter {k} must be > 0, got {getattr(self, k)}")
         if self.n_gpus < 2:
             raise ValueError(f"n_gpus must be >= 2, got {self.n_gpus}")
-        if not 0 < self.write_drain[1] < self.write_drain[0] <= self.mc_queue_entries:
+        if self.write_queue_entries < 0:
+            raise ValueError(f"write_queue_entries must be >= 0, got {self.write_queue_entries}")
+        if self.mc_scheduler not in ("drain", "bank_heads"):
+            raise ValueError(f"mc_scheduler must be 'drain' or 'bank_heads', got {self.mc_scheduler!r}")
+        if self.store_issue not in ("burst", "progress"):
+            raise ValueError(f"store_issue must be 'burst' or 'progress', got {self.store_issue!r}")
+        if self.mca_occupancy not in ("all", "reads"):
+            raise ValueError(f"mca_occupancy must be 'all' or 'reads', got {self.mca_occupancy!r}")
+        if not 0 < self.write_drain[1] < self.write_drain[0] <= (self.write_queue_entries or self.mc_queue_entries):
             raise ValueError(f"write_drain watermarks must satisfy 0 < low < high <= queue, got {self.write_drain}")
         if len(self.row_hit) != 4 or not all(0 <= x <= 1 for x in self.row_hit):
             raise ValueError(f"row_hit must be 4 probabilities, got {self.row_hit}")
@@ -140,7 +152,8 @@ def system(n_gpus: int = 8, **overrides) -> System:
         wgs_per_cu=_v(d, "wgs_per_cu"), stage_overhead=_v(d, "stage_overhead_ns") * 1e-9,
         write_buffer_cached=_v(d, "write_buffer_cached_bytes"),
         remote_store_buffer_bytes=_v(d, "remote_store_buffer_bytes"),
-        write_path_entries=_v(d, "write_path_entries"), tRAS=_v(d, "tRAS"), row_locality=_v(d, "row_locality"),
+        write_path_entries=_v(d, "write_path_entries"), write_queue_entries=_v(d, "write_queue_entries"),
+        mca_occupancy=_v(d, "mca_occupancy"), tRAS=_v(d, "tRAS"), row_locality=_v(d, "row_locality"),
         mca_thresholds=tuple(_v(d, "mca_thresholds_entries")), mca_bins=tuple(_v(d, "mca_occupancy_bins")),
         wg_fast_dim=_v(d, "wg_dispatch_fast_dim"), l2_retention=_v(d, "l2_retention"),
         mca_starve_limit=_v(d, "mca_starve_limit_cycles"), mca_learn_log2=_v(d, "mca_learn_log2"),

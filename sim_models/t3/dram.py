@@ -33,6 +33,12 @@ Per cycle:
   source (first pass).  Groups interleaving in a bank destroy each other's locality;
   ``row_interference=False`` turns this off for take-apart experiments.
 
+Take-apart switches (bench ``t3_max_mechanism``): ``write_queue_entries`` > 0 gives writes their own queue
+(drain watermarks inside it; the MCA then sees all entries or, ``mca_occupancy='reads'``, the read queue);
+``mc_scheduler='bank_heads'`` is GPGPU-Sim's structure (each bank holds one request taken by in-bank
+FR-FCFS, one bank filled per cycle, the first ready bank issues, direction-agnostic with tRTW/tWTR, no
+write drain); ``store_issue='progress'`` issues a stage's stores as it computes instead of as a burst.
+
 Left out: refresh, per-channel imbalance, the return path's own contention, address-exact rows, tRAS/tRC
 (switch only), buffering between the CUs and the MC queue (``write_path_entries``, switch only).
 """
@@ -49,7 +55,7 @@ SRC_GREAD, SRC_GWRITE, SRC_DMA, SRC_UPD = 0, 1, 2, 3
 # integer parameter vector layout (see ``simulate`` in overlap.py)
 (I_Q, I_NBG, I_BPG, I_CCDS, I_CCDL, I_CCDWL, I_MISS, I_RTW, I_WTR, I_WHI, I_WLO, I_LAT, I_OUT,
  I_DMABUF, I_COMMCAP, I_LINKLAT, I_POLICY, I_THR, I_STARVE, I_DYN, I_LEARN, I_NMC, I_COMM,
- I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_RAS, I_WGR, I_RGRP, I_NI) = range(36)
+ I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_RAS, I_WGR, I_RGRP, I_WQ, I_OCCR, I_SPREAD, I_SCHED, I_NI) = range(40)
 (F_LINK, F_PH_GR, F_PH_GW, F_PH_DMA, F_PH_UPD, F_NF) = range(6)
 
 
@@ -122,6 +128,18 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     rgrp = IP[I_RGRP]                 # row locality by 0: stream, 1: address region (chunk slot)
     wgr = IP[I_WGR]                   # 1: WG-granular retirement, 0: stage barrier
     RAS = IP[I_RAS]                   # tRAS: an open row is precharged no earlier than this after its ACT
+    WQ = IP[I_WQ]                     # separate write queue entries (0: one unified queue of Q)
+    occr = IP[I_OCCR]                 # 1: the arbiter's occupancy is the read queue's, 0: all entries
+    QT = Q + WQ
+    spread = IP[I_SPREAD]             # 1: a stage's stores issued as its compute progresses (take-apart)
+    sched = IP[I_SCHED]               # 0: FR-FCFS over the queue with write drain; 1: GPGPU-Sim bank heads
+    mrq_src = np.full(nb, -1, np.int64)   # sched 1: the request each bank holds (source, slot, row open for it)
+    mrq_slot = np.zeros(nb, np.int64)
+    mrq_ok = np.zeros(nb, np.int64)
+    prio = 0
+    iprio = 0
+    rtw_until = 0                     # no write column command before (after a read)
+    wtr_until = 0                     # no read column command before (after a write)
     TRP = MISS // 2                   # tRP = tRCD (the miss is tRP + tRCD)
     link_rate = FP[F_LINK]
     ph = np.array([FP[F_PH_GR], FP[F_PH_GW], FP[F_PH_DMA], FP[F_PH_UPD]])
@@ -130,11 +148,11 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     wait_max = 1 << 30
 
     # MC queue (ordered, oldest first)
-    q_src = np.zeros(Q, np.int64)
-    q_slot = np.zeros(Q, np.int64)
-    q_bank = np.zeros(Q, np.int64)
-    q_id = np.zeros(Q, np.int64)
-    q_u = np.zeros(Q)
+    q_src = np.zeros(QT, np.int64)
+    q_slot = np.zeros(QT, np.int64)
+    q_bank = np.zeros(QT, np.int64)
+    q_id = np.zeros(QT, np.int64)
+    q_u = np.zeros(QT)
     qn = 0
     nreads_q = 0
     nwrites_q = 0
@@ -160,8 +178,12 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     epi = False
     ret_j = -1                        # stage whose WGs are still retiring (wgr=1)
     ret_tot = 1
-    wq_slot = np.zeros(S * n + 1, np.int64)
-    wq_cnt = np.zeros(S * n + 1, np.int64)
+    wqcap = S * n + 1 + (int(SB.sum()) if spread == 1 else 0)
+    wq_slot = np.zeros(wqcap, np.int64)
+    wq_cnt = np.zeros(wqcap, np.int64)
+    o_done = 0                        # stores of the current stage already issued (spread = 1)
+    o_s = 0                           # slot of the next store, and stores left in it
+    o_left = SB[0, 0]
     wq_h = 0
     wq_t = 0
     wq_total = 0
@@ -184,9 +206,9 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     sendbuf = np.zeros(n, np.int64)
     sent = np.zeros(n, np.int64)
     dma_inflight = 0
-    d_ret = np.zeros(DMABUF + Q + 4, np.int64)
-    d_slot = np.zeros(DMABUF + Q + 4, np.int64)
-    dcap = DMABUF + Q + 4
+    d_ret = np.zeros(DMABUF + QT + 4, np.int64)
+    d_slot = np.zeros(DMABUF + QT + 4, np.int64)
+    dcap = DMABUF + QT + 4
     d_h = 0
     d_t = 0
     hist = np.zeros((LL + 1, n), np.int64)
@@ -311,12 +333,38 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                     cf_reads += 1
             if p < Cj and returned >= min(Rj, Rj * (p + 1.0) / Cj) - 1e-9:
                 p += rate
+            if spread == 1:
+                # stores follow the compute: the stage's output in slot order, pro rata to progress
+                tgt = int(SB[j].sum() * min(p, Cj) / Cj)
+                while o_done < tgt:
+                    while o_left == 0 and o_s < n - 1:
+                        o_s += 1
+                        o_left = SB[j, o_s]
+                    if o_left == 0:
+                        break
+                    o_left -= 1
+                    o_done += 1
+                    if comm == 1 and o_s == 0:
+                        remote_q += 1
+                    elif wq_t > wq_h and wq_slot[wq_t - 1] == o_s:
+                        wq_cnt[wq_t - 1] += 1
+                        wq_total += 1
+                    else:
+                        wq_slot[wq_t] = o_s
+                        wq_cnt[wq_t] = 1
+                        wq_t += 1
+                        wq_total += 1
             if p >= Cj and returned >= Rj and ret_j < 0:
                 epi = True
                 stage_cend[j] = t
                 tot = 0
                 for s in range(n):
                     b = SB[j, s]
+                    if spread == 1:         # what the compute has not issued yet
+                        if s < o_s:
+                            b = 0
+                        elif s == o_s:
+                            b = o_left
                     if b <= 0:
                         continue
                     tot += b
@@ -338,6 +386,10 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
             p = 0.0
             issued = 0
             returned = 0
+            o_done = 0
+            o_s = 0
+            if j < S:
+                o_left = SB[j, 0]
             if j < S:
                 stage_start[j] = t
         drain = 0
@@ -350,13 +402,17 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
         thr = dyn_thr if (dynamic == 1 and dyn_valid == 1) else thr0
         c_valid = cf_reads > 0 or wq_total > 0
         m_valid = cf_n > 0
-        out_ready = qn < Q
-        g = arb_step(ast, c_valid, m_valid, out_ready, qn, policy, thr, starve, drain == 1, wait_max)
+        if WQ == 0:
+            out_ready = qn < Q
+        else:
+            out_ready = nreads_q < Q and nwrites_q < WQ
+        occ = nreads_q if occr == 1 else qn
+        g = arb_step(ast, c_valid, m_valid, out_ready, occ, policy, thr, starve, drain == 1, wait_max)
         if ast[1] > max_wait:
             max_wait = ast[1]
         if learn == 1:
             if learn_cnt < learn_n:
-                learn_sum += qn
+                learn_sum += occ
                 learn_cnt += 1
                 if learn_cnt == learn_n:
                     mean = learn_sum // learn_n
@@ -377,7 +433,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
             win[k, 0] = 1 if c_valid else 0
             win[k, 1] = 1 if m_valid else 0
             win[k, 2] = 1 if out_ready else 0
-            win[k, 3] = qn
+            win[k, 3] = occ
             win[k, 4] = drain
             win[k, 5] = learn
             win[k, 6] = g
@@ -415,8 +471,89 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
             else:
                 nwrites_q += 1
         occ_sum += qn
-        # ---------------- DRAM service: FR-FCFS, write drain, bank-group timing
-        if qn > 0 and t >= bus_next:
+        # ---------------- DRAM service, GPGPU-Sim structure (sched = 1): each bank holds one request,
+        # taken from the queue by FR-FCFS within the bank (open-row hit first, else oldest), one bank
+        # filled per cycle; one row command and one column command per cycle (dual bus); a column
+        # command goes to the first bank (rotating) whose request is ready, direction-agnostic, with
+        # tRTW after a read before a write and tWTR after a write before a read (no write drain mode)
+        if sched == 1:
+            for i in range(nb):
+                b = (i + prio) % nb
+                if mrq_src[b] >= 0:
+                    continue
+                pick = -1
+                first = -1
+                for k in range(qn):
+                    if q_bank[k] != b:
+                        continue
+                    if first < 0:
+                        first = k
+                    sk = q_src[k]
+                    rk = sk if (rgrp == 0 or sk == SRC_GREAD) else 16 + q_slot[k]
+                    if (bank_src[b] == rk or xhit == 1) and q_u[k] < ph[sk]:
+                        pick = k
+                        break
+                ok = 1
+                if pick < 0:
+                    pick = first
+                    ok = 0
+                if pick < 0:
+                    continue
+                mrq_src[b] = q_src[pick]
+                mrq_slot[b] = q_slot[pick]
+                mrq_ok[b] = ok
+                if q_src[pick] == SRC_GREAD or q_src[pick] == SRC_DMA:
+                    nreads_q -= 1
+                else:
+                    nwrites_q -= 1
+                for k in range(pick, qn - 1):
+                    q_src[k] = q_src[k + 1]
+                    q_slot[k] = q_slot[k + 1]
+                    q_bank[k] = q_bank[k + 1]
+                    q_id[k] = q_id[k + 1]
+                    q_u[k] = q_u[k + 1]
+                qn -= 1
+                prio = (prio + 1) % nb
+                break
+            for i in range(nb):           # row command: activate the first bank whose request misses
+                b = (i + prio) % nb
+                if mrq_src[b] >= 0 and mrq_ok[b] == 0 and bank_ready[b] <= t and t >= bank_act[b] + RAS:
+                    bank_ready[b] = t + MISS
+                    bank_act[b] = t + TRP
+                    sk = mrq_src[b]
+                    bank_src[b] = sk if (rgrp == 0 or sk == SRC_GREAD) else 16 + mrq_slot[b]
+                    mrq_ok[b] = 1
+                    break
+            if t >= bus_next:
+                for i in range(nb):
+                    b = (i + iprio) % nb
+                    sk = mrq_src[b]
+                    if sk < 0 or mrq_ok[b] == 0 or bank_ready[b] > t or bg_next[b // bpg] > t:
+                        continue
+                    isw = sk == SRC_GWRITE or sk == SRC_UPD
+                    if (isw and t < rtw_until) or ((not isw) and t < wtr_until):
+                        continue
+                    upd = sk == SRC_UPD or (sk == SRC_GWRITE and nmc == 1)
+                    bg_next[b // bpg] = t + (CCDWL if upd else CCDL)
+                    bus_next = t + CCDS
+                    if isw:
+                        wtr_until = t + WTR
+                    else:
+                        rtw_until = t + RTW
+                    cnt[sk] += 1
+                    acc[sk] += 1
+                    busy += 1
+                    if sk == SRC_GREAD:
+                        g_ret[g_t % rcap] = t + LAT
+                        g_t += 1
+                    elif sk == SRC_DMA:
+                        d_ret[d_t % dcap] = t + LAT
+                        d_slot[d_t % dcap] = mrq_slot[b]
+                        d_t += 1
+                    mrq_src[b] = -1
+                    iprio = (b + 1) % nb
+                    break
+        elif qn > 0 and t >= bus_next:
             if mode == 0 and nwrites_q > 0 and (nwrites_q >= WHI or nreads_q == 0):
                 mode = 1
                 bus_next = t + RTW
@@ -502,7 +639,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
         if gemm_end >= 0:
             if comm == 0:
                 done = True
-            elif qn == 0 and cf_n == 0:
+            elif qn == 0 and cf_n == 0 and mrq_src.max() < 0:
                 done = True
                 for s in range(1, n):
                     if slot_ready[s] < 0:
