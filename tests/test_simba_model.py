@@ -75,6 +75,13 @@ def test_arch_derived():
     assert ARCH.nop_pj_per_bit == pytest.approx(0.82)
 
 
+def test_default_operating_point_is_the_papers_measurement_point():
+    """Issue 14 item 5: the 0.50 ms / 1988 images/s headline is measured at Sec. 4.1's default point
+    ("0.72 V, a PE frequency of 1.03 GHz, and GRS bandwidth of 11 Gbps"; 32 of the 36 chiplets)."""
+    assert (ARCH.core_voltage, ARCH.pe_clock_ghz, ARCH.grs_gbps) == (0.72, 1.03, 11.0)
+    assert ARCH.n_chiplets == 36 and ARCH.nop_hop_cycles == pytest.approx(ARCH.nop_hop_ns * 1.03)
+
+
 def test_arch_validation():
     with pytest.raises(ArchError, match="chiplet_sync_ns"):
         load_arch(chiplet_sync_ns=-1.0)
