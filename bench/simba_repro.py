@@ -433,8 +433,10 @@ Targets and why they are missed (each experiment is an entry in this file):
   that and Fig 5's class shapes from first principles: the Fig 11b row start gives the turn-over but a
   0.90 ms uniform baseline (2.3x optimisation gain, paper <= 16 %); chiplets split over K/C only (Sec. 4.1
   premise) ~1.37 ms uniform (every res2 layer NoP-bound at 11 Gb/s: a 100 KB multicast tree root sends
-  >= 18 us over 5.5 GB/s links); a per-chiplet serial sync large enough for Fig 5's turn-over (> ~0.9 us
-  per chiplet by res2a_branch2b's numbers) would cost > 25 us per 32-chiplet layer; inputs on their
+  >= 18 us over 5.5 GB/s links); a per-chiplet serial sync large enough for Fig 5's turn-over
+  (chiplet_sync_ns = 400: 24 x 0.4 us > res2a_branch2b's 9.5 us gain from 8 to 32) gives a 0.75 ms uniform
+  baseline and 0.44 ms with all opts (gain 70 %, paper <= 16 %; 150 samples/layer, not a bench entry); a
+  fixed per-layer sync (~3.9 us, entry) reaches 0.50 ms but keeps all 29 layers scaling; inputs on their
   consumers with outputs sent to the Fig 11b output row gives a 0.51 ms *uniform* baseline and Fig 6's
   3x3 5 % but keeps res2 scaling to 32 and lets placement recover 0.30 ms.  The paper's own data are thus
   a mapping/placement flow that leaves the big-activation layers communication-bound past 8 chiplets,
