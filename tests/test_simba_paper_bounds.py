@@ -57,7 +57,7 @@ def _fig5(name):
                    "controller setup (~0.5-0.7 us per layer, independent of the chiplet count) does not "
                    "change that.  Under the paper's Fig 11b start state the turn-over appears (next test), "
                    "but that start makes Fig 6 link-bound and Fig 12 gain many x (bench/simba_repro.py row-start entries). "
-                   "Holding the 29 layers Sec. 4.3 says stop gaining past 8 chiplets to <= 8 gives ~0.56 ms for ResNet-50 "
+                   "Holding the 29 layers Sec. 4.3 says stop gaining past 8 chiplets to <= 8 gives ~0.54 ms for ResNet-50 "
                    "(network.fig5_class_bound): this scaling is the headline's missing ~0.23 ms")
 def test_fig5_res2_branch2b_gains_until_8_then_worse_at_32():
     t = _fig5("res2a_branch2b")
