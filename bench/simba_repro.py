@@ -461,7 +461,8 @@ Targets and why they are missed (each experiment is an entry in this file):
 - Fig 7: the entry uses the best tiling whose chiplets split K/C (Sec. 4.1: chiplets partition C and K;
   search(chip_pq=False), P/Q still split across PEs) found on the adjacent chiplets and kept: ~2.1x at the
   four corners (10 hops; paper 2.5x, 2.0-3.0 target), from the credit round trip of its 1-output-pixel tiles
-  and the broadcast tree's longer routes.  The model's overall best 4-chiplet tiling (P/Q across chiplets,
+  and the broadcast tree's longer routes.  Fragile: the runner-up tiling with 2-pixel tiles (found by
+  200-sample searches, nearly as fast when adjacent) amortises the round trip and gives ~1.26x.  The model's overall best 4-chiplet tiling (P/Q across chiplets,
   inputs local) exchanges nothing between chiplets and stays ~1.01x (sensitivity entry); the paper's 2.5x
   shows its tiling communicates.
 - Fig 10: the best 32-chiplet uniform tilings (P/Q splits, local data) finish together: ~0 % under the

@@ -105,10 +105,12 @@ def test_fig10_gain_in_paper_range_when_inputs_start_in_the_top_row():
 def test_fig7_far_over_adjacent_in_paper_range_with_the_chiplets_split_over_k_c():
     """Fig 7 (Sec. 4.5): res4a_branch1 on 4 chiplets, same tiling, active chiplets moved from adjacent
     to the four corners: 2.0-3.0x (paper up to 2.5x).  Premise: the chiplets split K/C (Sec. 4.1);
-    the tiling is searched on the adjacent chiplets and kept."""
+    the tiling is searched on the adjacent chiplets and kept.  The slowdown is the per-tile credit
+    round trip of the 1-output-pixel tiles the search picks (with 2-pixel tiles, found by smaller
+    searches, it is ~1.26x), so the search budget is the bench's."""
     l = NET["res4a_branch1"]
     adj, far = (0, 1, 6, 7), (0, 5, 30, 35)
-    b = search(l, ARCH, 4, samples=200, seed=7, binding=adj, chip_pq=False)
+    b = search(l, ARCH, 4, samples=1000, seed=7, binding=adj, chip_pq=False)
     r = evaluate(l, ARCH, b.mapping, binding=far).latency_cycles / b.latency_cycles
     assert 2.0 <= r <= 3.0, (b.mapping.short(), r)
 
