@@ -75,6 +75,13 @@ def test_arch_derived():
     assert ARCH.nop_pj_per_bit == pytest.approx(0.82)
 
 
+def test_default_operating_point_is_the_papers_measurement_point():
+    """Issue 14 item 5: the 0.50 ms / 1988 images/s headline is measured at Sec. 4.1's default point
+    ("0.72 V, a PE frequency of 1.03 GHz, and GRS bandwidth of 11 Gbps"; 32 of the 36 chiplets)."""
+    assert (ARCH.core_voltage, ARCH.pe_clock_ghz, ARCH.grs_gbps) == (0.72, 1.03, 11.0)
+    assert ARCH.n_chiplets == 36 and ARCH.nop_hop_cycles == pytest.approx(ARCH.nop_hop_ns * 1.03)
+
+
 def test_arch_validation():
     with pytest.raises(ArchError, match="chiplet_sync_ns"):
         load_arch(chiplet_sync_ns=-1.0)
@@ -434,3 +441,38 @@ def test_producer_homes_follow_the_producers_outputs():
     st2 = build_structure(c2, ARCH, 1, 1, 4, 8, placement=ProducerHomes(cons, evaluate(cons, ARCH, Mapping(
         1, 1, 4, 8, 16, 1, 1, 1, 1, 1)), ARCH))
     assert all(homes == [(st2.phys[i], 1.0)] for i, homes in enumerate(st2.ia_homes.values()))
+
+
+def test_local_row_oa_placement_inputs_local_outputs_on_the_fig11b_output_row():
+    """placement="local-row-oa" (Fig 6 sensitivity): IA blocks as "local" (on a consumer), OA spread
+    over the row below the top row (Fig. 11b "output activations in the next six chiplets")."""
+    st = build_structure(NET["res2a_branch2b"], ARCH, 1, 1, 8, 4, placement="local-row-oa")
+    loc = build_structure(NET["res2a_branch2b"], ARCH, 1, 1, 8, 4, placement="local")
+    assert st.ia_homes == loc.ia_homes
+    oa = {h for hs in st.oa_homes.values() for h, _ in hs}
+    assert oa == set(range(6, 12))
+
+
+def test_chip_pq_false_splits_chiplets_over_k_and_c_only():
+    """search(chip_pq=False): chiplet splits over K/C only (Sec. 4.1), PEs may still split P/Q."""
+    from tessera.sim_models.simba.mapper import search
+    per = search(NET["conv1"], ARCH, [1, 4], samples=300, seed=1, keep_per_count=True, chip_pq=False)
+    assert all(r.mapping.pc == r.mapping.qc == 1 for r in per.values())
+    assert any(r.mapping.pp * r.mapping.qp > 1 for r in per.values())
+
+
+def test_fig5_class_bound_holds_the_29_smallest_layers_to_8_chiplets():
+    """network.fig5_class_bound on a synthetic run: the 17 + 12 conv layers with the fewest weights
+    take their best result on <= 8 chiplets, the other 24 and fc1000 their best on any count."""
+    from types import SimpleNamespace as NS
+    from tessera.sim_models.simba.network import fig5_class_bound
+    layers = load_network("resnet50")
+    rows = [{"layer": l, "per_count": {8: NS(latency_cycles=100.0), 32: NS(latency_cycles=10.0)}} for l in layers]
+    fb = fig5_class_bound({"rows": rows, "move_uniform_cycles": 5.0})
+    held = sorted(n for n, v in fb["layers"].items() if v["cycles"] == 100.0)
+    convs = sorted((l for l in layers if not l.H == l.W == 1), key=lambda l: (l.weight_bytes, l.name))
+    assert held == sorted(l.name for l in convs[:29])
+    assert fb["layer_cycles"] == 29 * 100.0 + (len(layers) - 29) * 10.0
+    assert fb["total_cycles"] == fb["layer_cycles"] + 5.0
+    assert fb["layers"]["res2a_branch2b"]["class"] == "res2-like"
+    assert fb["layers"]["res5a_branch2b"]["class"] == "scales to 32"

@@ -59,14 +59,16 @@ CHUNK = 1024
 
 def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
            binding="row-major", placement="local", keep_per_count: bool = False,
-           spatial_pq: bool = True, splits=None):
+           spatial_pq: bool = True, splits=None, chip_pq: bool = True):
     """Random search.  ``counts``: chiplet counts to try (int or list).  Returns the best
     LayerResult (or a dict count -> best if keep_per_count).  ``samples`` valid mappings are
     evaluated at least (64 chunks of candidates at most).  ``spatial_pq``: also split P and Q
     spatially across chiplets and PEs (Sec. 3.3); False = Listing 1's K/C-only parallel_for
     dataflow (p3, q3, p2, q2 temporal), kept for the ablation.  ``splits``: only these chiplet
     splits (kc, cc, pc, qc), e.g. a tiling the paper states (Sec. 5.2: res4a_branch1 broadcasts
-    from one chiplet to all 32, i.e. K over 32 chiplets)."""
+    from one chiplet to all 32, i.e. K over 32 chiplets).  ``chip_pq=False``: chiplets split only
+    K and C (Sec. 4.1: "easier to partition computation by powers of two because ... C and K"),
+    P/Q still split across PEs -- the premise of the Fig 7 entry."""
     if isinstance(counts, int):
         counts = [counts]
     if samples < 1:
@@ -74,7 +76,7 @@ def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
     rng = np.random.default_rng(seed)
     pes = np.array([f for f in pe_splits(arch) if spatial_pq or f[2] == f[3] == 1])
     groups = [(n, s) for n in counts for s in chiplet_splits(layer, n)
-              if (spatial_pq or s[2] == s[3] == 1) and (splits is None or tuple(s) in map(tuple, splits))]
+              if ((spatial_pq and chip_pq) or s[2] == s[3] == 1) and (splits is None or tuple(s) in map(tuple, splits))]
     if not groups:
         raise MappingError(f"{layer.name}: no chiplet split for counts {counts}")
     # every chiplet count gets the same share of candidates, split evenly over its splits

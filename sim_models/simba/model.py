@@ -41,7 +41,8 @@ and each OA block stays on the chiplet that produces it; moving OA to the next l
 homes is charged between layers, see interlayer.py), ``sequential`` (Fig. 11b start state:
 Global PEs filled from chiplet 0), ``row`` (Fig. 11b read literally: IA spread over the top
 row's Global PEs, OA over the next row; a sensitivity), ``greedy`` (Sec. 5.2) and
-``distributed`` (a sensitivity).
+``distributed`` (a sensitivity) and ``local-row-oa`` (a Fig 6 sensitivity: inputs as ``local``,
+outputs to the Fig. 11b output row).
 Left out: flit-level arbitration, wormhole blocking, DRAM (Simba has none), pooling and
 element-wise layers, ragged per-PE work inside a chiplet (every PE is charged the largest tile).
 """
@@ -329,6 +330,16 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
         start = cdiv(max(h for hs in ia_homes for h, _ in hs) + 1, cols) * cols
         coa = min(cap, max(1, cdiv(int(sum(oa_sizes)), cols)))
         oa_homes, _ = place_sequential(oa_sizes, coa, rm[start:] + rm[:start], used)
+    elif placement == "local-row-oa":
+        # sensitivity (Fig 6): inputs preloaded on their consumers (as "local"), outputs written
+        # to the Fig. 11b output homes (spread over the row below the first row of used chiplets)
+        ia_homes, used = place_local(ia_sizes, ia_dest, cap, m.hops)
+        cols = arch.mesh_cols
+        rm = list(range(m.n))
+        coa = min(cap, max(1, cdiv(int(sum(oa_sizes)), cols)))
+        # a Global PE takes up to coa bytes of OA, less if its own inputs leave less room
+        oa_homes, _ = place_sequential(oa_sizes, coa, rm[cols:] + rm[:cols],
+                                       {h: max(0, coa - (cap - u)) for h, u in used.items()})
     elif placement == "greedy":
         # as many IA homes as the sequential baseline opens (Fig. 11c moves, not spreads, data)
         n_ia = -(-int(sum(ia_sizes)) // cap)

@@ -2,6 +2,7 @@
 ResNet-50 batch-1 latency.  Layers are searched in parallel worker processes.  The network
 latency is the sum of the layers (or pipelined blocks) plus the activation moves between
 layers (interlayer.py: each layer's outputs travel to the next layer's input homes).
+``fig5_class_bound``: the headline experiment that holds each layer to the Sec. 4.3 scaling class.
 Left out: pooling/element-wise layers (no MACs; run in the Global PEs)."""
 from __future__ import annotations
 
@@ -139,3 +140,34 @@ def run_network(layers: list[Layer], arch: Arch, n_chiplets: int = 32, opt: str 
             "total_uniform_cycles": total_uniform, "total_cycles": total, "pipelined_blocks": pipes,
             "move_uniform_cycles": sum(mv_u), "move_best_cycles": sum(mv_b),
             "clock_ghz": arch.pe_clock_ghz, "spatial_pq": spatial_pq}
+
+
+# Sec. 4.3: "Of the 53 layers of ResNet-50, 12 follow the behavior of res3a_branch1 [gain to 8
+# chiplets, flat to 32], 24 follow that of res5[a-c]_branch2b [scale to 32], and the remaining 17
+# have behavior similar to res2[a-c]_branch2b [gain to 8, worse at 32]"; the paper attributes the
+# non-scaling to the layers' small weight counts ("the number of weights in this layer is so small").
+FIG5_CLASSES = (("res2-like", 17, 8), ("flat past 8", 12, 8), ("scales to 32", 24, None))
+
+
+def fig5_class_bound(run: dict) -> dict:
+    """Experiment for the headline (issue 14 item 5): the network latency if each layer runs as
+    fast as the model allows *within the Sec. 4.3 scaling class the paper measured for it* -- the
+    conv layers sorted by weight bytes, the 17 smallest and the next 12 held to their best tiling on
+    <= 8 chiplets, the 24 largest (and fc1000) free.  Uses the per-count results of ``run`` and adds
+    the same activation moves between layers.  Returns total/layer cycles and each layer's class."""
+    convs = [r for r in run["rows"] if not r["layer"].H == r["layer"].W == 1]      # fc1000 is 1x1x1
+    order = sorted(convs, key=lambda r: (r["layer"].weight_bytes, r["layer"].name))
+    cls, i = {}, 0
+    for label, n, cap in FIG5_CLASSES:
+        for r in order[i:i + n]:
+            cls[r["layer"].name] = (label, cap)
+        i += n
+    layers_cyc, per = 0.0, {}
+    for r in run["rows"]:
+        label, cap = cls.get(r["layer"].name, ("scales to 32", None))
+        opts = [v.latency_cycles for k, v in r["per_count"].items() if cap is None or k <= cap]
+        per[r["layer"].name] = {"class": label, "cycles": min(opts),
+                                "model_best_cycles": min(v.latency_cycles for v in r["per_count"].values())}
+        layers_cyc += min(opts)
+    return {"layer_cycles": layers_cyc, "move_cycles": run["move_uniform_cycles"],
+            "total_cycles": layers_cyc + run["move_uniform_cycles"], "layers": per}
