@@ -433,10 +433,24 @@ def random_reference(wl, pe, seed):
     return sp, low, high
 
 
+def rand_designs(wl, pe, seeds):
+    """Rand's designs (``random_reference`` of each seed) as the chiplet designs
+    of an integration stage: {"low": per-op architecture fields, "high": order
+    and tiling} (space.py ``candidates``)."""
+    ops = [op.name for op in wl.ops]
+    out = []
+    for s in seeds:
+        _, low, high = random_reference(wl, pe, s)
+        out.append({"low": {k: v for k, v in low.items() if k.split(".")[0] in ops and "." in k},
+                    "high": {"order": high["order"], "tiling": high["tiling"]}})
+    return out
+
+
 FIG8_SETTINGS = ("Res", "Dfw", "Arch", "Net", "Pkg", "Inte", "Co-opt")
 SEEDED_COMBINATIONS = True      # Arch starts from Res + Dfw, Co-opt's integration stage from Inte (fig8_seed)
 SELECTOR_SETTINGS = ("Pkg", "Inte")    # integration settings that select the chiplets to integrate (§V-C, 6th bar)
-INTE_POOL = 9                   # Rand's designs the selector may pick from (1: Rand's own only, the previous Inte)
+INTE_POOL = 4                   # Rand's designs the selector may pick from (= optimise's ``keep``, the candidates
+                                # of Co-opt's integration stage; 1: Rand's own only, the previous Inte)
 FIG8_OP_SCREEN = 2000           # op-wise screening draws per op before every Fig 8 search (optimizer.op_screen_point)
 
 
@@ -469,11 +483,7 @@ def fig8_seed(ex, budget, sa, seed, n_rand=9, objectives=("latency", "energy"), 
         # workload encodes a design id"; §V-C "varying the chiplets to be integrated (6th bar)"):
         # without an architecture optimisation these are Rand's own random Simba-like designs,
         # the median draw first (candidate 0 = Rand's design)
-        pool = []
-        for _, s in sorted(draws, key=lambda d: d[1] != s_med):
-            _, l2, h2 = random_reference(wl, pe, seed * 100 + s)
-            pool.append({"low": {k: v for k, v in l2.items() if k.split(".")[0] in ops and "." in k},
-                         "high": {"order": h2["order"], "tiling": h2["tiling"]}})
+        pool = rand_designs(wl, pe, [seed * 100 + s for _, s in sorted(draws, key=lambda d: d[1] != s_med)])
 
         def frozen_selector(free):
             fx = {k: low[k] for k in ("packaging", "network", "io") if k not in free}
