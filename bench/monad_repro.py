@@ -851,6 +851,7 @@ def main(argv=None):
         doc = json.loads(path.read_text())
         print("Dask scale-out (asynchronous BO, evaluations per second):")
         doc["dask_speedup_2_workers"] = dask_speedup(*MODES["repro"]["dask"])
+        doc.setdefault("budgets", {})["dask"] = MODES["repro"]["dask"]
         path.write_text(json.dumps(doc, indent=1, default=str))
         print(f"updated {path}")
         return 0
