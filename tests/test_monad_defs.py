@@ -111,3 +111,44 @@ def test_fig7_monad_space_holds_baseline_chiplets_and_interface():
         assert sp.shape_opts[0][a["res3.shape"]] == spf.shape_opts[0][b["res3.shape"]] == ((6, 6), (4, 4), (8, 8))
         assert (b["packaging"], b["io"]) == (mfix["packaging"], mfix["io"])
     assert all(s[0] == (6, 6) for s in spf.shape_opts[0])
+
+
+def test_fig7_nnbaton_at_its_own_granularity_and_monad_space():
+    mr = _bench()
+    wl = load_workload("res3")
+    pe = default_pe_total("res3", 1)
+    own = tuple(tuple(x) for x in hardware()["nnbaton_like"]["fig7_shape"])
+    assert own == ((2, 2), (2, 2), (48, 48)) and 4 * 4 * 48 * 48 == pe == 36864   # same PE count as Simba's package
+    bfix = {"chiplets": 4, "packaging": 0, "io": Space.default("io")}
+    fx = mr.baseline_fixed(wl, pe, "baton", bfix, own)
+    sp = Space(wl, pe, bfix)
+    assert sp.shape_opts[0][fx["res3.shape"]] == own and fx["network"] == 2       # ring (§V-B)
+    # the baseline's design re-indexed into Monad's space (chiplet count free) is the same shape
+    low = sp.full_low([])
+    low.update({k: v for k, v in fx.items() if k in low})
+    mfix = {"packaging": 0, "io": Space.default("io")}
+    t = mr.to_space(wl, pe, low, bfix, mfix)
+    assert Space(wl, pe, mfix).shape_opts[0][t["res3.shape"]] == own
+    assert {k: v for k, v in t.items() if k != "res3.shape"} == {k: v for k, v in low.items() if k != "res3.shape"}
+    # not in a 36-chiplet space, nor in a space with another packaging
+    assert mr.to_space(wl, pe, low, bfix, {"chiplets": 36}) is None
+    assert mr.to_space(wl, pe, low, bfix, {"packaging": 1}) is None
+
+
+def test_inte_selects_among_rands_designs():
+    """Fig 8 Inte/Pkg: the design selector picks, per op, one of Rand's random
+    Simba-like designs (candidate 0 = Rand's own design)."""
+    import random
+    mr = _bench()
+    wl = load_workload("transformer")
+    pe = default_pe_total("transformer", len(wl.ops))
+    pool = mr.rand_designs(wl, pe, [7, 3])
+    fx = {"packaging": 0, "network": 0, "io": Space.default("io"), "placement": "identity", "candidates": pool}
+    sp = Space(wl, pe, fx)
+    assert [n for n, _ in sp.free_low] == [f"{op.name}.design" for op in wl.ops]
+    refs = [mr.random_reference(wl, pe, s) for s in (7, 3)]
+    want = [r[0].decode(r[1], r[2]).mappings for r in refs]
+    for sel in ([0] * 5, [1] * 5, [1, 0, 0, 1, 0]):
+        low = sp.full_low(sel)
+        d = sp.decode(low, sp.random_high(low, random.Random(0)))
+        assert d.mappings == tuple(want[k][i] for i, k in enumerate(sel))

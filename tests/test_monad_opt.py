@@ -189,3 +189,22 @@ def test_op_screen_point_never_worse_per_op():
     assert all(a <= b for a, b in zip(after, before)) and sum(after) < sum(before)
     assert op_screen_point(Space(wl, 4096, {**fixed, **{f"mm{i}.shape": 0 for i in range(5)}}),
                            "latency", 5, random.Random(1), base) is None      # no free op field
+
+
+def test_polish_of_an_integration_search_keeps_the_selected_designs():
+    """The polish of a search over a design selector (Fig 8 Inte/Pkg) may move
+    only the placement: the selected designs' order and tiling stay."""
+    wl = load_workload("transformer")
+    sp = Space(wl, 4096)
+    rng = random.Random(11)
+    cands = []
+    for _ in range(2):
+        low = sp.full_low(sp.random_low(rng))
+        high = sp.random_high(low, rng)
+        cands.append({"low": {k: v for k, v in low.items() if k.startswith("mm")},
+                      "high": {"order": high["order"], "tiling": high["tiling"]}})
+    fx = {"candidates": cands, "packaging": 0, "io": 1}
+    h = optimise("transformer", "latency", budget=3, sa_steps=2, seed=4, batch=1, n_initial=3, fixed=fx, polish=40)
+    sel = [h.best["low"][f"mm{i}.design"] for i in range(5)]
+    assert h.best["high"]["order"] == [[tuple(o) for o in cands[k]["high"]["order"][i]] for i, k in enumerate(sel)]
+    assert h.best["high"]["tiling"] == [cands[k]["high"]["tiling"][i] for i, k in enumerate(sel)]

@@ -179,7 +179,7 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
             _optimise(workload, budget, seed, fixed, x0, known, cfg)
     if polish and h.best is not None and not h.best.get("known"):    # a known design is not re-polished
         b = h.best
-        f = {k: v for k, v in (fixed or {}).items() if k in ("order", "tiling", "placement", "chiplets")}
+        f = {k: v for k, v in (fixed or {}).items() if k in ("order", "tiling", "placement", "chiplets", "candidates")}
         t = Task(workload, pe_total, f, [], seed + 104729, polish, objective, keep_samples,
                  start=b["high"], t0=0.05, low=b["low"])
         o = cfg["ex"].submit(run_task, t).result()
