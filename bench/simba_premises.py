@@ -16,7 +16,8 @@ What the seed paper says the levels partition (Shao et al., CACM'21):
 Premises (mapper.DATAFLOWS): free (Sec. 3.3 full space), chip-kc (chiplets K/C, PEs free),
 pe-kc (chiplets free, PEs K/C), kc-only (Listing 1 literally).  Every figure of simba_repro.py is
 evaluated under each, same runtime baseline ("local" homes, moves between layers charged),
-same searches.  Prints the table and writes build/bench/simba_premises.json.
+same searches; ``name@start`` runs a premise from another data start state (e.g. ``@row``: inputs
+preloaded per Fig. 11b, read literally, Sec. 4.1's measurement start).  Prints the table and writes build/bench/simba_premises.json.
 Usage: .venv/bin/python bench/simba_premises.py [--samples N] [--jobs J] [--dataflows a,b]
 """
 from __future__ import annotations
@@ -38,8 +39,8 @@ COUNTS = [1, 2, 4, 8, 16, 32]
 FIG7 = [(0, 1, 6, 7), (0, 5, 30, 35)]          # adjacent, the four corners (simba_repro.py)
 
 
-def figures(df: str, arch, net, S: int, jobs: int) -> dict:
-    kw = dataflow_kwargs(df)
+def figures(df: str, arch, net, S: int, jobs: int, start: str = "local") -> dict:
+    kw = dataflow_kwargs(df) | {"placement": start}
     out = {}
     # Fig 5: latency vs chiplets, normalised to the fewest chiplets that hold the weights
     for name in ("res2a_branch2b", "res2a_branch1", "res5a_branch2b"):
@@ -54,12 +55,13 @@ def figures(df: str, arch, net, S: int, jobs: int) -> dict:
     # Fig 7: res4a_branch1 on 4 chiplets, tiling found adjacent and kept
     l = net["res4a_branch1"]
     b = search(l, arch, 4, max(S, 1000), seed=7, binding=FIG7[0], **kw)
-    out["fig7 res4a_branch1"] = evaluate(l, arch, b.mapping, binding=FIG7[1]).latency_cycles / b.latency_cycles
+    out["fig7 res4a_branch1"] = evaluate(l, arch, b.mapping, binding=FIG7[1],
+                                         placement=start).latency_cycles / b.latency_cycles
     out["fig7 mapping"] = b.mapping.short()
     # headline + Fig 10 / 12 (every layer on 32 chiplets)
     layers = list(net.values())
     t0 = time.time()
-    run = run_network(layers, arch, 32, "all", S, seed=0, jobs=jobs, dataflow=df)
+    run = run_network(layers, arch, 32, "all", S, seed=0, jobs=jobs, dataflow=df, placement_start=start)
     out["search_seconds"] = time.time() - t0
     f = arch.pe_clock_ghz * 1e6
     out["headline ms"] = run["total_cycles"] / f
@@ -80,7 +82,7 @@ def figures(df: str, arch, net, S: int, jobs: int) -> dict:
     out["fig12 median"] = sorted(pl.values())[len(pl) // 2]
     out["fig12 res4a_branch1 (model tiling)"] = pl.get("res4a_branch1")
     try:
-        b4 = search(l, arch, 32, S, seed=0, placement="sequential", splits=[(32, 1, 1, 1)], **kw)
+        b4 = search(l, arch, 32, S, seed=0, splits=[(32, 1, 1, 1)], **(kw | {"placement": "sequential"}))
         out["fig12 res4a_branch1 (K over 32)"] = b4.latency_cycles / placement(l, arch, b4).latency_cycles - 1
     except MappingError:
         out["fig12 res4a_branch1 (K over 32)"] = None
@@ -112,7 +114,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--dataflows", default=",".join(DATAFLOWS))
+    ap.add_argument("--dataflows", default=",".join(DATAFLOWS),
+                    help="comma list of premises; 'name@start' runs it from another data start state "
+                         "(model.py homes, e.g. free@row = Fig 11b read literally)")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     arch = load_arch(bench_dir=OUT)
@@ -121,7 +125,8 @@ def main():
     res = {}
     for df in dfs:
         print(f"[{df}] ...", flush=True)
-        res[df] = figures(df, arch, net, args.samples, args.jobs)
+        name, _, start = df.partition("@")
+        res[df] = figures(name, arch, net, args.samples, args.jobs, start or "local")
     w = 40
     print(f"\n{'figure':{w}s} {'paper':>20s} " + " ".join(f"{d:>22s}" for d in dfs))
     table = []
@@ -129,9 +134,11 @@ def main():
         cells = [fmt(res[d][key]) for d in dfs]
         table.append({"figure": label, "paper": paper, **dict(zip(dfs, cells))})
         print(f"{label:{w}s} {paper:>20s} " + " ".join(f"{c:>22s}" for c in cells))
-    doc = {"samples_per_layer": args.samples, "dataflows": {d: DATAFLOWS[d] for d in dfs}, "table": table,
+    doc = {"samples_per_layer": args.samples, "dataflows": {d: DATAFLOWS[d.partition("@")[0]] for d in dfs}, "table": table,
            "results": res, "note": __doc__}
-    p = OUT / ("simba_premises.json" if args.samples >= 1000 else f"simba_premises_s{args.samples}.json")
+    tag = "" if args.samples >= 1000 else f"_s{args.samples}"
+    tag += "" if args.dataflows == ",".join(DATAFLOWS) else "_" + args.dataflows.replace(",", "_").replace("@", "-")
+    p = OUT / f"simba_premises{tag}.json"
     p.write_text(json.dumps(doc, indent=1, default=str))
     print(f"wrote {p}")
 
