@@ -89,6 +89,31 @@ def figures(df: str, arch, net, S: int, jobs: int, start: str = "local") -> dict
     return out
 
 
+def takeapart(arch, net, S: int, jobs: int) -> dict:
+    """Why the premise that gives Fig 7 (chip-kc) misses the headline and Fig 6: one term at a time."""
+    out = {}
+    layers = list(net.values())
+    f = arch.pe_clock_ghz * 1e6
+    S4 = max(100, S // 4)
+    print(f"take-apart of chip-kc ({S4} samples/layer for the network runs)")
+    for opt in ("nonuniform", "placement", "pipeline", "all"):
+        r = run_network(layers, arch, 32, opt, S4, seed=0, jobs=jobs, dataflow="chip-kc")
+        out[f"opt {opt}"] = {"uniform_ms": r["total_uniform_cycles"] / f, "opt_ms": r["total_cycles"] / f}
+        print(f"  chip-kc {opt:10s} alone: uniform {r['total_uniform_cycles'] / f:.3f} -> {r['total_cycles'] / f:.3f} ms")
+    for g in (25.0, 50.0, 100.0):
+        r = run_network(layers, arch.with_(grs_gbps=g), 32, "all", S4, seed=0, jobs=jobs, dataflow="chip-kc")
+        out[f"grs {g:g}"] = {"uniform_ms": r["total_uniform_cycles"] / f, "all_ms": r["total_cycles"] / f}
+        print(f"  chip-kc at {g:g} Gb/s: uniform {r['total_uniform_cycles'] / f:.3f}, all {r['total_cycles'] / f:.3f} ms")
+    for name, n, binding, seed in (("res4a_branch1", 4, FIG7[0], 7), ("res3a_branch1", 32, "row-major", 6),
+                                   ("res3a_branch2b", 32, "row-major", 6)):
+        fr = search(net[name], arch, n, S, seed=seed, binding=binding)
+        kc = search(net[name], arch, n, S, seed=seed, binding=binding, chip_pq=False)
+        out[f"{name} on {n}: chip-kc / free latency"] = kc.latency_cycles / fr.latency_cycles
+        print(f"  {name} on {n} chiplets: best K/C-split tiling / best tiling = {kc.latency_cycles / fr.latency_cycles:.3f}"
+              f" ({kc.mapping.short()} vs {fr.mapping.short()})")
+    return out
+
+
 ROWS = [  # (label, key, paper, formatter)
     ("headline all opts (ms)", "headline ms", "0.50 (0.425-0.575)", lambda v: f"{v:.3f}"),
     ("uniform baseline (ms)", "uniform ms", "-", lambda v: f"{v:.3f}"),
@@ -114,6 +139,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=1000)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--takeapart", action="store_true",
+                    help="also the chip-kc take-apart: each optimisation alone, NoP rate sweep, K/C vs P/Q "
+                         "chiplet splits on 4 and 32 chiplets (S/4 samples for the network runs)")
     ap.add_argument("--dataflows", default=",".join(DATAFLOWS),
                     help="comma list of premises; 'name@start' runs it from another data start state "
                          "(model.py homes, e.g. free@row = Fig 11b read literally)")
@@ -134,8 +162,12 @@ def main():
         cells = [fmt(res[d][key]) for d in dfs]
         table.append({"figure": label, "paper": paper, **dict(zip(dfs, cells))})
         print(f"{label:{w}s} {paper:>20s} " + " ".join(f"{c:>22s}" for c in cells))
+    if args.takeapart:
+        doc_ta = takeapart(arch, net, args.samples, args.jobs)
     doc = {"samples_per_layer": args.samples, "dataflows": {d: DATAFLOWS[d.partition("@")[0]] for d in dfs}, "table": table,
            "results": res, "note": __doc__}
+    if args.takeapart:
+        doc["takeapart_chip_kc"] = doc_ta
     tag = "" if args.samples >= 1000 else f"_s{args.samples}"
     tag += "" if args.dataflows == ",".join(DATAFLOWS) else "_" + args.dataflows.replace(",", "_").replace("@", "-")
     p = OUT / f"simba_premises{tag}.json"
