@@ -18,7 +18,7 @@ pe-kc (chiplets free, PEs K/C), kc-only (Listing 1 literally).  Every figure of 
 evaluated under each, same runtime baseline ("local" homes, moves between layers charged),
 same searches; ``name@start`` runs a premise from another data start state (e.g. ``@row``: inputs
 preloaded per Fig. 11b, read literally, Sec. 4.1's measurement start).  Prints the table and writes build/bench/simba_premises.json.
-Usage: .venv/bin/python bench/simba_premises.py [--samples N] [--jobs J] [--dataflows a,b]
+Usage: .venv/bin/python bench/simba_premises.py [--samples N] [--jobs J] [--dataflows a,b] [--takeapart]
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ from tessera.sim_models.simba.optim import nonuniform, placement
 
 OUT = Path("build/bench")
 COUNTS = [1, 2, 4, 8, 16, 32]
+DEFAULT = ",".join(list(DATAFLOWS) + ["free@row", "chip-kc@row"])
 FIG7 = [(0, 1, 6, 7), (0, 5, 30, 35)]          # adjacent, the four corners (simba_repro.py)
 
 
@@ -142,7 +143,7 @@ def main():
     ap.add_argument("--takeapart", action="store_true",
                     help="also the chip-kc take-apart: each optimisation alone, NoP rate sweep, K/C vs P/Q "
                          "chiplet splits on 4 and 32 chiplets (S/4 samples for the network runs)")
-    ap.add_argument("--dataflows", default=",".join(DATAFLOWS),
+    ap.add_argument("--dataflows", default=DEFAULT,
                     help="comma list of premises; 'name@start' runs it from another data start state "
                          "(model.py homes, e.g. free@row = Fig 11b read literally)")
     args = ap.parse_args()
@@ -169,7 +170,7 @@ def main():
     if args.takeapart:
         doc["takeapart_chip_kc"] = doc_ta
     tag = "" if args.samples >= 1000 else f"_s{args.samples}"
-    tag += "" if args.dataflows == ",".join(DATAFLOWS) else "_" + args.dataflows.replace(",", "_").replace("@", "-")
+    tag += "" if args.dataflows == DEFAULT else "_" + args.dataflows.replace(",", "_").replace("@", "-")
     p = OUT / f"simba_premises{tag}.json"
     p.write_text(json.dumps(doc, indent=1, default=str))
     print(f"wrote {p}")

@@ -463,13 +463,27 @@ Targets and why they are missed (each experiment is an entry in this file):
   within 10 points, pinned by tests/test_simba_paper_bounds.py), res3a_branch1 ~47-48 % (paper 27 %: the
   401 KB of outputs funnel into one row).  The same premise gives Fig 10's largest gains on res5 layers
   (res5a_branch1 ~16 %, where the paper sees little), so it is not adopted.
-- Fig 7: the entry uses the best tiling whose chiplets split K/C (Sec. 4.1: chiplets partition C and K;
-  search(chip_pq=False), P/Q still split across PEs) found on the adjacent chiplets and kept: ~2.1x at the
-  four corners (10 hops; paper 2.5x, 2.0-3.0 target), from the credit round trip of its 1-output-pixel tiles
-  and the broadcast tree's longer routes.  Fragile: the runner-up tiling with 2-pixel tiles (found by
-  200-sample searches, nearly as fast when adjacent) amortises the round trip and gives ~1.26x.  The model's overall best 4-chiplet tiling (P/Q across chiplets,
-  inputs local) exchanges nothing between chiplets and stays ~1.01x (sensitivity entry); the paper's 2.5x
-  shows its tiling communicates.
+- Fig 7 (one premise for all figures): the main entry now uses the headline's dataflow, whose best
+  4-chiplet tiling splits P/Q across chiplets with inputs local: ~1.01x (paper 2.5x, MISSED).  The tiling
+  whose chiplets split K/C (Sec. 4.1; within 0.3 % of the best when adjacent) gives ~2.1x (entry '... (chiplets
+  split K/C only)'; from the credit round trip of its 1-output-pixel tiles; fragile: 2-pixel tiles give
+  ~1.26x).  Stop 16 used that premise for Fig 7 alone; bench/simba_premises.py shows it cannot be the premise
+  of the other figures (next bullet).
+- Dataflow premise (bench/simba_premises.py -> simba_premises.json, figure x premise table).  The paper:
+  Listing 1 splits only K and C spatially (parallel_for) at the package (chiplets) and chiplet (PEs)
+  levels, P/Q temporal; Sec. 3.3 adds that Simba "can also" split P/Q "across chiplets and PEs" without
+  saying when; Sec. 4.1 picks 32 chiplets because C and K are powers of two.  Under each of free, chip-kc
+  (chiplets K/C, PEs free), pe-kc (chiplets free, PEs K/C), kc-only (Listing 1 at both levels; the 1.31 ms
+  of stop 16 was this one) and free / chip-kc from the Fig 11b row start: no premise meets the headline
+  (free 0.28, pe-kc 0.27, chip-kc 0.78 with a 1.35 ms uniform baseline whose 75 % gain is pipelining --
+  the paper's gain is <= 16 %; kc-only 1.30; free@row 0.40 with a 0.91 ms baseline), none gives Fig 5's
+  res2a_branch2b turn-over except free@row, and Fig 6's 3x3 insensitivity (free 0.0 %, pe-kc 1.5 %) and
+  Fig 7's 2.1x (chip-kc, kc-only) never occur together: a K/C split of a 32-chiplet layer is 5-7x slower
+  than a P/Q split and NoP-bound at 11 Gb/s (res3a_branch2b gains ~51 % at 25 Gb/s), whereas on 4 adjacent
+  chiplets the two are equal.  Under the model, Fig 6 (3x3 at 5 %) + headline (<= 16 % gain) need P/Q
+  chiplet splits, Fig 7 needs K/C chiplet splits: the paper's claims are mutually inconsistent with one
+  dataflow in this model.  chip-kc's uniform headline reaches 0.50 ms only at ~50 Gb/s NoP (take-apart).
+  Strict xfails in tests/test_simba_paper_bounds.py pin both halves.
 - Fig 10: the best 32-chiplet uniform tilings (P/Q splits, local data) finish together: ~0 % under the
   runtime baseline, < 1 % with producer homes, < 4 % with K/C-only tilings.  With the tilings searched
   under the Fig 11b row start the far chiplets' inputs arrive late and shifting work gains ~10 % on the
