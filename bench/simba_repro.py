@@ -475,8 +475,8 @@ Targets and why they are missed (each experiment is an entry in this file):
   saying when; Sec. 4.1 picks 32 chiplets because C and K are powers of two.  Under each of free, chip-kc
   (chiplets K/C, PEs free), pe-kc (chiplets free, PEs K/C), kc-only (Listing 1 at both levels; the 1.31 ms
   of stop 16 was this one) and free / chip-kc from the Fig 11b row start: no premise meets the headline
-  (free 0.28, pe-kc 0.27, chip-kc 0.78 with a 1.35 ms uniform baseline whose 75 % gain is pipelining --
-  the paper's gain is <= 16 %; kc-only 1.30; free@row 0.40 with a 0.91 ms baseline), none gives Fig 5's
+  (free 0.27, pe-kc 0.25, chip-kc 0.76 with a 1.34 ms uniform baseline whose 76 % gain is almost all
+  pipelining -- the paper's gain is <= 16 %; kc-only 1.29; free@row 0.41 with a 0.86 ms baseline), none gives Fig 5's
   res2a_branch2b turn-over except free@row, and Fig 6's 3x3 insensitivity (free 0.0 %, pe-kc 1.5 %) and
   Fig 7's 2.1x (chip-kc, kc-only) never occur together: a K/C split of a 32-chiplet layer is 5-7x slower
   than a P/Q split and NoP-bound at 11 Gb/s (res3a_branch2b gains ~51 % at 25 Gb/s), whereas on 4 adjacent
