@@ -476,3 +476,25 @@ def test_fig5_class_bound_holds_the_29_smallest_layers_to_8_chiplets():
     assert fb["total_cycles"] == fb["layer_cycles"] + 5.0
     assert fb["layers"]["res2a_branch2b"]["class"] == "res2-like"
     assert fb["layers"]["res5a_branch2b"]["class"] == "scales to 32"
+
+
+def test_dataflow_premises_restrict_the_levels_they_name():
+    """mapper.DATAFLOWS (issue 14, one premise for all figures): 'pe-kc' keeps every PE split over
+    K/C (Listing 1's chiplet level) while chiplets may split P/Q; 'chip-kc' the reverse; 'kc-only'
+    both; unknown names are refused.  run_network records the premise."""
+    from tessera.sim_models.simba.mapper import dataflow_kwargs, search
+    from tessera.sim_models.simba.network import run_network
+    l = NET["res2a_branch2b"]
+    got = {}
+    for df in ("free", "chip-kc", "pe-kc", "kc-only"):
+        per = search(l, ARCH, [8, 32], samples=300, seed=2, keep_per_count=True, **dataflow_kwargs(df))
+        m = [r.mapping for r in per.values()]
+        got[df] = (any(x.pc * x.qc > 1 for x in m), any(x.pp * x.qp > 1 for x in m))
+    assert got["kc-only"] == (False, False)
+    assert got["chip-kc"] == (False, True)
+    assert got["pe-kc"] == (True, False)
+    with pytest.raises(ValueError, match="unknown dataflow"):
+        dataflow_kwargs("pq-only")
+    run = run_network([NET["fc1000"]], ARCH, 4, "uniform", 50, jobs=1, dataflow="pe-kc")
+    assert run["dataflow"] == "pe-kc"
+    assert run["rows"][0]["uniform"].mapping.pp == run["rows"][0]["uniform"].mapping.qp == 1

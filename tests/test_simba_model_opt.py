@@ -198,3 +198,15 @@ def test_cli_kc_only_flag(tmp_path, capsys):
         if flag:
             assert re.match(r"chip K\d+C\d+P1Q1 pe K\d+C\d+P1Q1 ", doc["layers"][0]["best"]["mapping"])
     capsys.readouterr()
+
+
+def test_cli_dataflow_flag(tmp_path, capsys):
+    """--dataflow reaches the mapper: the JSON records it, and pe-kc splits no PE over P/Q."""
+    import re
+    rc = main(["simba", "--layer", "res3a_branch2b", "--samples", "100", "--jobs", "1", "--dataflow", "pe-kc",
+               "--out", str(tmp_path), "--bench-dir", str(tmp_path)])
+    assert rc == 0
+    doc = json.loads((tmp_path / "simba_resnet50_uniform.json").read_text())
+    assert doc["dataflow"] == "pe-kc"
+    assert re.search(r" pe K\d+C\d+P1Q1 ", doc["layers"][0]["best"]["mapping"])
+    capsys.readouterr()

@@ -27,6 +27,8 @@ def add_parser(subparsers):
     p.add_argument("--bench-dir", default="build/bench", help="RTL bench JSON to take measured parameters from")
     p.add_argument("--kc-only", action="store_true",
                    help="Listing 1's K/C-only dataflow (ablation; default also splits P/Q, Sec. 3.3)")
+    p.add_argument("--dataflow", choices=("free", "chip-kc", "pe-kc", "kc-only"), default="free",
+                   help="which levels may split P/Q (mapper.DATAFLOWS; kc-only = --kc-only)")
     p.add_argument("--out", metavar="DIR", help="write <DIR>/simba_<network>_<opt>.json and .png")
     p.set_defaults(func=run)
 
@@ -62,7 +64,8 @@ def run(args) -> int:
             return _err(f"unknown layer(s) {', '.join(bad)} in {args.network}")
         layers = [l for l in layers if l.name in args.layer]
     run_ = run_network(layers, arch, args.chiplets, args.opt, args.samples, args.seed, args.jobs,
-                       progress=sys.stderr.isatty(), spatial_pq=not args.kc_only)
+                       progress=sys.stderr.isatty(), spatial_pq=not args.kc_only,
+                       dataflow=args.dataflow)
     doc = network_dict(run_, arch)
     doc["network"] = args.network
     print(f"{'layer':18s} {'MMAC':>7s} {'chip':>4s} {'uniform us':>10s} {'opt us':>8s} {'speedup':>7s} "

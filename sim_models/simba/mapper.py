@@ -56,10 +56,30 @@ def chiplet_counts(n_max: int) -> list[int]:
 
 CHUNK = 1024
 
+# Dataflow premises (issue 14, "one premise for all figures"): which levels of Listing 1 may split
+# P/Q spatially.  Listing 1 writes p3/q3 and p2/q2 as temporal ``for`` loops and k/c as
+# ``parallel_for`` at both the package (across chiplets) and chiplet (across PEs) levels; Sec. 3.3
+# adds that Simba "can also uniformly partition along ... P and Q ... across chiplets and PEs".
+# name -> (chip_pq, pe_pq)
+DATAFLOWS = {
+    "free": (True, True),          # Sec. 3.3 full space (default)
+    "chip-kc": (False, True),      # chiplets K/C only (Listing 1 package level), PEs free
+    "pe-kc": (True, False),        # chiplets free, PEs K/C only (Listing 1 chiplet level)
+    "kc-only": (False, False),     # Listing 1 literally at both levels
+}
+
+
+def dataflow_kwargs(name: str) -> dict:
+    """search() keyword arguments of a dataflow premise (see DATAFLOWS)."""
+    if name not in DATAFLOWS:
+        raise ValueError(f"unknown dataflow {name!r} (choose from {', '.join(DATAFLOWS)})")
+    chip_pq, pe_pq = DATAFLOWS[name]
+    return {"chip_pq": chip_pq, "pe_pq": pe_pq}
+
 
 def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
            binding="row-major", placement="local", keep_per_count: bool = False,
-           spatial_pq: bool = True, splits=None, chip_pq: bool = True):
+           spatial_pq: bool = True, splits=None, chip_pq: bool = True, pe_pq: bool = True):
     """Random search.  ``counts``: chiplet counts to try (int or list).  Returns the best
     LayerResult (or a dict count -> best if keep_per_count).  ``samples`` valid mappings are
     evaluated at least (64 chunks of candidates at most).  ``spatial_pq``: also split P and Q
@@ -68,13 +88,14 @@ def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
     splits (kc, cc, pc, qc), e.g. a tiling the paper states (Sec. 5.2: res4a_branch1 broadcasts
     from one chiplet to all 32, i.e. K over 32 chiplets).  ``chip_pq=False``: chiplets split only
     K and C (Sec. 4.1: "easier to partition computation by powers of two because ... C and K"),
-    P/Q still split across PEs -- the premise of the Fig 7 entry."""
+    P/Q still split across PEs.  ``pe_pq=False``: PEs split only K and C (Listing 1's chiplet
+    level), chiplets as ``chip_pq`` says.  See DATAFLOWS for the named premises."""
     if isinstance(counts, int):
         counts = [counts]
     if samples < 1:
         raise ValueError("samples must be >= 1")
     rng = np.random.default_rng(seed)
-    pes = np.array([f for f in pe_splits(arch) if spatial_pq or f[2] == f[3] == 1])
+    pes = np.array([f for f in pe_splits(arch) if (spatial_pq and pe_pq) or f[2] == f[3] == 1])
     groups = [(n, s) for n in counts for s in chiplet_splits(layer, n)
               if ((spatial_pq and chip_pq) or s[2] == s[3] == 1) and (splits is None or tuple(s) in map(tuple, splits))]
     if not groups:

@@ -10,7 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from .arch import Arch
 from .layers import Layer
-from .mapper import chiplet_counts, search
+from .mapper import chiplet_counts, dataflow_kwargs, search
 from .interlayer import producers, transfer_cycles
 from .optim import nonuniform, pipeline_block, placement
 
@@ -18,9 +18,9 @@ OPTS = ("uniform", "nonuniform", "placement", "pipeline", "all")
 
 
 def run_layer(layer: Layer, arch: Arch, n_chiplets: int, opt: str, samples: int, seed: int,
-              spatial_pq: bool = True, placement_start: str = "local") -> dict:
+              spatial_pq: bool = True, placement_start: str = "local", dataflow: str = "free") -> dict:
     per = search(layer, arch, chiplet_counts(n_chiplets), samples, seed, keep_per_count=True,
-                 spatial_pq=spatial_pq, placement=placement_start)
+                 spatial_pq=spatial_pq, placement=placement_start, **dataflow_kwargs(dataflow))
     base = min(per.values(), key=lambda r: (r.latency_cycles, r.energy_pj))
     out = {"layer": layer, "per_count": per, "uniform": base, "best": base}
     cands = [base]
@@ -58,16 +58,18 @@ def blocks(layers: list[Layer]) -> list[list[int]]:
 
 def run_network(layers: list[Layer], arch: Arch, n_chiplets: int = 32, opt: str = "uniform",
                 samples: int = 1000, seed: int = 0, jobs: int = 2, progress: bool = False,
-                spatial_pq: bool = True, placement_start: str = "local") -> dict:
+                spatial_pq: bool = True, placement_start: str = "local", dataflow: str = "free") -> dict:
     """``spatial_pq``: the mapper also splits P and Q spatially (Sec. 3.3); False = Listing 1's
     K/C-only dataflow (ablation; see mapper.search).  ``placement_start``: the data homes the
     baseline tilings are searched under (model.py: "local" = the runtime baseline; "row" /
-    "sequential" = the Fig. 11b start state, a sensitivity)."""
+    "sequential" = the Fig. 11b start state, a sensitivity).  ``dataflow``: the premise of
+    mapper.DATAFLOWS (which levels may split P/Q)."""
     if opt not in OPTS:
         raise ValueError(f"unknown opt {opt!r} (choose from {', '.join(OPTS)})")
     if not 1 <= n_chiplets <= arch.n_chiplets:
         raise ValueError(f"chiplets must be in [1, {arch.n_chiplets}], got {n_chiplets}")
-    args = [(l, arch, n_chiplets, opt, samples, seed + i, spatial_pq, placement_start)
+    dataflow_kwargs(dataflow)
+    args = [(l, arch, n_chiplets, opt, samples, seed + i, spatial_pq, placement_start, dataflow)
             for i, l in enumerate(layers)]
     bar = None
     if progress:
@@ -139,7 +141,8 @@ def run_network(layers: list[Layer], arch: Arch, n_chiplets: int = 32, opt: str 
     return {"rows": rows, "opt": opt, "chiplets": n_chiplets, "samples": samples,
             "total_uniform_cycles": total_uniform, "total_cycles": total, "pipelined_blocks": pipes,
             "move_uniform_cycles": sum(mv_u), "move_best_cycles": sum(mv_b),
-            "clock_ghz": arch.pe_clock_ghz, "spatial_pq": spatial_pq}
+            "clock_ghz": arch.pe_clock_ghz, "spatial_pq": spatial_pq,
+            "dataflow": dataflow}
 
 
 # Sec. 4.3: "Of the 53 layers of ResNet-50, 12 follow the behavior of res3a_branch1 [gain to 8

@@ -35,6 +35,7 @@ def network_dict(run: dict, arch: Arch) -> dict:
     return {
         "opt": run["opt"], "chiplets": run["chiplets"], "samples_per_layer": run["samples"],
         "spatial_pq": run.get("spatial_pq", True),
+        "dataflow": run.get("dataflow", "free"),
         "placement_baseline": "local (inputs on their consumers; moves between layers charged)",
         "move_us": run.get("move_best_cycles", 0.0) / f,
         "clock_ghz": arch.pe_clock_ghz, "grs_gbps": arch.grs_gbps,
