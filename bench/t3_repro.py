@@ -17,7 +17,7 @@ import numpy as np
 
 from tessera.sim_models.t3 import address_space as A
 from tessera.sim_models.t3 import collectives as C
-from tessera.sim_models.t3 import config, e2e, gemm, overlap, plots, study, tracker_ref
+from tessera.sim_models.t3 import cases, config, e2e, gemm, overlap, plots, study, tracker_ref
 
 OUT = Path("build/bench")
 PLOTS = OUT / "t3"
@@ -54,6 +54,74 @@ def vs_note(d: dict, extra: str = "") -> str:
 def summary(rows, cfgs=CFGS):
     return {c: dict(geomean=pct(study.geomean(r.speedup(c) for r in rows)),
                     max=pct(max(r.speedup(c) for r in rows))) for c in cfgs}
+
+
+NO_CONTENTION = dict(tRTW=0, tWTR=0, row_interference=False, row_hit=(1.0, 1.0, 1.0, 1.0))
+
+
+def per_case(sysm, P, rows, base) -> dict:
+    """Fig 16 case by case against §6.1's per-case statements, and where the paper's T3 maximum
+    (39%) can lie: an experiment that removes, one at a time, the model's T3 losses on the cases that
+    could host it."""
+    tab = cases.case_table(rows)
+    chk = cases.text_checks(tab, P)
+    print("Fig 16 case by case (speedup %; T3/Ideal = runtime ratio; GEMM x = slowdown inside T3; "
+          "paper bars not available, fig16_reading)")
+    print(f"  {'case':22s} {'Ideal':>6s} {'+NMC':>6s} {'T3':>6s} {'MCA':>6s} {'T3/Id':>6s} {'GEMMx':>6s} "
+          f"{'rd GB/s':>7s} bound")
+    for c in tab:
+        print(f"  {c['case']:22s} {c['ideal']:6.1f} {c['ideal_rs_nmc']:6.1f} {c['t3']:6.1f} {c['t3_mca']:6.1f} "
+              f"{c['t3_over_ideal_runtime']:6.3f} {c['gemm_slowdown_t3']:6.2f} {c['gemm_read_GBps']:7.0f} "
+              f"{'RS' if c['rs_bound'] else 'GEMM'}")
+    print("  §6.1 per-case statements on the model:")
+    for k in chk:
+        print(f"    [{'ok' if k['held'] else 'NO'}] {k['name']} ({k['source']}): {k['detail']}")
+    ceiling = cases.fc_t3_ceiling(P)
+    cand = cases.t3_max_candidates(tab, P)
+    print(f"  The paper's FC T3 is < {ceiling:.1f}% (Ideal <= 50%, FC T3 > 1.15 x Ideal runtime), so its 39% T3 "
+          "maximum is an OP or IP case; the model's non-FC cases whose Ideal-RS+NMC reaches 39%:")
+    # experiment: remove the model's T3 losses one at a time on those cases
+    variants = (("model", {}), ("WG-granular retirement", dict(wg_retire=True)),
+                ("no read/write turnaround", dict(tRTW=0, tWTR=0)),
+                ("no DRAM contention (no turnaround, no row interference, all row hits)", NO_CONTENTION),
+                ("no DRAM contention + unbounded remote-store buffer",
+                 dict(NO_CONTENTION, remote_store_buffer_bytes=1e12)))
+    for c in cand:
+        key, tp, sl = c["model"], c["tp"], c["sublayer"]
+        r0 = base[(key, tp, sl)]
+        s = sysm.scaled(n_gpus=tp)
+        d = gemm.sublayer_dims(config.model(key), tp, sl)
+        pu = gemm.plan(s, d, cached_output=False)
+        link_only = (tp - 1) * (s.link_latency + d.out_bytes(s.elem_bytes) / tp / s.link_bw)
+        c["fused_lower_bound"] = pct(r0.times["sequential"] / (max(pu.t_compute_total, link_only) + r0.ag))
+        c["t3_by_variant"] = {}
+        for lab, kw in variants:
+            r = study.evaluate(sysm.scaled(**kw) if kw else sysm, config.model(key), tp, sl,
+                               configs=("t3",))
+            c["t3_by_variant"][lab] = pct(r0.times["sequential"] / r.times["t3"])
+        f = study.evaluate(sysm.scaled(**NO_CONTENTION), config.model(key), tp, sl, configs=("t3",),
+                           record=False).fused["t3"]
+        c["no_contention_stage0_end_us"] = float(f.stage_end[0] * 1e6)
+        c["no_contention_link_idle_us"] = float((f.time - f.send_start[0]) * 1e6 - link_only * 1e6)
+        print(f"    {c['case']:22s} Ideal {c['ideal']:5.1f} +NMC {c['ideal_rs_nmc']:5.1f} lower bound "
+              f"{c['fused_lower_bound']:5.1f} | T3 " + "  ".join(f"{v:5.1f}" for v in c["t3_by_variant"].values())
+              + f" | GEMM x{c['gemm_slowdown_t3']:.2f}, reads {c['gemm_read_GBps']:.0f} GB/s, "
+              f"{'RS' if c['rs_bound'] else 'GEMM'}-bound")
+    print("    (T3 columns: " + "; ".join(lab for lab, _ in variants) + ")")
+    best = max(max(c["t3_by_variant"].values()) for c in cand) if cand else float("nan")
+    low = [c for c in cand if c["gemm_read_GBps"] == min(x["gemm_read_GBps"] for x in cand)]
+    if low:
+        lc = low[0]
+        print(f"  The candidate §6.1.2's mechanism puts nearest Ideal (lowest GEMM read rate, RS-bound): "
+              f"{lc['case']}; with every DRAM contention term removed T3 reaches "
+              f"{lc['t3_by_variant'][variants[3][0]]:.1f}% (Ideal+NMC {lc['ideal_rs_nmc']:.1f}%): its first stage "
+              f"ends at {lc['no_contention_stage0_end_us']:.0f} us and the link idles "
+              f"{lc['no_contention_link_idle_us']:.0f} us in the fused pipeline (ramp + stage pacing), a structural "
+              "cost of the staggered schedule, not DRAM contention")
+    return dict(rows=tab, text_checks=chk, fc_t3_ceiling=ceiling, t3_max_candidates=cand,
+                variants=[lab for lab, _ in variants], best_candidate_t3_any_variant=best,
+                reading="Fig 16 bars not in the extracted text (paper.json fig16_reading): per-case paper "
+                        "values are §6.1's statements only")
 
 
 def main() -> int:
@@ -97,6 +165,7 @@ def main() -> int:
     extra = max(r.speedup("ideal-rs-nmc") / r.speedup("ideal") for r in rows)
     f16["nmc_extra_max"] = line("Ideal-RS+NMC over Ideal, max", pct(extra), 100 * P["nmc_extra_speedup_max"])
     F["fig15_16"] = dict(rows=js, summary=sm, vs_paper=f16)
+    F["fig16_per_case"] = per_case(sysm, P, rows, base)
     plots.breakdown(js, PLOTS / "fig15_breakdown.png",
                     note="paper gives the breakdown as bars only (no numbers); speedups: see fig16")
     plots.speedups(js, PLOTS / "fig16_speedup.png", note=vs_note(f16, "values in %"))
