@@ -17,7 +17,7 @@ import numpy as np
 
 from tessera.sim_models.t3 import address_space as A
 from tessera.sim_models.t3 import collectives as C
-from tessera.sim_models.t3 import config, e2e, gemm, overlap, plots, study, tracker_ref
+from tessera.sim_models.t3 import cases, config, e2e, gemm, overlap, plots, study, tracker_ref
 
 OUT = Path("build/bench")
 PLOTS = OUT / "t3"
@@ -54,6 +54,93 @@ def vs_note(d: dict, extra: str = "") -> str:
 def summary(rows, cfgs=CFGS):
     return {c: dict(geomean=pct(study.geomean(r.speedup(c) for r in rows)),
                     max=pct(max(r.speedup(c) for r in rows))) for c in cfgs}
+
+
+NO_CONTENTION = dict(tRTW=0, tWTR=0, row_interference=False, row_hit=(1.0, 1.0, 1.0, 1.0))
+
+
+def per_case(sysm, P, rows, base) -> dict:
+    """Fig 16 case by case against §6.1's per-case statements, and where the paper's T3 maximum
+    (39%) can lie: an experiment that removes, one at a time, the model's T3 losses on the cases that
+    could host it."""
+    tab = cases.case_table(rows)
+    chk = cases.text_checks(tab, P)
+    print("Fig 16 case by case (speedup %; T3/Ideal = runtime ratio; GEMM x = slowdown inside T3; "
+          "paper bars not available, fig16_reading)")
+    print(f"  {'case':22s} {'Ideal':>6s} {'+NMC':>6s} {'T3':>6s} {'MCA':>6s} {'T3/Id':>6s} {'GEMMx':>6s} "
+          f"{'rd GB/s':>7s} bound")
+    for c in tab:
+        print(f"  {c['case']:22s} {c['ideal']:6.1f} {c['ideal_rs_nmc']:6.1f} {c['t3']:6.1f} {c['t3_mca']:6.1f} "
+              f"{c['t3_over_ideal_runtime']:6.3f} {c['gemm_slowdown_t3']:6.2f} {c['gemm_read_GBps']:7.0f} "
+              f"{'RS' if c['rs_bound'] else 'GEMM'}")
+    print("  §6.1 per-case statements on the model:")
+    for k in chk:
+        print(f"    [{'ok' if k['held'] else 'NO'}] {k['name']} ({k['source']}): {k['detail']}")
+    ratio = {c["case"]: (1 + c["t3_mca"] / 100) / (1 + c["t3"] / 100) for c in tab}
+    rmax = max(ratio, key=ratio.get)
+    gi = study.geomean(r.speedup("ideal") for r in rows)
+    gm = study.geomean(r.speedup("t3-mca") for r in rows)
+    ratios = dict(
+        t3mca_over_t3_max=line(f"T3-MCA over T3, max case ({rmax})", pct(ratio[rmax]), 100 * P["fig16_t3mca_over_t3_max"]),
+        t3mca_below_ideal_geomean=line("T3-MCA below Ideal, geomean (runtime)", pct(gi / gm),
+                                       100 * P["fig16_t3mca_vs_ideal_geomean_gap"]))
+    ceiling = cases.fc_t3_ceiling(P)
+    cand = cases.t3_max_candidates(tab, P)
+    print(f"  The paper's FC T3 is < {ceiling:.1f}% (Ideal <= 50%, FC T3 > 1.15 x Ideal runtime), so its 39% T3 "
+          "maximum is an OP or IP case; the model's non-FC cases whose Ideal-RS+NMC reaches 39%:")
+    # experiment: remove the model's T3 losses one at a time on those cases
+    variants = (("model", {}), ("WG-granular retirement", dict(wg_retire=True)),
+                ("no read/write turnaround", dict(tRTW=0, tWTR=0)),
+                ("no DRAM contention (no turnaround, no row interference, all row hits)", NO_CONTENTION),
+                ("no DRAM contention + unbounded remote-store buffer",
+                 dict(NO_CONTENTION, remote_store_buffer_bytes=1e12)))
+    for c in cand:
+        key, tp, sl = c["model"], c["tp"], c["sublayer"]
+        r0 = base[(key, tp, sl)]
+        s = sysm.scaled(n_gpus=tp)
+        d = gemm.sublayer_dims(config.model(key), tp, sl)
+        pu = gemm.plan(s, d, cached_output=False)
+        link_only = (tp - 1) * (s.link_latency + d.out_bytes(s.elem_bytes) / tp / s.link_bw)
+        c["fused_lower_bound"] = pct(r0.times["sequential"] / (max(pu.t_compute_total, link_only) + r0.ag))
+        c["t3_by_variant"] = {}
+        for lab, kw in variants:
+            r = study.evaluate(sysm.scaled(**kw) if kw else sysm, config.model(key), tp, sl,
+                               configs=("t3",))
+            c["t3_by_variant"][lab] = pct(r0.times["sequential"] / r.times["t3"])
+        f = study.evaluate(sysm.scaled(**NO_CONTENTION), config.model(key), tp, sl, configs=("t3",),
+                           record=False).fused["t3"]
+        c["no_contention_stage0_end_us"] = float(f.stage_end[0] * 1e6)
+        c["no_contention_link_idle_us"] = float((f.time - f.send_start[0]) * 1e6 - link_only * 1e6)
+        print(f"    {c['case']:22s} Ideal {c['ideal']:5.1f} +NMC {c['ideal_rs_nmc']:5.1f} lower bound "
+              f"{c['fused_lower_bound']:5.1f} | T3 " + "  ".join(f"{v:5.1f}" for v in c["t3_by_variant"].values())
+              + f" | GEMM x{c['gemm_slowdown_t3']:.2f}, reads {c['gemm_read_GBps']:.0f} GB/s, "
+              f"{'RS' if c['rs_bound'] else 'GEMM'}-bound")
+    print("    (T3 columns: " + "; ".join(lab for lab, _ in variants) + ")")
+    best = max(max(c["t3_by_variant"].values()) for c in cand) if cand else float("nan")
+    low = [c for c in cand if c["gemm_read_GBps"] == min(x["gemm_read_GBps"] for x in cand)]
+    if low:
+        lc = low[0]
+        print(f"  The candidate §6.1.2's mechanism puts nearest Ideal (lowest GEMM read rate, RS-bound): "
+              f"{lc['case']}; with every DRAM contention term removed T3 reaches "
+              f"{lc['t3_by_variant'][variants[3][0]]:.1f}% (Ideal+NMC {lc['ideal_rs_nmc']:.1f}%): its first stage "
+              f"ends at {lc['no_contention_stage0_end_us']:.0f} us and the link idles "
+              f"{lc['no_contention_link_idle_us']:.0f} us in the fused pipeline (ramp + stage pacing), a structural "
+              "cost of the staggered schedule, not DRAM contention")
+    # WG-granular retirement (the variant that puts the candidate in the band) is confounded: with the
+    # 12/8 write-drain calibration it slows the *isolated* T3 GEMM, before any communication
+    d8 = gemm.sublayer_dims(config.model("mega-gpt-2"), 8, "FC-2")
+    iso = {}
+    for lab, kw in (("stage barrier, drain 12/8 (model)", {}), ("WG-granular, drain 12/8", dict(wg_retire=True)),
+                    ("WG-granular, drain 40/16", dict(wg_retire=True, write_drain=(40, 16)))):
+        s8 = sysm.scaled(n_gpus=8, **kw)
+        iso[lab] = overlap.simulate(s8, gemm.plan(s8, d8, cached_output=False), comm=False).time * 1e6
+    print("  Mega-GPT-2 FC-2 TP8 T3 GEMM alone (no communication), us: "
+          + "; ".join(f"{k} {v:.0f}" for k, v in iso.items()))
+    return dict(rows=tab, text_checks=chk, ratios=ratios, fc_t3_ceiling=ceiling, t3_max_candidates=cand,
+                wg_retire_isolated_gemm_us=iso,
+                variants=[lab for lab, _ in variants], best_candidate_t3_any_variant=best,
+                reading="Fig 16 bars not in the extracted text (paper.json fig16_reading): per-case paper "
+                        "values are §6.1's statements only")
 
 
 def main() -> int:
@@ -97,6 +184,7 @@ def main() -> int:
     extra = max(r.speedup("ideal-rs-nmc") / r.speedup("ideal") for r in rows)
     f16["nmc_extra_max"] = line("Ideal-RS+NMC over Ideal, max", pct(extra), 100 * P["nmc_extra_speedup_max"])
     F["fig15_16"] = dict(rows=js, summary=sm, vs_paper=f16)
+    F["fig16_per_case"] = per_case(sysm, P, rows, base)
     plots.breakdown(js, PLOTS / "fig15_breakdown.png",
                     note="paper gives the breakdown as bars only (no numbers); speedups: see fig16")
     plots.speedups(js, PLOTS / "fig16_speedup.png", note=vs_note(f16, "values in %"))
@@ -493,6 +581,7 @@ def main() -> int:
     inf = str(1e12)
     bl = F["large"]["summary"]
     tnl = ta["model"]
+    pc = F["fig16_per_case"]
     best_t3 = max(rows, key=lambda r: r.speedup("t3"))
     wnl = wr["WG-granular, MCA threshold always 'no limit'"]
     wd_old = wds["40/16"]
@@ -564,6 +653,21 @@ def main() -> int:
         f"* Remote (slot-0) stores complete at the neighbour's MC: with 100 KB in flight the storing WGs "
         f"wait for the link; with unbounded buffering T3 / T3-MCA are {rbs[inf]['t3']['geomean']:.1f} / "
         f"{rbs[inf]['t3-mca']['geomean']:.1f}% (see remote-store sensitivity).",
+        "* Fig 16 case by case (fifth pass, bench fig16_per_case; the bars are not in the extracted text, so the paper "
+        "side is §6.1's per-case statements): the model holds all of them "
+        f"({sum(k['held'] for k in pc['text_checks'])}/{len(pc['text_checks'])}: named Ideal max/min cases, OP T3 near and "
+        "sometimes above Ideal, every FC case's T3 > 1.15 x Ideal runtime, T3 max not FC, T3-MCA max not T-NLG FC-1 "
+        f"TP16). The paper's own statements put its 39% T3 maximum in an OP or IP case (FC T3 < {pc['fc_t3_ceiling']:.1f}%), "
+        "which is where the model's maximum is too (" + max(pc['rows'], key=lambda c: c['t3'])['case'] + "). The model's "
+        "non-FC cases with Ideal-RS+NMC >= 39%: " + "; ".join(
+            f"{c['case']} T3 {c['t3']:.1f} (" + ", ".join(f"{k.split(' (')[0]} {v:.1f}" for k, v in list(c['t3_by_variant'].items())[1:])
+            + ")" for c in pc['t3_max_candidates'])
+        + ". The one §6.1.2's mechanism puts near Ideal (lowest GEMM read rate, RS-bound) is T-NLG IP TP16; WG-granular "
+        "retirement alone brings it to the band, but that variant slows the isolated T3 GEMM with the 12/8 drain "
+        "calibration (" + ", ".join(f"{k} {v:.0f} us" for k, v in pc['wg_retire_isolated_gemm_us'].items())
+        + ") and its T3-MCA collapses (bench wg_retire_take_apart; starvation limits 4-64 give T3-MCA geomean 19.5-20.0%, "
+        "t3_fig16_variant.py); recalibrating the drain for it lands on the same line (40/16: T3 31.0/43.9%, 20/10: "
+        "27.8/37.7%).",
         "* FC-1 and FC-2 have identical GEMM shapes here (the paper's differ by transposed inputs and "
         "kernels).",
         "* Fig 19 follows the sub-layer results; the end-to-end layer is built from the same GEMM model "

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tessera.sim_models.t3 import collectives as C
-from tessera.sim_models.t3 import config, gemm, overlap, study
+from tessera.sim_models.t3 import cases, config, gemm, overlap, study
 
 S64 = 64 * 2 ** 20
 
@@ -406,6 +406,44 @@ def test_op_layers_t3_near_ideal():
         for tp in (8, 16):
             r = study.evaluate(s, config.model(key), tp, "OP", configs=("sequential", "t3", "ideal"))
             assert r.speedup("t3") >= 0.95 * r.speedup("ideal"), (key, tp, r.speedup("t3"), r.speedup("ideal"))
+
+
+def test_fc_layers_t3_more_than_15pct_slower_than_ideal():
+    # §6.1.2: 'especially the much larger FC layers, the benefits are far from those with
+    # Ideal-GEMM-RS-Overlap (>15% slower)'; Mega-GPT-2 FC TP16 is the model's closest FC case
+    P = config.paper()
+    s = config.system()
+    for key, tp in (("mega-gpt-2", 16), ("t-nlg", 16)):
+        r = study.evaluate(s, config.model(key), tp, "FC-1", configs=("sequential", "t3", "ideal"))
+        assert r.times["t3"] / r.times["ideal"] > P["fig16_fc_t3_below_ideal_min_ratio"], (key, tp)
+
+
+def test_paper_t3_maximum_is_not_an_fc_case():
+    # §6.1.1 (Ideal <= 50%) + §6.1.2 (FC T3 > 1.15 x Ideal runtime): FC T3 < 30.4% < the 39% maximum
+    P = config.paper()
+    assert cases.fc_t3_ceiling(P) == pytest.approx(100 * (1.5 / 1.15 - 1))
+    assert cases.fc_t3_ceiling(P) < 100 * P["fig16_t3_max"] - 5      # not even within the 5-point band
+
+
+def _row(case, ideal, nmc, t3, mca):
+    m, tp, sl = case.split()
+    return dict(case=case, model=m, tp=int(tp[2:]), sublayer=sl, ideal=ideal, ideal_rs_nmc=nmc, t3=t3,
+                t3_mca=mca, t3_over_ideal_runtime=(1 + ideal / 100) / (1 + t3 / 100),
+                mca_over_ideal_runtime=(1 + ideal / 100) / (1 + mca / 100), gemm_slowdown_t3=1.0,
+                gemm_read_GBps=100.0, rs_bound=True)
+
+
+def test_text_checks_flag_each_violated_statement():
+    P = config.paper()
+    good = [_row("t-nlg TP16 FC-1", 50, 51, 22, 35), _row("t-nlg TP16 FC-2", 50, 51, 22, 46),
+            _row("mega-gpt-2 TP16 OP", 15, 16, 15.5, 15), _row("t-nlg TP16 IP", 38, 41, 39, 40)]
+    assert all(k["held"] for k in cases.text_checks(good, P))
+    assert [c["case"] for c in cases.t3_max_candidates(good, P)] == ["t-nlg TP16 IP"]
+    bad = [dict(r) for r in good]
+    bad[0].update(t3=45.0, t3_over_ideal_runtime=1.5 / 1.45)       # FC T3 near Ideal and the T3 maximum
+    bad[2].update(t3=10.0)                                          # OP T3 far below Ideal
+    failed = {k["name"].split(":")[0] for k in cases.text_checks(bad, P) if not k["held"]}
+    assert failed == {"OP", "FC", "T3 maximum is not an FC case (FC T3 < 30.4%)"}
 
 
 def test_contention_slows_gemm_and_mca_relieves_it():
