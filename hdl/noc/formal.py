@@ -122,17 +122,6 @@ def _s2_asserts(m, r):
                                                   for p in range(5)]).any())
 
 
-def _po_asserts(m, r):
-    """One-cycle allocation: each port's offered-VC registers (request, multicast branches,
-    head/tail) equal the offered VC's state (V = 1: VC 0)."""
-    if r.cfg.sa_stages != 1:
-        return
-    for p in range(5):
-        u, mr, ht = r._po[p]
-        m.d.comb += [Assert(u == r._ureq[p][0]), Assert(mr == r._mreq[p][0]),
-                     Assert(ht == r._vcstate[p][0]["fc"][0:2])]
-
-
 class _RouterHarness(wiring.Component):
     def __init__(self, what, sa_stages=1):
         self.what = what
@@ -187,7 +176,6 @@ class _RouterHarness(wiring.Component):
                     for v in range(V):
                         m.d.comb += [Assert(r._ureq[p][v] == r._reqc[p][v][0]),
                                      Assert(r._mreq[p][v] == r._reqc[p][v][1])]
-                _po_asserts(m, r)
                 if c.sa_stages == 2:
                     _s2_asserts(m, r)
         if self.what == "conservation":
@@ -248,7 +236,6 @@ class _RouterHarness(wiring.Component):
             with m.If(init & ~ResetSignal()):
                 m.d.comb += Assert(r.errors == 0)
                 m.d.comb += Assert(r._mc_tok < 5)
-                _po_asserts(m, r)
                 if c.sa_stages == 2:
                     _s2_asserts(m, r)
                 for ptr in r._rrptr:        # one-hot (proven alone in noc_rr_arbiter_bound)

@@ -425,7 +425,6 @@ class Router(wiring.Component):
 
         S2 = c.sa_stages == 2
         s2vc = [[None] * V for _ in range(5)]      # two-stage allocation: next-state requests
-        s1vc = [[None] * V for _ in range(5)]      # one-stage: the same (offered-VC registers)
         mc_in = Signal(5, name="mc_in")            # a multicast head is written this cycle
         mc_in_terms = [[] for _ in range(5)]
 
@@ -582,8 +581,6 @@ class Router(wiring.Component):
                                       in_mc[p][v], f"h{p}_{v}")
                     self._reqc[p][v] = derive(fv[p][v], fc, _z(tails[p][v]), active[p][v],
                                               in_mc[p][v], f"c{p}_{v}")
-                    s1vc[p][v] = dict(u_p=u_p, m_p=m_p, u_h=u_h, m_h=m_h,
-                                      ht_p=fc_pop[0:2], ht_h=fc_hold[0:2])
                 else:
                     # two-stage allocation: the next state's request is computed from
                     # registers and the buffer only (not from the flit being written), so a
@@ -619,10 +616,8 @@ class Router(wiring.Component):
                         m.d.sync += hrd.eq(inc(hrd))
                 m.d.sync += [
                     mcnt.eq(Mux(pop[p][v], mcnt + write - 1, mcnt + write)),
-                    # (both sums ahead of the pop: the pop is the last select)
-                    tails[p][v].eq(Mux(pop[p][v] & ftail[p][v] & ~fdrop[p][v],
-                                       tails[p][v] + (write & wtail & ~wdrop) - 1,
-                                       tails[p][v] + (write & wtail & ~wdrop))),
+                    tails[p][v].eq(tails[p][v] + (write & wtail & ~wdrop)
+                                   - (pop[p][v] & ftail[p][v] & ~fdrop[p][v])),
                 ]
                 if p != L:
                     # a credit goes back when a flit leaves the buffer
@@ -731,7 +726,6 @@ class Router(wiring.Component):
         p_req = [Signal(5, name=f"preq_{p}") for p in range(5)]
         p_uni = [Signal(5, name=f"puni_{o}") for o in range(5)]
         ptail = Signal(5, name="ptail")                # tail mark of each port's offered flit
-        psent = Signal(5, name="psent")                # the port's offered VC sends
         for p in range(5):
             # candidates for the next cycle's offer: VCs that could move now, or that get a
             # flit now (so a flit arriving at an idle VC is offered the cycle after)
@@ -763,56 +757,19 @@ class Router(wiring.Component):
                         m.d.comb += order.eq(0)
                 m.d.sync += cv[p].eq(order)
                 cvn[p] = order
-            if not S2:
-                # the offered VC's request, multicast branches and head/tail marks, registered
-                # per port (loaded with the next cycle's offered VC's next state, the pop as
-                # the last select), so the arbiters and the multicast token test start from
-                # flip-flops without the VC multiplexer (same values as picking by ``cv``)
-                po_u = Signal(5, name=f"po_u_{p}")
-                po_m = Signal(5, name=f"po_m_{p}")
-                po_ht = Signal(2, name=f"po_ht_{p}")
-                self._po = getattr(self, "_po", {})
-                self._po[p] = (po_u, po_m, po_ht)
-                if V > 1:
-                    # pop of the VC offered next: a drop, or this cycle's send if it is the
-                    # VC offered now (the send is the late signal: last select)
-                    fvn = _pick(m, cvn[p], [fv[p][v] for v in range(V)], f"po_fv_{p}", 1)
-                    dn = _pick(m, cvn[p], [fdrop[p][v] for v in range(V)], f"po_dr_{p}", 1)
-                    same = Signal(name=f"po_same_{p}")
-                    m.d.comb += same.eq(cvn[p] == cv[p])
-                    popn = fvn & (dn | (psent[p] & same))
-                    nx = {k: _pick(m, cvn[p], [s1vc[p][v][k] for v in range(V)],
-                                   f"po_{k}_{p}", len(s1vc[p][0][k]))
-                          for k in ("u_p", "u_h", "m_p", "m_h", "ht_p", "ht_h")}
-                else:
-                    popn = pop[p][0]
-                    nx = s1vc[p][0]
-                m.d.sync += [po_u.eq(Mux(popn, nx["u_p"], nx["u_h"])),
-                             po_m.eq(Mux(popn, nx["m_p"], nx["m_h"])),
-                             po_ht.eq(Mux(popn, nx["ht_p"], nx["ht_h"]))]
-                m.d.comb += [p_req[p].eq(po_u | po_m), p_mreq[p].eq(po_m),
-                             p_hd[p].eq(po_ht[0]), ptail[p].eq(po_ht[1])]
-            else:
-                m.d.comb += [p_req[p].eq(_pick(m, cv[p], [req[p][v] for v in range(V)],
-                                               f"preqv_{p}", 5)),
-                             p_mreq[p].eq(_pick(m, cv[p], [mreq[p][v] for v in range(V)],
-                                                f"pmreq_{p}", 5)),
-                             p_hd[p].eq(_pick(m, cv[p], [fhead[p][v] for v in range(V)],
-                                              f"phd_{p}", 1)),
-                             ptail[p].eq(_pick(m, cv[p], [ftail[p][v] for v in range(V)],
-                                               f"ptailv_{p}", 1))]
+            m.d.comb += [p_req[p].eq(_pick(m, cv[p], [req[p][v] for v in range(V)],
+                                           f"preqv_{p}", 5)),
+                         p_mreq[p].eq(_pick(m, cv[p], [mreq[p][v] for v in range(V)],
+                                            f"pmreq_{p}", 5)),
+                         p_hd[p].eq(_pick(m, cv[p], [fhead[p][v] for v in range(V)],
+                                          f"phd_{p}", 1)),
+                         ptail[p].eq(_pick(m, cv[p], [ftail[p][v] for v in range(V)],
+                                           f"ptailv_{p}", 1))]
             for o in range(5):
                 if not S2:
-                    # the offered VC's unicast request (registered) and the acceptance of
-                    # output o for that VC (== uni_ok of VC cv[p])
-                    if o == p and o != L:
-                        m.d.comb += p_uni[o][p].eq(0)
-                    else:
-                        ah = (_pick(m, cv[p], [acc(a_uh, o, v) for v in range(V)],
-                                    f"pah_{p}_{o}", 1) if V > 1 else acc(a_uh, o, 0))
-                        ab = (_pick(m, cv[p], [acc(a_ub, o, v) for v in range(V)],
-                                    f"pab_{p}_{o}", 1) if V > 1 else acc(a_ub, o, 0))
-                        m.d.comb += p_uni[o][p].eq(self._po[p][0][o] & Mux(p_hd[p], ah, ab))
+                    m.d.comb += p_uni[o][p].eq(_pick(m, cv[p], [uni_ok[o][p * V + v]
+                                                                for v in range(V)],
+                                                     f"pu_{p}_{o}", 1))
                 else:
                     # a credit arriving now counts at once (a head / body that only lacked it)
                     ci = (_pick(m, cv[p], [cin(o, v) for v in range(V)], f"pci_{p}_{o}", 1)
@@ -884,6 +841,7 @@ class Router(wiring.Component):
         take = Signal(5, name="take")                 # output granted this cycle
         src = [Signal(3, name=f"src_{o}") for o in range(5)]      # input port (for checks)
         sel = []                                      # crossbar select: index into _LEGAL_IN[o]
+        psent = Signal(5, name="psent")
         sent_terms = [[(s2_go[p] if S2 else mc_any & _eqc(mc_gnt, p))] for p in range(5)]
         self._rrptr = []                              # (formal harness)
         ohs, bymc = [], []                            # one-hot unicast grant, multicast, per output
@@ -938,11 +896,8 @@ class Router(wiring.Component):
         for o in range(4):
             for v in range(V):
                 t = tov[o][v]
-                # the returned credit is added ahead of the grant (the grant is the last select)
-                csum = Signal(cw, name=f"csum_{o}_{v}")
-                m.d.comb += csum.eq(credits[o][v]
+                m.d.sync += credits[o][v].eq(Mux(t, credits[o][v] - 1, credits[o][v])
                                              + out_links[o].credit[v])
-                m.d.sync += credits[o][v].eq(Mux(t, csum - 1, csum))
                 with m.If(t):
                     m.d.sync += obusy[o][v].eq(~otail[o])
         with m.If(take[L]):
@@ -998,7 +953,7 @@ class Router(wiring.Component):
                 with m.If(lq_pop):
                     m.d.sync += lq_rd.eq(lq_rd + 1)
                 m.d.sync += [lq_n.eq(lq_n + take_r[L] - lq_pop),
-                             lq_res.eq(Mux(take[L], lq_res + 1 - lq_pop, lq_res - lq_pop))]
+                             lq_res.eq(lq_res + take[L] - lq_pop)]
             else:
                 ovc_r = Signal(_bits(V), name=f"ovc_r_{o}")
                 m.d.sync += ovc_r.eq(ovc[o])
