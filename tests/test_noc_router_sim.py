@@ -320,3 +320,58 @@ def test_blocked_multicast_does_not_hold_up_a_ready_one(sa):
     _sim(r, tb)
     assert ("s", 50) in got and ("l", 50) in got, got
     assert not any(pl >= 10 and pl < 50 for _, pl in got), got
+
+
+@SA
+def test_two_vcs_do_not_interleave_packets_on_an_output_vc(sa):
+    """2 VCs: inputs W and E each send 4-flit packets on VC 0 and input N on VC 1, all to the
+    south output (downstream returns every credit at once).  An output VC is held from head
+    to tail, so on each VC of the south link the flits of one packet are contiguous (the
+    head-of-line request on the other VC makes the two-cycle allocation's ownership look-ahead
+    conservative: mutation noc_sa2_owner_lookahead_ignores_grant)."""
+    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=2, classes=1, sa_stages=sa)
+    D = r.cfg.depth
+    srcs = {3: ((0, 1), 0), 1: ((2, 1), 0), 0: ((1, 0), 1)}       # port -> (source node, VC)
+    npk = 4
+    log = []
+
+    async def tb(ctx):
+        ctx.set(r.my, r.cfg.addr.const({"node": {"x": 1, "y": 1}}))
+        ctx.set(r.local_out.ready, 1)
+        cred = {p: D for p in srcs}
+        k = {p: 0 for p in srcs}
+        lk_in = {p: getattr(r, f"in_{PORTS[p]}") for p in srcs}
+        for cyc in range(200):
+            for p, (sn, vc) in srcs.items():
+                if cred[p] and k[p] < 4 * npk:
+                    i = k[p]
+                    ctx.set(lk_in[p].flit, _flit(r, i % 4 == 0, i % 4 == 3, (1, 2),
+                                                 pl=16 * p + i, src=sn))
+                    ctx.set(lk_in[p].vc, vc)
+                    ctx.set(lk_in[p].valid, 1)
+                    cred[p] -= 1
+                    k[p] += 1
+                else:
+                    ctx.set(lk_in[p].valid, 0)
+            v = ctx.get(r.out_s.valid)
+            vc = ctx.get(r.out_s.vc)
+            if v:
+                log.append((vc, ctx.get(r.out_s.flit.head), ctx.get(r.out_s.flit.tail),
+                            ctx.get(r.out_s.flit.payload)))
+            ctx.set(r.out_s.credit, (1 << vc) if v else 0)
+            back = {p: (ctx.get(lk_in[p].credit) >> srcs[p][1]) & 1 for p in srcs}
+            await ctx.tick()
+            for p in srcs:
+                cred[p] += back[p]        # (a freed slot can be written from the next cycle)
+        assert ctx.get(r.errors) == 0
+
+    _sim(r, tb)
+    assert len(log) == 4 * npk * len(srcs), log
+    for vc in (0, 1):
+        seq = [(h, t, pl) for c, h, t, pl in log if c == vc]
+        for j in range(0, len(seq), 4):
+            pk = seq[j:j + 4]
+            # one packet: head, 2 bodies, tail, all from one input, in order
+            assert [(h, t) for h, t, _ in pk] == [(1, 0), (0, 0), (0, 0), (0, 1)], (vc, seq)
+            assert len({pl // 16 for _, _, pl in pk}) == 1, (vc, seq)
+            assert [pl % 16 for _, _, pl in pk] == list(range(pk[0][2] % 16, pk[0][2] % 16 + 4)), (vc, seq)

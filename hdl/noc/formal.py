@@ -23,9 +23,12 @@ and a free local-output ready.  Proven (k-induction unless marked BMC):
   from flip-flops) equals the request computed from the state, in every reachable state
   (with free inputs, bad packets included);
 * ``noc_router_credits_sa2``: the credit proof for the router with two-cycle switch
-  allocation (``sa_stages=2``, an option of the router/mesh blocks).  Its conservation and
-  "allocation registers allow nothing the state does not" checks (``_s2_asserts``) are
-  written but not in PROOFS (not inductive yet; see the note at PROOFS);
+  allocation (``sa_stages=2``, an option of the router/mesh blocks);
+* ``noc_router_request_sa2`` (BMC, depth 20): for that router, the registered requests
+  equal the state's and the allocation lookahead registers allow nothing the state does not
+  (``_s2_asserts``); ``noc_router_conservation_sa2`` (BMC, depth 20): the conservation
+  check for it, with the same lookahead assertions; not k-induction (not inductive yet, see
+  the note at PROOFS);
 * ``noc_rr_arbiter_bound``: the round-robin arbiter all router output arbiters use grants a
   held request within n-1 cycles of contention (n = requesters); its one-hot pointer stays
   one-hot and its one-hot grant equals its index grant.
@@ -305,11 +308,22 @@ PROOFS = [
     Proof(name="noc_router_credits_sa2", build=lambda: _RouterHarness("credits", 2), depth=20,
           mode="prove", fast=True,
           doc="sa_stages=2 router: output credit counters stay in 0..D, match the downstream"),
-    # Not in the list (issue 20, this session): _RouterHarness("conservation", 2) -- its
-    # k-induction fails (the invariants, with the lookahead registers' subset assertions, are
-    # not inductive) and the base case had passed step 17 of 20 after 27 min under load;
-    # _RouterHarness("request", 2) did not finish in 25 min.  Both need invariants relating
-    # the lookahead registers to the previous cycle's requests.
+    # The two below are bounded (BMC depth 20; 493 s and 1,005 s under load): in k-induction
+    # _RouterHarness("conservation", 2) fails (its invariants, with the lookahead registers'
+    # subset assertions, are not inductive) and _RouterHarness("request", 2) did not finish in
+    # 25 min.  Both need invariants relating the lookahead registers to the previous cycle's
+    # requests.
+    # the registered-request / lookahead-subset check of the pipelined router as a bounded
+    # proof (BMC depth 20: 335 s under load; k-induction needs invariants relating the
+    # lookahead registers to the previous cycle's requests, not written)
+    Proof(name="noc_router_request_sa2", build=lambda: _RouterHarness("request", 2), depth=20,
+          mode="bmc", fast=False,
+          doc="sa_stages=2 router: registered requests equal the state's; lookahead registers "
+              "allow nothing the state does not (BMC)"),
+    Proof(name="noc_router_conservation_sa2", build=lambda: _RouterHarness("conservation", 2),
+          depth=20, mode="bmc", fast=False,
+          doc="sa_stages=2 router: no flit lost or duplicated, lookahead registers sound (BMC; "
+              "~17 min under load)"),
     Proof(name="noc_rr_arbiter_bound", build=_ArbiterHarness, depth=20, mode="prove", fast=True,
           doc="round-robin switch arbiter grants a held request within n-1 cycles"),
 ]

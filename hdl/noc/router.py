@@ -98,7 +98,13 @@ acceptance (conservative, from this cycle's requests) plus the multicast go regi
 as deep as the allocation they replace (router critical path: offered VC -> tail marks
 -> owner/credit lookahead -> next front's multicast request -> multicast outputs, ~80 %
 routing); in the mesh the input validation (destination check -> drop -> header memory
-write enable) is now the longest path.  100 MHz at grade 6 is not reached.
+write enable) is now the longest path.  100 MHz at grade 6 is not reached.  Measured
+take-apart (issue 20, grade 6, one-cycle allocation): with the multicast decision tied to 0
+the router reaches 86.2 MHz (4,783 LUT4; path credit -> unicast acceptance -> output grant ->
+pop -> tails counter, 10 LUT levels, 2.4 ns logic + 8.7 ns routing), so the multicast token
+test costs ~2 ns and the unicast loop alone still misses; registering each port's offered
+VC's request/head/tail (a VC-pick off the front of the loop, cycle-identical, commit 26a289a,
+reverted) made it worse, 68.3 MHz: the next offered VC's pick lands behind the pop select.
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
