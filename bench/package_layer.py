@@ -6,7 +6,7 @@ Runs (small chiplets: 2x2 PEs, small buffers, ``hdl/package/compiler.py`` :func:
 Verilator at ``-O0``, one build per package shape reused by every run of that shape):
 six layer slices on 2x2 chiplets (mapping from the Simba mapper on the package Arch, then
 §5.1's non-uniform partition when the model prefers it) + the res3a slice with last stop's
-Q4 mapping (two input sets at one home); one slice on a line of 4 chiplets (4x1: longer NoP
+Q4 mapping (two input sets at one home); one slice on a line of 4 chiplets (1x4: longer NoP
 paths); Fig. 7 at small scale: one 4-chiplet slice (Listing 1's K/C-only tiling) on a 3x3
 package of one-PE chiplets (``--fig7-nop 4``: 4x4) with the chiplets adjacent (0, 1, 3, 4) and
 at the corners (0, 2, 6, 8), same mapping; the cycle ratio far/adjacent of the RTL next to the
@@ -46,10 +46,9 @@ SLICES = [("res2a_branch2b", "C=16,K=32,H=8"), ("res2b_branch2a", "C=32,K=32,H=8
 # five output columns, so its Global PE multicasts two input sets per round (the 16.4 % miss)
 FORCED = [("res3a_branch2b_s2", "C=8,K=16,H=9", (1, 1, 1, 4, 2, 1, 1, 2, 2, 1), "Q4_two_sets")]
 LONG = ("res3b_branch2b", "C=16,K=32,H=8")             # on a line of 4 chiplets
-# the line as ckx x cky = 4 x 1: a 1 x 4 package hangs on the RTL (hdl/chiplet/chiplet.py _ep_id
-# assigns the endpoint chiplet_id (x 1 bit, y 2 bits) to the routers' square chiplet field as
-# flat bits when ckx < cky: chiplet (0, 1) routes as (2, 0)); 4 x 1 has the same NoP paths
-LINE = (4, 1)
+# the line as ckx x cky = 1 x 4 (a column of chiplets; stop 16 ran it as 4 x 1 because of the
+# 1xN hang, fixed in hdl/chiplet/chiplet.py _ep_id, tests/test_package_1xn.py)
+LINE = (1, 4)
 FIG7 = ("res4a_branch1", "C=16,K=32,H=8")
 FIG7_SHAPES = {3: {"adjacent": (0, 1, 3, 4), "far": (0, 2, 6, 8)},
                4: {"adjacent": (0, 1, 4, 5), "far": (0, 3, 12, 15)}}
@@ -240,6 +239,31 @@ def recalibrate(entries, measured) -> None:
                                       for a, b in zip(m["chiplet_cycles"], e["rtl_chiplet_cycles"])]
 
 
+RTL_KEYS = ("bit_exact", "rtl_cycles", "rtl_chiplet_cycles", "nop_flits", "rtl_seconds", "rtl_status",
+            "rtl_barrier_cycles", "rtl_events", "rtl_bar_events")
+
+
+def _reuse_table(path) -> dict:
+    d = json.loads(Path(path).read_text())
+    tab = {(e["layer"], e["chiplets"]): e for e in d.get("entries", []) if e.get("rtl_cycles") is not None}
+    tab["final_barrier"] = d.get("final_barrier") or {}
+    return tab
+
+
+def _reuse(e: dict, tab: dict) -> dict:
+    """Copy the RTL fields of the same run (layer, chiplets, mapping, binding, program sizes)."""
+    r = tab.get((e["layer"], e["chiplets"]))
+    if r is None or any(r.get(k) != e.get(k) for k in ("mapping", "binding", "program_words")):
+        return e
+    for k in RTL_KEYS:
+        e[k] = r.get(k)
+    e["rtl_reused"] = True
+    e["rtl_error"] = round((e["model_cycles"] - e["rtl_cycles"]) / e["rtl_cycles"], 4)
+    e["rtl_chiplet_error"] = [round((a - b) / b, 4) if b else None
+                              for a, b in zip(e["model_chiplet_cycles"], e["rtl_chiplet_cycles"])]
+    return e
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-rtl", action="store_true", help="golden + model only")
@@ -255,9 +279,22 @@ def main(argv=None) -> int:
                          "reports the other sizes)")
     ap.add_argument("--parts", default=",".join(PARTS),
                     help="comma list of 2x2,1x4,fig7 (others kept from the existing JSON)")
+    ap.add_argument("--reuse-rtl", metavar="JSON", default=None,
+                    help="take the RTL results (bit_exact, rtl_*, nop_flits) of each entry from this "
+                         "bench JSON instead of running the RTL (model-only change; an entry is reused "
+                         "only when its compiled programs are word-for-word the same size and mapping)")
     a = ap.parse_args(argv)
     net = layers()
-    kw = dict(samples=a.samples, rtl=not a.no_rtl, sim=a.sim, out_dir=OUT / "package_layer", opt=a.opt)
+    reuse = _reuse_table(a.reuse_rtl) if a.reuse_rtl else None
+    kw = dict(samples=a.samples, rtl=not a.no_rtl and reuse is None, sim=a.sim,
+              out_dir=OUT / "package_layer", opt=a.opt)
+    if reuse is not None:
+        _rp = run_package
+
+        def run_package_reused(*args, **k):          # noqa: E306
+            e = _rp(*args, **k)
+            return e if k.get("final_barrier") else _reuse(e, reuse)
+        globals()["run_package"] = run_package_reused
     parts = set(a.parts.split(","))
     out = Path(a.out)
     old = json.loads(out.read_text()) if out.exists() and parts != set(PARTS) else {}
@@ -280,6 +317,9 @@ def main(argv=None) -> int:
             e = run_package(parse_slice(net[name], dict(SLICES)[name]), small_package(2, 2),
                             final_barrier=True, **kw)
             m0, m1 = base["model_cycles"], e["model_cycles"]
+            if reuse is not None:                     # RTL side of the reused run, model re-evaluated
+                fb[base["layer"]] = dict(reuse["final_barrier"][base["layer"]], model_cost=round(m1 - m0, 1))
+                continue
             fb[base["layer"]] = {
                 "rtl_cycles": [base["rtl_cycles"], e["rtl_cycles"]],
                 "rtl_chiplet_cycles_with": e["rtl_chiplet_cycles"],
