@@ -172,33 +172,34 @@ def _base(layer_name: str) -> str:
 ABLATIONS = {"credit_structure_off": dict(credit_structure=False), "ibuf_slots_2": dict(ibuf_slots=2),
              "serial_sets": dict(serial_sets=True),
              "nop_barrier_uncalibrated": dict(nop_hop_cycles=7.0, barrier_cycles=6.0),
-             "readback_left": dict(readback_arrival=False),
-             "mcast_router_rule": dict(all_sets=False), "mcast_router_rule_all_sets": dict(all_sets=True)}
+             "readback_left": dict(readback_arrival=False), "readback_arrival": dict(readback_arrival=True),
+             "mcast_rule_off": dict(mcast_rule="off"), "mcast_one_set": dict(mcast_rule="one_set")}
 
 
-def mcast_experiment(all_sets: bool):
-    """A chiplet pass model (for ``package_cycles(pass_model=...)``) with the experiment's
-    multicast term instead of the fitted ``mcast_sf_cycles`` = 12 (16-PE chiplet run, 5-flit
-    packets): the router rule (hdl/noc/router.py: a multicast packet starts on a hop only with
-    room for a max packet downstream; a buffer that cannot hold one beside the previous packet
-    passes them one at a time: 2 x packet flits + 2 x link latency per packet, as n17perf's
-    chiplet model derives it on its branch); ``all_sets``: every multicast set's packets of a
-    round queue at the home Global PE's first hop (the chiplet model charges one set)."""
+def mcast_experiment(mcast_rule: str):
+    """A chiplet pass model (for ``package_cycles(pass_model=...)``) with the chiplet model's
+    multicast term taken apart (chiplet_cycles.pass_cycles: the router rule, 2 x packet flits
+    + 2 x link latency per multicast packet when a router buffer cannot hold a max packet
+    beside the previous one, every multicast set of the round in turn at the Global PE's
+    first hop): ``off``: no router rule (one flit per cycle); ``one_set``: the rule for one
+    set's packets only (the other sets at one flit per cycle)."""
     import math
-    from dataclasses import replace
-    from tessera.sim_models.simba.chiplet_cycles import pass_cycles
+    from tessera.sim_models.simba import chiplet_cycles as ccm
 
     def model(ps, cfg, cc, pc, slots=None):
         g0 = ps.jobs[0].cfg
         pkt = min(cfg.max_tile, g0.W_in) + 1
-        per_pkt = 2 * pkt + 2 * cfg.link_latency
-        r = pass_cycles(ps, cfg, replace(cc, mcast_sf_cycles=float(per_pkt - pkt)), pc, slots=slots)
-        msets = sum(1 for s in ps.sets if len(s.members) > 1)
-        if all_sets and msets > 1 and cfg.router_buffer_flits < cfg.max_packet_flits + pkt:
-            inj = msets * g0.C1 * g0.H_in * math.ceil(g0.W_in / min(cfg.max_tile, g0.W_in)) * per_pkt
-            r["period_terms"]["gpe_send"] = max(r["period_terms"]["gpe_send"], inj)
-            r["period"] = max(r["period"], inj)
-        return r
+        n_mc = sum(1 for st in ps.sets if len(st.members) > 1)
+        orig = ccm.mcast_packet_cycles
+        if mcast_rule == "off" or n_mc <= 1:
+            rule = (lambda cfg_, p: p) if mcast_rule == "off" else orig
+        else:                                   # one set at the rule, the others at the flit rate
+            rule = lambda cfg_, p: (orig(cfg_, p) + (n_mc - 1) * p) / n_mc
+        ccm.mcast_packet_cycles = rule
+        try:
+            return ccm.pass_cycles(ps, cfg, cc, pc, slots=slots)
+        finally:
+            ccm.mcast_packet_cycles = orig
     return model
 
 
@@ -222,7 +223,7 @@ def recalibrate(entries, measured) -> None:
         if e["rtl_cycles"]:                      # one assumption at a time (the experiments)
             e["ablation_error"] = {}
             for name, over in ABLATIONS.items():
-                a = (package_cycles(pp, pc, pass_model=mcast_experiment(**over)) if "all_sets" in over
+                a = (package_cycles(pp, pc, pass_model=mcast_experiment(**over)) if "mcast_rule" in over
                      else package_cycles(pp, replace(pc, **over)))
                 e["ablation_error"][name] = {
                     "total": round((a["cycles"] - e["rtl_cycles"]) / e["rtl_cycles"], 4),
@@ -353,6 +354,11 @@ def main(argv=None) -> int:
                     simba_model_ratio=ratio("simba_model_cycles"))
     order = {p: i for i, p in enumerate(PARTS)}
     entries = sorted(keep + entries, key=lambda e: order.get(e.get("part"), 9))
+    if kw["rtl"]:                      # the RTL results first (a later failure loses nothing)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".raw.json").write_text(json.dumps(
+            {"entries": [{k: v for k, v in e.items() if k != "_pp"} for e in entries], "fig7": fig7,
+             "final_barrier": fb}, indent=1) + "\n")
     rtl = [e for e in entries if e["rtl_cycles"] is not None]
     # the constants are measured / fitted with the 2x2 runs; a run of other parts only uses the
     # committed measurement of the last full run (its entries are held out of the fit)
