@@ -169,29 +169,31 @@ def _base(layer_name: str) -> str:
     return next((n for n, _ in SLICES if layer_name.startswith(n + "_")), layer_name)
 
 
-ABLATIONS = {"credit_structure_off": dict(credit_structure=False), "ibuf_slots_2": dict(ibuf_slots=2),
+ABLATIONS = {"credit_structure_off": dict(credit_structure=False), "ibuf_slots_1": dict(ibuf_slots=1),
              "serial_sets": dict(serial_sets=True),
              "nop_barrier_uncalibrated": dict(nop_hop_cycles=7.0, barrier_cycles=6.0),
-             "readback_left": dict(readback_arrival=False), "readback_arrival": dict(readback_arrival=True),
-             "mcast_rule_off": dict(mcast_rule="off"), "mcast_one_set": dict(mcast_rule="one_set")}
+             "readback_arrival": dict(readback_arrival=True), "nop_mcast_rule_off": dict(nop_mcast_rule=False),
+             "mcast_rule_off": dict(mcast_rule="off"), "mcast_one_set": dict(mcast_rule="one_set"),
+             "mcast_rule_whole_packet": dict(mcast_rule="whole_packet")}
 
 
 def mcast_experiment(mcast_rule: str):
     """A chiplet pass model (for ``package_cycles(pass_model=...)``) with the chiplet model's
-    multicast term taken apart (chiplet_cycles.pass_cycles: the router rule, 2 x packet flits
-    + 2 x link latency per multicast packet when a router buffer cannot hold a max packet
-    beside the previous one, every multicast set of the round in turn at the Global PE's
-    first hop): ``off``: no router rule (one flit per cycle); ``one_set``: the rule for one
-    set's packets only (the other sets at one flit per cycle)."""
-    import math
+    multicast term taken apart (chiplet_cycles.pass_cycles: the router rule, send + drain to
+    B - max_packet_flits + 2 x link latency per multicast packet when a router buffer cannot
+    hold a max packet beside the previous one, every multicast set of the round in turn at the
+    Global PE's first hop): ``off``: no router rule (one flit per cycle); ``one_set``: the rule
+    for one set's packets only (the other sets at one flit per cycle); ``whole_packet``: stop
+    16's form (the previous packet drains whole: 2 x packet flits + 2 x link latency)."""
     from tessera.sim_models.simba import chiplet_cycles as ccm
 
     def model(ps, cfg, cc, pc, slots=None):
-        g0 = ps.jobs[0].cfg
-        pkt = min(cfg.max_tile, g0.W_in) + 1
         n_mc = sum(1 for st in ps.sets if len(st.members) > 1)
         orig = ccm.mcast_packet_cycles
-        if mcast_rule == "off" or n_mc <= 1:
+        if mcast_rule == "whole_packet":        # stop 16's rule: the previous packet drains whole
+            rule = (lambda cfg_, p: 2 * p + 2 * cfg_.link_latency
+                    if cfg_.router_buffer_flits < cfg_.max_packet_flits + p else p)
+        elif mcast_rule == "off" or n_mc <= 1:
             rule = (lambda cfg_, p: p) if mcast_rule == "off" else orig
         else:                                   # one set at the rule, the others at the flit rate
             rule = lambda cfg_, p: (orig(cfg_, p) + (n_mc - 1) * p) / n_mc

@@ -92,11 +92,14 @@ class PackageCycles:
     host_flits_per_cycle: float = 1.0
     send_flits_per_cycle: float = 1.0
     credit_overhead_cycles: float = 0.0
-    ibuf_slots: int = 1
+    ibuf_slots: int | None = None      # input regions per PE node: None = the chiplet model's (the NI
+                                       # double-buffers a tile that fits half the input buffer); 1: ablation
     serial_sets: bool = False          # ablation: a home's multicast sets wait for credits in turn
-    readback_arrival: bool = True      # a read-back SEND ends when its data reached the host (+ credit);
-                                       # False (experiment): when its last flit left the Global PE
+    readback_arrival: bool = False     # False: a read-back SEND ends when its last flit left the Global PE
+                                       # (hdl/global_pe/send.py); True (ablation): when its data reached
+                                       # the host and the CREDIT came back
     credit_structure: bool = True      # ablation False: credit loops = route + credit_overhead_cycles only
+    nop_mcast_rule: bool = True        # ablation False: NoP multicast at the link rate (no router rule)
     provenance: dict = field(default_factory=dict, compare=False)
 
 
@@ -121,13 +124,14 @@ def default_constants(pcfg, bench_dir="default") -> PackageCycles:
     if cr is None:
         cr = 0.0
         prov["credit_overhead_cycles"] = "assumption: 0 (not RTL-fitted yet)"
-    prov["ibuf_slots"] = ("input regions per PE node in the chiplet model: 1 = the next tile loads "
-                          "only while the PE is idle (chiplet bench experiment, chiplet_cycles.py "
-                          "docstring; package RTL runs: 2 leaves -9..-23 %, see bench/package_layer.py)")
+    prov["ibuf_slots"] = ("input regions per PE node: the chiplet model's chiplet_cycles.ibuf_slots (the "
+                          "NI fills a second region while a tile drains when a tile fits half the input "
+                          "buffer: 2 on every package bench run); was 1 while the router rule and the "
+                          "read-back were mis-modelled (stop 16)")
     return PackageCycles(noc, float(nop), float(pcfg.nop_flit_cycles), float(bar),
                          float(k["instr_cycles"]), float(k["gpe_cmd_cycles"]),
                          float(k["host_flits_per_cycle"]), float(k["send_flits_per_cycle"]),
-                         float(cr), 1, provenance=prov)
+                         float(cr), None, provenance=prov)
 
 
 def _hops(a, b) -> int:
@@ -158,7 +162,7 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
     from tessera.hdl.chiplet.compiler import TAG_READBACK, TAG_RECV_IN
     from tessera.hdl.chiplet.config import node_map
     from tessera.hdl.pe.config import Role
-    from .chiplet_cycles import default_constants as chip_defaults, pass_cycles
+    from .chiplet_cycles import default_constants as chip_defaults, mcast_hop_cycles, pass_cycles
     from .topology import mesh, xy_route
     tg = pp.target
     cfg = tg.chiplet_cfg()
@@ -296,6 +300,23 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         rtt = max(lat(h, nm.gpe, d, n) + lat(d, n, h, nm.gpe) for d in ch.consumers
                   for n in (j.node for j in chips[d].ps.jobs)) + credit_handling(w + 1, w, cc, pc)
         credit_round[h] = math.ceil(pkts / cfg.credit_window) * rtt * (len(src.sets) if pc.serial_sets else 1)
+    # NoP multicast: a home's input packets to consumers on other chiplets cross NoP routers,
+    # whose buffers (nop_router_buffer_flits) cannot hold a max-length packet beside the
+    # previous one: the router rule (chiplet_cycles.mcast_hop_cycles, the same hdl/noc/router.py
+    # rule as on the NoC: send + drain to B - max_packet_flits + the NoP link both ways) paces
+    # every packet of every set of the round (one DATA VC), and a multicast packet moves on all
+    # its branches at once, so the home's own PEs wait for it too
+    nop_round = {}
+    for ch in chips:
+        if not ch.consumers or all(d == ch.chiplet for d in ch.consumers):
+            continue
+        src = chips[ch.consumers[0]].ps
+        g0 = src.jobs[0].cfg
+        pkts = g0.C1 * g0.H_in * math.ceil(g0.W_in / min(cfg.max_tile, g0.W_in))
+        pkt = min(cfg.max_tile, g0.W_in) + 1
+        nop_round[ch.chiplet] = len(src.sets) * pkts * (mcast_hop_cycles(
+            tg.nop_router_buffer_flits, cfg.max_packet_flits, tg.nop_link_latency, pkt,
+            tg.nop_flit_cycles) if pc.nop_mcast_rule else pkt * tg.nop_flit_cycles)
     # psum window: a chain link keeps psum_window PSUM packets in flight; each further window
     # waits for the PCREDIT round trip (route there and back + credit handling of a PSUM
     # packet: psum_beats x psum_flits + 1 flits in, psum_beats beats popped) -- across the NoP
@@ -328,7 +349,7 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         far = max(lat(h, nm.gpe, c, j.node) for j in ps.jobs)
         first[c] = send_start[h] + max(inj, credit_round[h] - far) + far
         period = max(r["period"], inj if remote else 0.0, link_bound[c], credit_round[h],
-                     psum_round.get(c, 0.0))
+                     psum_round.get(c, 0.0), nop_round.get(h, 0.0))
         g0 = ps.jobs[0].cfg
         beats = g0.K1 * g0.P1 * g0.Q1
         cp = ps.mapping.cp
@@ -339,7 +360,7 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
                     "period": period, "rounds": r["rounds"], "period_bound":
                     max({**r["period_terms"], "nop_rate": inj if remote else 0.0,
                          "nop_link": link_bound[c], "credit_window": credit_round[h],
-                         "psum_window": psum_round.get(c, 0.0)}.items(),
+                         "psum_window": psum_round.get(c, 0.0), "nop_mcast": nop_round.get(h, 0.0)}.items(),
                         key=lambda kv: kv[1])[0]}
     # chains across chiplets (chain position = ch.chain[0])
     for c in sorted(pm, key=lambda c: chips[c].chain[0]):
@@ -395,20 +416,31 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
             if c != hchip else _hops(nm.gpe, hnode) * cfg.router_buffer_flits
         h = _hops(xy[c], xy[hchip])
         return b + h * (tg.nop_router_buffer_flits + tg.nop_link_latency)
+    timeline = {c: {"pe_fin": fin.get(c), "pe_done": pe_done.get(c), "sends_done": sends_done.get(c),
+                    "out_arrive": out_arrive.get(c), "wait_done": done[c]} for c in range(N)}
     host_t, rb_at_host = 0.0, {}
     for c in sorted(readq, key=lambda c: (done[c], c)):
         t = done[c]
-        for w in chips[c].windows:
+        rb_ops = [i for i, o in enumerate(chips[c].ops) if o[0] == "send" and o[1].tag == TAG_READBACK]
+        for k, w in enumerate(chips[c].windows):
             flits = w.n + math.ceil(w.n / cfg.max_tile)
-            t += pc.gpe_cmd_cycles + 2 * ins
-            start = max(t, host_t - lat(c, nm.gpe, hchip, hnode))
-            arrive = start + flits / pc.send_flits_per_cycle + lat(c, nm.gpe, hchip, hnode)
-            host_t = rb_at_host[c] = arrive
+            # the read-back SEND's instruction words (CMDW per changed register + CMD), then the
+            # Global PE decoder
+            t += (words[c][rb_ops[k]] if k < len(rb_ops) else 2) * ins + pc.gpe_cmd_cycles
+            lc = lat(c, nm.gpe, hchip, hnode)
+            send = flits / pc.send_flits_per_cycle
             if pc.readback_arrival:
+                start = max(t, host_t - lc)
+                arrive = start + send + lc
+                host_t = rb_at_host[c] = arrive
                 t = arrive + lat(hchip, hnode, c, nm.gpe) + ins
             else:
-                t = max(start + flits / pc.send_flits_per_cycle,
-                        arrive - lat(c, nm.gpe, hchip, hnode) - route_buffer(c)) + ins
+                # the SEND starts at once; the host port takes the windows' flits one after the
+                # other (arrival order), and the SEND ends when its last flit has left the
+                # Global PE: once the host has drained all of it but what the route holds
+                arrive = max(t + lc, host_t) + send
+                host_t = rb_at_host[c] = arrive
+                t = max(t + send, arrive - lc - route_buffer(c)) + ins
         done[c] = t
     for c in range(N):
         done[c] += sum(1 for o in chips[c].ops[-1:] if o[0] == "end") * ins
@@ -419,7 +451,7 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
                          for c in range(N)})
         done = {c: r3[c] + ins for c in range(N)}
     per = [round(done[c], 1) for c in range(N)]
-    return {"cycles": max(per), "chiplet_cycles": per, "terms": terms,
+    return {"cycles": max(per), "chiplet_cycles": per, "terms": terms, "timeline": timeline,
             "bar2_last_arrival": last2, "nop_link_load": {f"{a}->{b}": v for (a, b), v in load.items()},
             "constants": {**{k: getattr(pc, k) for k in ("noc_hop_cycles", "nop_hop_cycles", "nop_flit_cycles",
                                                            "barrier_cycles", "instr_cycles", "gpe_cmd_cycles",
