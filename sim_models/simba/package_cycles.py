@@ -411,11 +411,24 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
     # SEND (and the WAIT G after it) ends when the data reached the host + the CREDIT back, or
     # (readback_arrival=False) when its last flit has left the Global PE, i.e. once the host
     # has drained all but what the route buffers hold (router input buffers + NoP link stages)
+    # buffers a read-back route holds: its own chiplet's NoC hops (Global PE -> gateway), the NoP
+    # links (router buffer + link stages) and the host chiplet's NoC (gateway -> host node); a
+    # buffer on the routes of k read-back windows is shared (1/k to each)
+    def rb_route(c):
+        if c == hchip:
+            return [(("noc", c), _hops(nm.gpe, hnode) * cfg.router_buffer_flits)]
+        res = [(("noc", c), _hops(nm.gpe, nm.gateway) * cfg.router_buffer_flits),
+               (("noc_host",), _hops(nm.gateway, hnode) * cfg.router_buffer_flits)]
+        res += [(("nop",) + tuple(l), tg.nop_router_buffer_flits + tg.nop_link_latency)
+                for l in xy_route(ckx, c, hchip)]
+        return res
+    share = {}
+    for c in readq:
+        for r, _cap in rb_route(c):
+            share[r] = share.get(r, 0) + 1
+
     def route_buffer(c):
-        b = (_hops(nm.gpe, nm.gateway) + _hops(nm.gateway, hnode)) * cfg.router_buffer_flits \
-            if c != hchip else _hops(nm.gpe, hnode) * cfg.router_buffer_flits
-        h = _hops(xy[c], xy[hchip])
-        return b + h * (tg.nop_router_buffer_flits + tg.nop_link_latency)
+        return sum(cap / share[r] for r, cap in rb_route(c))
     timeline = {c: {"pe_fin": fin.get(c), "pe_done": pe_done.get(c), "sends_done": sends_done.get(c),
                     "out_arrive": out_arrive.get(c), "wait_done": done[c]} for c in range(N)}
     host_t, rb_at_host = 0.0, {}
