@@ -18,20 +18,27 @@ timeline per chiplet (program order of the compiler's docstring):
 * ``first``: the home issues GROUPs / first SENDs; the first tile reaches the consumer's
   farthest PE after the round's injection (at the slower of the Global PE's rate and the NoP
   link rate ``1/nop_flit_cycles`` for a remote consumer) + the hierarchical route latency;
-* ``steady``: (tiles - 1) x period, period = the chiplet model's bound, the NoP link rate of a
-  remote input (round flits x ``nop_flit_cycles``) and the busiest NoP link's load per round
-  (all flows: multicast trees counted once per link, psums, OUT);
+* ``steady``: (tiles - 1) x period, period = the chiplet model's bound (its PE tile with the
+  NI's double-buffered input region when a tile fits half the input buffer, ``ibuf_slots``),
+  the NoP link rate of a remote input (round flits x ``nop_flit_cycles``), the busiest NoP
+  link's load per round (all flows: multicast trees counted once per link, psums, OUT) and,
+  for a home with consumers on other chiplets, the routers' multicast rule on the NoP
+  (``nop_mcast``: every packet of every set of the round, ``chiplet_cycles.mcast_hop_cycles``
+  with the NoP routers' buffer and link latency: the NoP buffer, max(max packet, 2 x link
+  latency + 2), cannot hold a max packet beside the previous one);
 * ``chain``: a reduction chain crossing chiplets finishes one psum hop (route latency + a
   tile's psum flits at the link rate) after its predecessor chiplet, or its own last tile;
 * ``out``: the LAST PEs' OUT packets reach the OA home (route latency + a packet);
 * ``done``: PE DONEs reach the controller; a home's SENDs complete when its farthest consumer
-  took the last tile; an OA home's RECV when the last OUT arrived; the read-back of each output
-  window to the host (one host port: windows queue; the SEND ends when its data reached the
-  host and the CREDIT came back.  The RTL's SEND ends when its last flit has left the Global
-  PE; ``readback_arrival=False`` models that (once the host has drained all but what the
-  route's buffers hold) but moved the RTL runs' mean |error| from 4.7 % to 8.4 %
-  (bench/package_layer.py ablation ``readback_left``), so it stays an experiment) + END;
-  ``final_barrier``: BAR 3's ARRIVE follows the read-back into the host's chiplet.
+  took the last tile; an OA home's RECV when the last OUT arrived; then the read-back of each
+  output window to the host: the SEND's assembled instruction words + the decoder, and the
+  SEND ends when its last flit has left the Global PE (hdl/global_pe/send.py): the SENDs of
+  several chiplets overlap, the one host port takes their flits one after the other, and a
+  SEND ends once the host has drained all of it but what its route's buffers hold (router
+  input buffers + NoP link stages; a buffer shared by k read-back routes counts 1/k)
+  (``readback_arrival=True``, the ablation: it ends when its data reached the host and the
+  CREDIT came back, windows one after the other) + END; ``final_barrier``: BAR 3's ARRIVE
+  follows the read-back into the host's chiplet.
 
 Route latency (hierarchical XY, ``hdl/noc``): same chiplet: NoC hops x ``noc_hop_cycles``;
 else (hops to the gateway + hops from the gateway + 2) x ``noc_hop_cycles`` + NoP hops x
@@ -43,9 +50,15 @@ there and back + :func:`credit_handling`, derived from the RTL's structure (pack
 popped into the PE, the chiplet model's ``credit_fixed_cycles``); the package residual
 ``credit_overhead_cycles`` is 0 (bench/package_layer.py fits it on a named subset of the RTL
 runs only as an experiment, with the held-out runs' errors).
+Calibration (bench/package_layer.py, RTL with issue 17's chiplet defaults: 16-flit router
+buffers at max packet 9, credit_window 32): no term fitted on the package runs; stop 16's
+model (whole-packet multicast rule, windows read back one after the other, ibuf_slots 1)
+was +19 / +26 % on res2b / res4b; the four structural terms above bring every run within
+8 % total / 11 % per chiplet (the bench's ablations take them out one at a time).
 Left out: NoC link contention inside a chiplet between flows of different chiplets,
 wormhole blocking across the NoP, the PE's own consumption rate inside a credit loop (one word
-per cycle assumed), host reaction time.
+per cycle assumed), host reaction time, the interleaving of read-back packets at the host
+chiplet's routers (round robin per packet: the model serves windows in order).
 """
 from __future__ import annotations
 
