@@ -22,8 +22,9 @@ timeline per chiplet (program order of the compiler's docstring):
   NI's double-buffered input region when a tile fits half the input buffer, ``ibuf_slots``),
   the NoP link rate of a remote input (round flits x ``nop_flit_cycles``), the busiest NoP
   link's load per round (all flows: multicast trees counted once per link, psums, OUT) and,
-  for a home with consumers on other chiplets, the routers' multicast rule on the NoP
-  (``nop_mcast``: every packet of every set of the round, ``chiplet_cycles.mcast_hop_cycles``
+  for a consumer on another chiplet than its home, the routers' multicast rule on the NoP
+  (``nop_mcast``, first tile included: every packet of every set of the round,
+  ``chiplet_cycles.mcast_hop_cycles``
   with the NoP routers' buffer and link latency: the NoP buffer, max(max packet, 2 x link
   latency + 2), cannot hold a max packet beside the previous one);
 * ``chain``: a reduction chain crossing chiplets finishes one psum hop (route latency + a
@@ -317,8 +318,9 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
     # whose buffers (nop_router_buffer_flits) cannot hold a max-length packet beside the
     # previous one: the router rule (chiplet_cycles.mcast_hop_cycles, the same hdl/noc/router.py
     # rule as on the NoC: send + drain to B - max_packet_flits + the NoP link both ways) paces
-    # every packet of every set of the round (one DATA VC), and a multicast packet moves on all
-    # its branches at once, so the home's own PEs wait for it too
+    # every packet of every set of the round (one DATA VC) to the consumers on other chiplets,
+    # their first tile included; the home's own PEs, before the NoP, run ahead within the
+    # buffers (RTL, Fig. 7 4x4 adjacent run: home PEs done at 372, remote ones at 508-518)
     nop_round = {}
     for ch in chips:
         if not ch.consumers or all(d == ch.chiplet for d in ch.consumers):
@@ -360,9 +362,10 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         if remote:
             inj = max(inj, inj * pc.nop_flit_cycles)
         far = max(lat(h, nm.gpe, c, j.node) for j in ps.jobs)
-        first[c] = send_start[h] + max(inj, credit_round[h] - far) + far
+        nop_mc = nop_round.get(h, 0.0) if remote else 0.0
+        first[c] = send_start[h] + max(inj, credit_round[h] - far, nop_mc) + far
         period = max(r["period"], inj if remote else 0.0, link_bound[c], credit_round[h],
-                     psum_round.get(c, 0.0), nop_round.get(h, 0.0))
+                     psum_round.get(c, 0.0), nop_mc)
         g0 = ps.jobs[0].cfg
         beats = g0.K1 * g0.P1 * g0.Q1
         cp = ps.mapping.cp
@@ -373,7 +376,7 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
                     "period": period, "rounds": r["rounds"], "period_bound":
                     max({**r["period_terms"], "nop_rate": inj if remote else 0.0,
                          "nop_link": link_bound[c], "credit_window": credit_round[h],
-                         "psum_window": psum_round.get(c, 0.0), "nop_mcast": nop_round.get(h, 0.0)}.items(),
+                         "psum_window": psum_round.get(c, 0.0), "nop_mcast": nop_mc}.items(),
                         key=lambda kv: kv[1])[0]}
     # chains across chiplets (chain position = ch.chain[0])
     for c in sorted(pm, key=lambda c: chips[c].chain[0]):
