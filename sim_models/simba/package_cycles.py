@@ -114,6 +114,8 @@ class PackageCycles:
                                        # the host and the CREDIT came back
     credit_structure: bool = True      # ablation False: credit loops = route + credit_overhead_cycles only
     nop_mcast_rule: bool = True        # ablation False: NoP multicast at the link rate (no router rule)
+    sends_wait_consumers: bool = True  # a home's input SENDs end when its farthest consumer took the last
+                                       # tile; False (experiment): the home does not wait for them
     provenance: dict = field(default_factory=dict, compare=False)
 
 
@@ -416,7 +418,7 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         i_wait = [i for i, o in enumerate(chips[c].ops) if o[0] == "wait"]
         i_wait = [i for i in i_wait if i > i_bar2]
         t += sum(words[c][i_bar2 + 1:(i_wait[0] if i_wait else len(words[c]))]) * ins
-        for x in (pe_done.get(c), sends_done.get(c), out_arrive.get(c)):
+        for x in (pe_done.get(c), sends_done.get(c) if pc.sends_wait_consumers else None, out_arrive.get(c)):
             if x is not None:
                 t = max(t, x)
         t += ins                                             # the WAIT completes
