@@ -7,9 +7,9 @@ Verilator at ``-O0``, one build per package shape reused by every run of that sh
 six layer slices on 2x2 chiplets (mapping from the Simba mapper on the package Arch, then
 §5.1's non-uniform partition when the model prefers it) + the res3a slice with last stop's
 Q4 mapping (two input sets at one home); one slice on a line of 4 chiplets (1x4: longer NoP
-paths); Fig. 7 at small scale: one 4-chiplet slice (Listing 1's K/C-only tiling) on a 3x3
-package of one-PE chiplets (``--fig7-nop 4``: 4x4) with the chiplets adjacent (0, 1, 3, 4) and
-at the corners (0, 2, 6, 8), same mapping; the cycle ratio far/adjacent of the RTL next to the
+paths); Fig. 7 at small scale: one 4-chiplet slice (Listing 1's K/C-only tiling) on a 4x4
+package of one-PE chiplets (``--fig7-nop 3``: 3x3) with the chiplets adjacent (0, 1, 4, 5) and
+at the corners (0, 3, 12, 15), same mapping; the cycle ratio far/adjacent of the RTL next to the
 package model's and the Simba model's (``sim_models/simba/model.py``); the final-barrier
 experiment (two 2x2 slices again with ``BAR 3`` before ``END``).
 
@@ -22,7 +22,9 @@ of the model is fitted on these runs' cycles.  ``bit_exact``, ``rtl_*`` and ``no
 come from the RTL run only and stay null while the package RTL is not in the tree (never
 estimated); ``golden_bit_exact`` is the executable package model against numpy.  Targets
 (issue 18): model within 10 % on total cycles and within 15 % on each chiplet's completion time.
-Run: ``.venv/bin/python bench/package_layer.py [--no-rtl] [--sim amaranth]``.
+Run: ``.venv/bin/python bench/package_layer.py [--no-rtl] [--sim amaranth] [--reuse-rtl JSON]``
+(``--reuse-rtl``: a model-only change re-evaluated on the RTL results of an earlier run of the
+same programs; each such entry carries ``rtl_reused``).
 """
 from __future__ import annotations
 
@@ -52,7 +54,8 @@ LINE = (1, 4)
 FIG7 = ("res4a_branch1", "C=16,K=32,H=8")
 FIG7_SHAPES = {3: {"adjacent": (0, 1, 3, 4), "far": (0, 2, 6, 8)},
                4: {"adjacent": (0, 1, 4, 5), "far": (0, 3, 12, 15)}}
-FIG7_N = 3                     # the RTL's NoP (--fig7-nop): 3x3 is the smallest build showing it
+FIG7_N = 4                     # the RTL's NoP (--fig7-nop): the issue's 4x4 (one-PE chiplets: -O0 build
+                               # 18 min at load 7-10, stop 20; 3x3 is the smaller build)
 FIG7_PES = dict(nx=1, ny=1)
 PARTS = ("2x2", "1x4", "fig7")
 # the final-barrier experiment (issue 18 decision: programs end without Simba's layer sync):
