@@ -44,12 +44,24 @@ def test_nop_latency_and_rate_move_remote_chiplets():
 
 
 def test_fig7_far_apart_is_slower():
-    """The same 4-chiplet slice on a 4x4 package: adjacent (0,1,4,5) vs corners (0,3,12,15)."""
+    """Fig. 7 trend: the bench's slice (res4a_branch1 C16 K32 H8, Listing 1's K split over 4
+    one-PE chiplets) on a 4x4 package, adjacent (0,1,4,5) vs corners (0,3,12,15); and L1 on
+    chiplets of 2x2 PEs: every chiplet's compute ends later far apart (its total also depends
+    on how much of the read-back the longer routes buffer, see test_readback_*)."""
+    from tessera.sim_models.simba.layers import load_network
+    L7 = replace(next(l for l in load_network("resnet50") if l.name == "res4a_branch1"),
+                 C=16, K=32, H=8, W=8)
+    M7 = Mapping(4, 1, 1, 1, 1, 1, 1, 1, 4, 4)
+    pkg7 = small_package(4, 4, nx=1, ny=1)
+    near = package_cycles(compile_package(L7, M7, pkg7, binding=(0, 1, 4, 5)))
+    far = package_cycles(compile_package(L7, M7, pkg7, binding=(0, 3, 12, 15)))
+    assert far["cycles"] > near["cycles"]
     pkg = small_package(4, 4)
     T = gc.layer_tensors(L1, 0)
     near = package_cycles(compile_package(L1, M1, pkg, T, binding=(0, 1, 4, 5)))
     far = package_cycles(compile_package(L1, M1, pkg, T, binding=(0, 3, 12, 15)))
-    assert far["cycles"] > near["cycles"]
+    assert max(t["pe_fin"] for t in far["timeline"].values() if t["pe_fin"]) > \
+        max(t["pe_fin"] for t in near["timeline"].values() if t["pe_fin"])
     assert nop_flits(compile_package(L1, M1, pkg, binding=(0, 3, 12, 15))) > \
         nop_flits(compile_package(L1, M1, pkg, binding=(0, 1, 4, 5)))
 
@@ -114,23 +126,59 @@ def test_credit_loops_derived_from_the_rtl_structure():
     assert credit_handling(9, 8, cc, pc) == 9 + 8 + cc.credit_fixed_cycles + pc.credit_overhead_cycles
     pkg = small_package(2, 2, credit_window=1)
     pp = compile_package(L1, M1, pkg)
-    a = package_cycles(pp, default_constants(pkg))
+    k = replace(default_constants(pkg), nop_mcast_rule=False)     # the credit loop alone
+    a = package_cycles(pp, k)
     assert any(t["period_bound"] == "credit_window" for t in a["terms"].values())
-    b = package_cycles(pp, default_constants(pkg), chiplet_consts=(replace(cc, credit_fixed_cycles=cc.credit_fixed_cycles + 20), pe))
+    b = package_cycles(pp, k, chiplet_consts=(replace(cc, credit_fixed_cycles=cc.credit_fixed_cycles + 20), pe))
     assert b["cycles"] > a["cycles"]
-    off = package_cycles(pp, replace(default_constants(pkg), credit_structure=False))
+    off = package_cycles(pp, replace(k, credit_structure=False))
     assert off["cycles"] < a["cycles"]
 
 
 def test_readback_send_end_variants():
-    """The read-back experiment (readback_arrival=False: a SEND ends when its last flit has left
-    the Global PE, the RTL's done) ends no chiplet later than the default (data at the host +
-    CREDIT back), and the last chiplet, queued on the one host port, earlier."""
+    """A read-back SEND ends when its last flit has left the Global PE (hdl/global_pe/send.py;
+    the default): no chiplet ends later than with the ablation readback_arrival (data at the
+    host + CREDIT back), the last one, queued on the one host port, earlier; and SENDs of
+    several chiplets overlap: chiplets whose window fits the buffers of their route end
+    within the host port's time for one window of each other."""
     pp = compile_package(*CASE_PQ)
-    a = package_cycles(pp, replace(default_constants(PKG), readback_arrival=False))
-    b = package_cycles(pp)
+    a = package_cycles(pp)
+    b = package_cycles(pp, replace(default_constants(PKG), readback_arrival=True))
     assert all(x <= y for x, y in zip(a["chiplet_cycles"], b["chiplet_cycles"]))
     assert a["cycles"] < b["cycles"]
+    ready = [t["wait_done"] for t in a["timeline"].values()]
+    after = [d - r for d, r in zip(a["chiplet_cycles"], ready)]
+    win = max(w.n for ch in pp.chiplets for w in ch.windows)
+    assert max(after) - min(after) < win
+
+
+def test_mcast_router_rule_drains_to_free_space():
+    """The router rule per multicast packet and hop (chiplet and NoP routers): measured on the
+    bare 4x5 mesh (bench/noc_mcast.py measure, bench/package_mcast_rule.py): B=17/max 17/5
+    flits 12.00, B=32/max 17/5 flits 5.00, B=16/max 9/8 flits 11.00, B=16/max 9/4 flits 4.00."""
+    from tessera.sim_models.simba.chiplet_cycles import mcast_hop_cycles
+    assert mcast_hop_cycles(17, 17, 1, 5) == 12
+    assert mcast_hop_cycles(32, 17, 1, 5) == 5
+    assert mcast_hop_cycles(16, 9, 1, 8) == 11
+    assert mcast_hop_cycles(16, 9, 1, 4) == 4
+    assert mcast_hop_cycles(10, 9, 4, 7, flit_cycles=2) == (7 + 6) * 2 + 8
+
+
+def test_nop_multicast_rule_paces_remote_consumers():
+    """K split over chiplets: the home multicasts its input over NoP routers whose buffers
+    (max(max packet, 2 x link latency + 2) = 10 flits) cannot hold a max packet beside the
+    previous one, so the router rule with the NoP link latency paces the round of every
+    consumer on another chiplet (the home's own PEs, before the NoP, run ahead: RTL Fig. 7
+    4x4 adjacent run, home PEs done at 372, remote at 508-518); NoP buffers that can hold it
+    (32 flits) leave the chiplet's own bounds."""
+    pp = compile_package(L1, M1, PKG)
+    a = package_cycles(pp)
+    home = [c.chiplet for c in pp.chiplets if c.consumers][0]
+    assert all((t["period_bound"] == "nop_mcast") == (c != home) for c, t in a["terms"].items())
+    big = replace(small_package(2, 2), nop_buffer_flits=32)
+    b = package_cycles(compile_package(L1, M1, big), default_constants(big))
+    assert all(t["period_bound"] != "nop_mcast" for t in b["terms"].values())
+    assert b["cycles"] < a["cycles"]
 
 
 CASE_PQ = (Layer("pq", 8, 16, 3, 3, 8, 8, 1, 1), Mapping(1, 1, 2, 2, 2, 1, 2, 1, 2, 4), PKG)

@@ -219,7 +219,10 @@ class Chiplet(wiring.Component):
         if not self.cfg.hier:
             return _const_of(lay, self._ep_addr(xy))
         a = Signal(lay, name=f"{tag}_addr")
-        m.d.comb += [a.chiplet.eq(self.chiplet_id), a.node.x.eq(xy[0]), a.node.y.eq(xy[1])]
+        # field by field: the routers' chiplet field and the endpoint's may differ in
+        # width (ckx < cky): a flat assignment put chiplet (0, 1) at (2, 0) (1xN hang)
+        m.d.comb += [a.chiplet.x.eq(self.chiplet_id.x), a.chiplet.y.eq(self.chiplet_id.y),
+                     a.node.x.eq(xy[0]), a.node.y.eq(xy[1])]
         return Value.cast(a)
 
     def elaborate(self, platform):

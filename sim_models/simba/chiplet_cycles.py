@@ -194,8 +194,8 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
     # branch's downstream VC has room for a max-length packet (hdl/noc/router.py).  When a
     # buffer cannot hold a max packet beside the previous packet (router_buffer_flits <
     # max_packet_flits + pkt_flits), the next packet waits until the previous one has left
-    # the downstream buffer and its last credit is back: pkt_flits to send + pkt_flits to
-    # drain downstream + the link both ways (2 x link_latency) per packet
+    # the downstream buffer (down to B - max_packet_flits flits) and its credit is back:
+    # pkt_flits to send + the drain + the link both ways (2 x link_latency) per packet
     # (:func:`mcast_packet_cycles`; bare 4x5 mesh, amaranth.sim: 12.0 cycles per 5-flit
     # packet at 17 flits, bench/noc_mcast.py)
     # All DATA packets enter the NoC through the same input VC of the Global PE's router
@@ -270,12 +270,23 @@ def pass_cycles(ps, cfg, cc: ChipletCycles | None = None, pc: PECycles | None = 
 def mcast_packet_cycles(cfg, pkt_flits: float) -> float:
     """Cycles per multicast packet on the routers' tree (router rule, hdl/noc/router.py): a
     packet starts on a hop only with room for a max-length packet downstream; if the buffer
-    cannot hold that beside a packet still there, packets go one at a time per hop:
-    send (pkt_flits) + drain downstream (pkt_flits) + credit/link both ways (2 x
-    link_latency); else one flit per cycle."""
-    if cfg.router_buffer_flits < cfg.max_packet_flits + pkt_flits:
-        return 2 * pkt_flits + 2 * cfg.link_latency
-    return pkt_flits
+    cannot hold that beside a packet still there, the next packet waits until the previous
+    one has drained down to ``B - max_packet_flits`` flits: send (pkt_flits) + drain
+    downstream (pkt_flits - (B - max_packet_flits)) + credit/link both ways (2 x
+    link_latency); else one flit per cycle (:func:`mcast_hop_cycles`)."""
+    return mcast_hop_cycles(cfg.router_buffer_flits, cfg.max_packet_flits, cfg.link_latency, pkt_flits)
+
+
+def mcast_hop_cycles(buffer_flits, max_packet_flits, link_latency, pkt_flits, flit_cycles=1) -> float:
+    """The router rule per multicast packet and hop (NoC or NoP router): bare 4x5 mesh in
+    amaranth.sim (bench/noc_mcast.py, bench/package_mcast_rule.py): B=17, max 17, 5-flit
+    packets 12.00 cycles (5 + 5 + 2); B=16, max 9, 8-flit packets 11.00 (8 + 1 + 2); B=32,
+    max 17, 5 flits 5.00.  ``flit_cycles``: a serialised link (NoP GRS) sends a flit per that
+    many cycles."""
+    free = buffer_flits - max_packet_flits
+    if pkt_flits > free:
+        return (pkt_flits + (pkt_flits - free)) * flit_cycles + 2 * link_latency
+    return pkt_flits * flit_cycles
 
 
 def credit_rtt(ps, cfg, cc: ChipletCycles) -> float:

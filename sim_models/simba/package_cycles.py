@@ -18,20 +18,28 @@ timeline per chiplet (program order of the compiler's docstring):
 * ``first``: the home issues GROUPs / first SENDs; the first tile reaches the consumer's
   farthest PE after the round's injection (at the slower of the Global PE's rate and the NoP
   link rate ``1/nop_flit_cycles`` for a remote consumer) + the hierarchical route latency;
-* ``steady``: (tiles - 1) x period, period = the chiplet model's bound, the NoP link rate of a
-  remote input (round flits x ``nop_flit_cycles``) and the busiest NoP link's load per round
-  (all flows: multicast trees counted once per link, psums, OUT);
+* ``steady``: (tiles - 1) x period, period = the chiplet model's bound (its PE tile with the
+  NI's double-buffered input region when a tile fits half the input buffer, ``ibuf_slots``),
+  the NoP link rate of a remote input (round flits x ``nop_flit_cycles``), the busiest NoP
+  link's load per round (all flows: multicast trees counted once per link, psums, OUT) and,
+  for a consumer on another chiplet than its home, the routers' multicast rule on the NoP
+  (``nop_mcast``, first tile included: every packet of every set of the round,
+  ``chiplet_cycles.mcast_hop_cycles``
+  with the NoP routers' buffer and link latency: the NoP buffer, max(max packet, 2 x link
+  latency + 2), cannot hold a max packet beside the previous one);
 * ``chain``: a reduction chain crossing chiplets finishes one psum hop (route latency + a
   tile's psum flits at the link rate) after its predecessor chiplet, or its own last tile;
 * ``out``: the LAST PEs' OUT packets reach the OA home (route latency + a packet);
 * ``done``: PE DONEs reach the controller; a home's SENDs complete when its farthest consumer
-  took the last tile; an OA home's RECV when the last OUT arrived; the read-back of each output
-  window to the host (one host port: windows queue; the SEND ends when its data reached the
-  host and the CREDIT came back.  The RTL's SEND ends when its last flit has left the Global
-  PE; ``readback_arrival=False`` models that (once the host has drained all but what the
-  route's buffers hold) but moved the RTL runs' mean |error| from 4.7 % to 8.4 %
-  (bench/package_layer.py ablation ``readback_left``), so it stays an experiment) + END;
-  ``final_barrier``: BAR 3's ARRIVE follows the read-back into the host's chiplet.
+  took the last tile; an OA home's RECV when the last OUT arrived; then the read-back of each
+  output window to the host: the SEND's assembled instruction words + the decoder, and the
+  SEND ends when its last flit has left the Global PE (hdl/global_pe/send.py): the SENDs of
+  several chiplets overlap, the one host port takes their flits one after the other, and a
+  SEND ends once the host has drained all of it but what its route's buffers hold (router
+  input buffers + NoP link stages; a buffer shared by k read-back routes counts 1/k)
+  (``readback_arrival=True``, the ablation: it ends when its data reached the host and the
+  CREDIT came back, windows one after the other) + END; ``final_barrier``: BAR 3's ARRIVE
+  follows the read-back into the host's chiplet.
 
 Route latency (hierarchical XY, ``hdl/noc``): same chiplet: NoC hops x ``noc_hop_cycles``;
 else (hops to the gateway + hops from the gateway + 2) x ``noc_hop_cycles`` + NoP hops x
@@ -43,9 +51,15 @@ there and back + :func:`credit_handling`, derived from the RTL's structure (pack
 popped into the PE, the chiplet model's ``credit_fixed_cycles``); the package residual
 ``credit_overhead_cycles`` is 0 (bench/package_layer.py fits it on a named subset of the RTL
 runs only as an experiment, with the held-out runs' errors).
+Calibration (bench/package_layer.py, RTL with issue 17's chiplet defaults: 16-flit router
+buffers at max packet 9, credit_window 32): no term fitted on the package runs; stop 16's
+model (whole-packet multicast rule, windows read back one after the other, ibuf_slots 1)
+was +19 / +26 % on res2b / res4b; the four structural terms above bring every run within
+8 % total / 11 % per chiplet (the bench's ablations take them out one at a time).
 Left out: NoC link contention inside a chiplet between flows of different chiplets,
 wormhole blocking across the NoP, the PE's own consumption rate inside a credit loop (one word
-per cycle assumed), host reaction time.
+per cycle assumed), host reaction time, the interleaving of read-back packets at the host
+chiplet's routers (round robin per packet: the model serves windows in order).
 """
 from __future__ import annotations
 
@@ -92,11 +106,16 @@ class PackageCycles:
     host_flits_per_cycle: float = 1.0
     send_flits_per_cycle: float = 1.0
     credit_overhead_cycles: float = 0.0
-    ibuf_slots: int = 1
+    ibuf_slots: int | None = None      # input regions per PE node: None = the chiplet model's (the NI
+                                       # double-buffers a tile that fits half the input buffer); 1: ablation
     serial_sets: bool = False          # ablation: a home's multicast sets wait for credits in turn
-    readback_arrival: bool = True      # a read-back SEND ends when its data reached the host (+ credit);
-                                       # False (experiment): when its last flit left the Global PE
+    readback_arrival: bool = False     # False: a read-back SEND ends when its last flit left the Global PE
+                                       # (hdl/global_pe/send.py); True (ablation): when its data reached
+                                       # the host and the CREDIT came back
     credit_structure: bool = True      # ablation False: credit loops = route + credit_overhead_cycles only
+    nop_mcast_rule: bool = True        # ablation False: NoP multicast at the link rate (no router rule)
+    sends_wait_consumers: bool = True  # a home's input SENDs end when its farthest consumer took the last
+                                       # tile; False (experiment): the home does not wait for them
     provenance: dict = field(default_factory=dict, compare=False)
 
 
@@ -121,13 +140,14 @@ def default_constants(pcfg, bench_dir="default") -> PackageCycles:
     if cr is None:
         cr = 0.0
         prov["credit_overhead_cycles"] = "assumption: 0 (not RTL-fitted yet)"
-    prov["ibuf_slots"] = ("input regions per PE node in the chiplet model: 1 = the next tile loads "
-                          "only while the PE is idle (chiplet bench experiment, chiplet_cycles.py "
-                          "docstring; package RTL runs: 2 leaves -9..-23 %, see bench/package_layer.py)")
+    prov["ibuf_slots"] = ("input regions per PE node: the chiplet model's chiplet_cycles.ibuf_slots (the "
+                          "NI fills a second region while a tile drains when a tile fits half the input "
+                          "buffer: 2 on every package bench run); was 1 while the router rule and the "
+                          "read-back were mis-modelled (stop 16)")
     return PackageCycles(noc, float(nop), float(pcfg.nop_flit_cycles), float(bar),
                          float(k["instr_cycles"]), float(k["gpe_cmd_cycles"]),
                          float(k["host_flits_per_cycle"]), float(k["send_flits_per_cycle"]),
-                         float(cr), 1, provenance=prov)
+                         float(cr), None, provenance=prov)
 
 
 def _hops(a, b) -> int:
@@ -158,7 +178,7 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
     from tessera.hdl.chiplet.compiler import TAG_READBACK, TAG_RECV_IN
     from tessera.hdl.chiplet.config import node_map
     from tessera.hdl.pe.config import Role
-    from .chiplet_cycles import default_constants as chip_defaults, pass_cycles
+    from .chiplet_cycles import default_constants as chip_defaults, mcast_hop_cycles, pass_cycles
     from .topology import mesh, xy_route
     tg = pp.target
     cfg = tg.chiplet_cfg()
@@ -296,6 +316,24 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         rtt = max(lat(h, nm.gpe, d, n) + lat(d, n, h, nm.gpe) for d in ch.consumers
                   for n in (j.node for j in chips[d].ps.jobs)) + credit_handling(w + 1, w, cc, pc)
         credit_round[h] = math.ceil(pkts / cfg.credit_window) * rtt * (len(src.sets) if pc.serial_sets else 1)
+    # NoP multicast: a home's input packets to consumers on other chiplets cross NoP routers,
+    # whose buffers (nop_router_buffer_flits) cannot hold a max-length packet beside the
+    # previous one: the router rule (chiplet_cycles.mcast_hop_cycles, the same hdl/noc/router.py
+    # rule as on the NoC: send + drain to B - max_packet_flits + the NoP link both ways) paces
+    # every packet of every set of the round (one DATA VC) to the consumers on other chiplets,
+    # their first tile included; the home's own PEs, before the NoP, run ahead within the
+    # buffers (RTL, Fig. 7 4x4 adjacent run: home PEs done at 372, remote ones at 508-518)
+    nop_round = {}
+    for ch in chips:
+        if not ch.consumers or all(d == ch.chiplet for d in ch.consumers):
+            continue
+        src = chips[ch.consumers[0]].ps
+        g0 = src.jobs[0].cfg
+        pkts = g0.C1 * g0.H_in * math.ceil(g0.W_in / min(cfg.max_tile, g0.W_in))
+        pkt = min(cfg.max_tile, g0.W_in) + 1
+        nop_round[ch.chiplet] = len(src.sets) * pkts * (mcast_hop_cycles(
+            tg.nop_router_buffer_flits, cfg.max_packet_flits, tg.nop_link_latency, pkt,
+            tg.nop_flit_cycles) if pc.nop_mcast_rule else pkt * tg.nop_flit_cycles)
     # psum window: a chain link keeps psum_window PSUM packets in flight; each further window
     # waits for the PCREDIT round trip (route there and back + credit handling of a PSUM
     # packet: psum_beats x psum_flits + 1 flits in, psum_beats beats popped) -- across the NoP
@@ -326,9 +364,10 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         if remote:
             inj = max(inj, inj * pc.nop_flit_cycles)
         far = max(lat(h, nm.gpe, c, j.node) for j in ps.jobs)
-        first[c] = send_start[h] + max(inj, credit_round[h] - far) + far
+        nop_mc = nop_round.get(h, 0.0) if remote else 0.0
+        first[c] = send_start[h] + max(inj, credit_round[h] - far, nop_mc) + far
         period = max(r["period"], inj if remote else 0.0, link_bound[c], credit_round[h],
-                     psum_round.get(c, 0.0))
+                     psum_round.get(c, 0.0), nop_mc)
         g0 = ps.jobs[0].cfg
         beats = g0.K1 * g0.P1 * g0.Q1
         cp = ps.mapping.cp
@@ -339,7 +378,7 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
                     "period": period, "rounds": r["rounds"], "period_bound":
                     max({**r["period_terms"], "nop_rate": inj if remote else 0.0,
                          "nop_link": link_bound[c], "credit_window": credit_round[h],
-                         "psum_window": psum_round.get(c, 0.0)}.items(),
+                         "psum_window": psum_round.get(c, 0.0), "nop_mcast": nop_mc}.items(),
                         key=lambda kv: kv[1])[0]}
     # chains across chiplets (chain position = ch.chain[0])
     for c in sorted(pm, key=lambda c: chips[c].chain[0]):
@@ -379,7 +418,7 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         i_wait = [i for i, o in enumerate(chips[c].ops) if o[0] == "wait"]
         i_wait = [i for i in i_wait if i > i_bar2]
         t += sum(words[c][i_bar2 + 1:(i_wait[0] if i_wait else len(words[c]))]) * ins
-        for x in (pe_done.get(c), sends_done.get(c), out_arrive.get(c)):
+        for x in (pe_done.get(c), sends_done.get(c) if pc.sends_wait_consumers else None, out_arrive.get(c)):
             if x is not None:
                 t = max(t, x)
         t += ins                                             # the WAIT completes
@@ -390,25 +429,49 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
     # SEND (and the WAIT G after it) ends when the data reached the host + the CREDIT back, or
     # (readback_arrival=False) when its last flit has left the Global PE, i.e. once the host
     # has drained all but what the route buffers hold (router input buffers + NoP link stages)
+    # buffers a read-back route holds: its own chiplet's NoC hops (Global PE -> gateway), the NoP
+    # links (router buffer + link stages) and the host chiplet's NoC (gateway -> host node); a
+    # buffer on the routes of k read-back windows is shared (1/k to each)
+    def rb_route(c):
+        if c == hchip:
+            return [(("noc", c), _hops(nm.gpe, hnode) * cfg.router_buffer_flits)]
+        res = [(("noc", c), _hops(nm.gpe, nm.gateway) * cfg.router_buffer_flits),
+               (("noc_host",), _hops(nm.gateway, hnode) * cfg.router_buffer_flits)]
+        res += [(("nop",) + tuple(l), tg.nop_router_buffer_flits + tg.nop_link_latency)
+                for l in xy_route(ckx, c, hchip)]
+        return res
+    share = {}
+    for c in readq:
+        for r, _cap in rb_route(c):
+            share[r] = share.get(r, 0) + 1
+
     def route_buffer(c):
-        b = (_hops(nm.gpe, nm.gateway) + _hops(nm.gateway, hnode)) * cfg.router_buffer_flits \
-            if c != hchip else _hops(nm.gpe, hnode) * cfg.router_buffer_flits
-        h = _hops(xy[c], xy[hchip])
-        return b + h * (tg.nop_router_buffer_flits + tg.nop_link_latency)
+        return sum(cap / share[r] for r, cap in rb_route(c))
+    timeline = {c: {"pe_fin": fin.get(c), "pe_done": pe_done.get(c), "sends_done": sends_done.get(c),
+                    "out_arrive": out_arrive.get(c), "wait_done": done[c]} for c in range(N)}
     host_t, rb_at_host = 0.0, {}
     for c in sorted(readq, key=lambda c: (done[c], c)):
         t = done[c]
-        for w in chips[c].windows:
+        rb_ops = [i for i, o in enumerate(chips[c].ops) if o[0] == "send" and o[1].tag == TAG_READBACK]
+        for k, w in enumerate(chips[c].windows):
             flits = w.n + math.ceil(w.n / cfg.max_tile)
-            t += pc.gpe_cmd_cycles + 2 * ins
-            start = max(t, host_t - lat(c, nm.gpe, hchip, hnode))
-            arrive = start + flits / pc.send_flits_per_cycle + lat(c, nm.gpe, hchip, hnode)
-            host_t = rb_at_host[c] = arrive
+            # the read-back SEND's instruction words (CMDW per changed register + CMD), then the
+            # Global PE decoder
+            t += (words[c][rb_ops[k]] if k < len(rb_ops) else 2) * ins + pc.gpe_cmd_cycles
+            lc = lat(c, nm.gpe, hchip, hnode)
+            send = flits / pc.send_flits_per_cycle
             if pc.readback_arrival:
+                start = max(t, host_t - lc)
+                arrive = start + send + lc
+                host_t = rb_at_host[c] = arrive
                 t = arrive + lat(hchip, hnode, c, nm.gpe) + ins
             else:
-                t = max(start + flits / pc.send_flits_per_cycle,
-                        arrive - lat(c, nm.gpe, hchip, hnode) - route_buffer(c)) + ins
+                # the SEND starts at once; the host port takes the windows' flits one after the
+                # other (arrival order), and the SEND ends when its last flit has left the
+                # Global PE: once the host has drained all of it but what the route holds
+                arrive = max(t + lc, host_t) + send
+                host_t = rb_at_host[c] = arrive
+                t = max(t + send, arrive - lc - route_buffer(c)) + ins
         done[c] = t
     for c in range(N):
         done[c] += sum(1 for o in chips[c].ops[-1:] if o[0] == "end") * ins
@@ -419,7 +482,7 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
                          for c in range(N)})
         done = {c: r3[c] + ins for c in range(N)}
     per = [round(done[c], 1) for c in range(N)]
-    return {"cycles": max(per), "chiplet_cycles": per, "terms": terms,
+    return {"cycles": max(per), "chiplet_cycles": per, "terms": terms, "timeline": timeline,
             "bar2_last_arrival": last2, "nop_link_load": {f"{a}->{b}": v for (a, b), v in load.items()},
             "constants": {**{k: getattr(pc, k) for k in ("noc_hop_cycles", "nop_hop_cycles", "nop_flit_cycles",
                                                            "barrier_cycles", "instr_cycles", "gpe_cmd_cycles",
