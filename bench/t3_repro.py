@@ -413,6 +413,32 @@ def main() -> int:
               f"{rbs[str(rb)]['t3']['max']:5.1f}% | T3-MCA geomean {rbs[str(rb)]['t3-mca']['geomean']:5.1f}% "
               f"max {rbs[str(rb)]['t3-mca']['max']:5.1f}%")
     F["remote_store_buffer_sensitivity"] = rbs
+    # first stage's remote stores (issue 15, fifth pass): the paper has them leave as the stage's output
+    # burst (Fig 17a) after an isolated first stage (§4.5) and sent "in parallel" with the next stage (§4.1);
+    # the model holds the next stage until the burst is on the link but for the remote-store buffer
+    print("Take-apart: the first stage's remote stores (slot 0, remote_map) on T-NLG IP TP16")
+    s16i = sysm.scaled(n_gpus=16)
+    fs = {}
+    for name, kw in (("burst at the stage end (model)", {}),
+                     ("burst, unbounded remote-store buffer", dict(remote_store_buffer_bytes=1e12)),
+                     ("trickled as the GEMM computes", dict(store_issue="remote_progress"))):
+        ss = s16i.scaled(**kw) if kw else s16i
+        pp = gemm.plan(ss, gemm.sublayer_dims(config.model("t-nlg"), 16, "IP"), cached_output=False)
+        f = overlap.simulate(ss, pp, comm=True, policy="rr")
+        fm = overlap.simulate(ss, pp, comm=True, policy="mca")
+        r = study.evaluate(sysm.scaled(**kw) if kw else sysm, config.model("t-nlg"), 16, "IP", configs=("t3", "t3-mca"))
+        fs[name] = dict(stage0_compute_end_us=float(f.stage_compute_end[0] * 1e6), slot0_send_start_us=float(f.send_start[0] * 1e6),
+                        slot0_send_end_us=float(f.send_end[0] * 1e6), stage1_start_us=float(f.stage_start[1] * 1e6),
+                        mca_threshold=fm.threshold, t3=pct(r.speedup("t3")), t3_mca=pct(r.speedup("t3-mca")),
+                        set=(rbs[str(1e12)] if "unbounded" in name else
+                             {"t3": sm["t3"], "t3-mca": sm["t3-mca"]} if not kw else fig16_with(sysm.scaled(**kw), ("t3", "t3-mca"))))
+        v = fs[name]
+        print(f"  {name:38s} stage 0 compute ends {v['stage0_compute_end_us']:5.1f} us, slot 0 on the link "
+              f"{v['slot0_send_start_us']:5.1f}-{v['slot0_send_end_us']:5.1f} us, stage 1 starts {v['stage1_start_us']:5.1f} us, "
+              f"MCA threshold {v['mca_threshold']:2d} | case T3 {v['t3']:4.1f}% T3-MCA {v['t3_mca']:4.1f}% | set T3 "
+              f"{v['set']['t3']['geomean']:4.1f}/{v['set']['t3']['max']:4.1f}% T3-MCA {v['set']['t3-mca']['geomean']:4.1f}/"
+              f"{v['set']['t3-mca']['max']:4.1f}%")
+    F["first_stage_remote_stores"] = fs
     gap2x = pct(study.geomean(1 + r["x2"] / 100 for r in f20)) - pct(study.geomean(1 + r["x2_t3"] / 100 for r in f20))
     F["mca_gap_2xcu"] = gap2x
     print(f"T3-MCA - T3 geomean: {sm['t3-mca']['geomean'] - sm['t3']['geomean']:.1f} points (base), "

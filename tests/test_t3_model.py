@@ -648,3 +648,29 @@ def test_stores_issued_as_the_gemm_computes_leave_no_burst():
     assert _burst(prog) < 0.2e-6
     for cat, x in burst.dram.items():
         assert prog.dram[cat] == pytest.approx(x, rel=1e-9), cat
+
+
+def test_first_stage_remote_stores_leave_as_its_burst_and_hold_the_next_stage():
+    """Stage 0's slot-0 chunk is stored straight into the neighbour (remote_map, §4.4) by the stage's
+    WGs at its end (Fig 17a: read phase, then a bursty write phase), so the link is idle while the
+    first stage computes (§4.5: the first stage runs isolated) and the next stage waits until the
+    burst is on the link but for the remote-store buffer.  ``store_issue='remote_progress'``
+    (take-apart) trickles those stores out as the GEMM computes instead: the link is busy at once,
+    the first stage is link-throttled and the MCA learns a smaller threshold from it."""
+    s = config.system(16)
+    pu = gemm.plan(s, gemm.sublayer_dims(config.model("t-nlg"), 16, "IP"), cached_output=False)
+    f = overlap.simulate(s, pu, comm=True, policy="rr")
+    c0 = f.stage_compute_end[0]
+    assert c0 > 30e-6
+    assert f.send_start[0] >= c0 - 1e-9                                # link idle during stage 0
+    hold = s.remote_store_buffer_bytes / s.link_bw
+    assert f.stage_start[1] >= f.send_end[0] - hold - 1e-6             # stage 1 waits for the burst
+    assert f.stage_start[1] > c0 + 20e-6
+    tr = overlap.simulate(s.scaled(store_issue="remote_progress"), pu, comm=True, policy="rr")
+    assert tr.send_start[0] < 0.05 * c0                                # link busy from the start
+    assert tr.stage_compute_end[0] > c0 + 10e-6                        # first stage link-throttled
+    for cat, x in f.dram.items():
+        assert tr.dram[cat] == pytest.approx(x, rel=1e-9), cat
+    m = {k: overlap.simulate(s.scaled(store_issue=k), pu, comm=True, policy="mca").threshold
+         for k in ("burst", "remote_progress")}
+    assert m["remote_progress"] < m["burst"]

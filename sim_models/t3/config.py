@@ -76,6 +76,7 @@ class System:
     write_queue_entries: int = 0      # separate DRAM write queue per channel (0: reads and writes share mc_queue_entries)
     mca_occupancy: str = "all"        # occupancy the MCA sees: "all" queued entries | "reads" (read queue)
     store_issue: str = "burst"        # a stage's stores: "burst" at its end (Fig 17a) | "progress" as it computes
+    #                                   | "remote_progress": only slot 0's remote stores as it computes (take-apart)
     mc_scheduler: str = "drain"       # "drain": FR-FCFS over the queue + write drain | "bank_heads": GPGPU-Sim's
 
     @property
@@ -108,8 +109,8 @@ class System:
             raise ValueError(f"write_queue_entries must be >= 0, got {self.write_queue_entries}")
         if self.mc_scheduler not in ("drain", "bank_heads"):
             raise ValueError(f"mc_scheduler must be 'drain' or 'bank_heads', got {self.mc_scheduler!r}")
-        if self.store_issue not in ("burst", "progress"):
-            raise ValueError(f"store_issue must be 'burst' or 'progress', got {self.store_issue!r}")
+        if self.store_issue not in ("burst", "progress", "remote_progress"):
+            raise ValueError(f"store_issue must be 'burst', 'progress' or 'remote_progress', got {self.store_issue!r}")
         if self.mca_occupancy not in ("all", "reads"):
             raise ValueError(f"mca_occupancy must be 'all' or 'reads', got {self.mca_occupancy!r}")
         if not 0 < self.write_drain[1] < self.write_drain[0] <= (self.write_queue_entries or self.mc_queue_entries):

@@ -37,7 +37,9 @@ Take-apart switches (bench ``t3_max_mechanism``): ``write_queue_entries`` > 0 gi
 (drain watermarks inside it; the MCA then sees all entries or, ``mca_occupancy='reads'``, the read queue);
 ``mc_scheduler='bank_heads'`` is GPGPU-Sim's structure (each bank holds one request taken by in-bank
 FR-FCFS, one bank filled per cycle, the first ready bank issues, direction-agnostic with tRTW/tWTR, no
-write drain); ``store_issue='progress'`` issues a stage's stores as it computes instead of as a burst.
+write drain); ``store_issue='progress'`` issues a stage's stores as it computes instead of as a burst;
+``store_issue='remote_progress'`` does so only for slot 0's remote stores (the link busy from the first stage's
+start; local stores stay a burst).
 
 Left out: refresh, per-channel imbalance, the return path's own contention, address-exact rows, tRAS/tRC
 (switch only), buffering between the CUs and the MC queue (``write_path_entries``, switch only).
@@ -132,6 +134,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     occr = IP[I_OCCR]                 # 1: the arbiter's occupancy is the read queue's, 0: all entries
     QT = Q + WQ
     spread = IP[I_SPREAD]             # 1: a stage's stores issued as its compute progresses (take-apart)
+    #                                   2: only slot 0's remote stores (comm) as it computes (take-apart)
     sched = IP[I_SCHED]               # 0: FR-FCFS over the queue with write drain; 1: GPGPU-Sim bank heads
     mrq_src = np.full(nb, -1, np.int64)   # sched 1: the request each bank holds (source, slot, row open for it)
     mrq_slot = np.zeros(nb, np.int64)
@@ -354,6 +357,12 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                         wq_cnt[wq_t] = 1
                         wq_t += 1
                         wq_total += 1
+            elif spread == 2 and comm == 1:
+                # slot 0's remote stores follow the compute (pro rata to progress); local stores burst
+                tgt = int(SB[j, 0] * min(p, Cj) / Cj)
+                if tgt > o_done:
+                    remote_q += tgt - o_done
+                    o_done = tgt
             if p >= Cj and returned >= Rj and ret_j < 0:
                 epi = True
                 stage_cend[j] = t
@@ -365,6 +374,8 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                             b = 0
                         elif s == o_s:
                             b = o_left
+                    elif spread == 2 and comm == 1 and s == 0:
+                        b = SB[j, 0] - o_done   # what the compute has not sent yet
                     if b <= 0:
                         continue
                     tot += b
