@@ -116,6 +116,13 @@ class PackageCycles:
     nop_mcast_rule: bool = True        # ablation False: NoP multicast at the link rate (no router rule)
     sends_wait_consumers: bool = True  # a home's input SENDs end when its farthest consumer took the last
                                        # tile; False (experiment): the home does not wait for them
+    mcast_cut_through: bool = True     # a multicast packet moves on at each router only once its tail is
+                                       # in (hdl/noc/router.py): + (packet flits - 1) per router on the
+                                       # route; False (ablation): wormhole route latency
+    send_done_at_gpe: bool = True      # a home's SEND completes when its last flit enters the Global PE's
+                                       # router (hdl/global_pe/send.py), i.e. once all but the packets the
+                                       # route to the NoP bottleneck buffers have passed it; False
+                                       # (ablation): sends_wait_consumers decides
     provenance: dict = field(default_factory=dict, compare=False)
 
 
@@ -197,6 +204,18 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
             return _hops(n1, n2) * pc.noc_hop_cycles
         return ((_hops(n1, nm.gateway) + _hops(nm.gateway, n2) + 2) * pc.noc_hop_cycles
                 + _hops(xy[c1], xy[c2]) * pc.nop_hop_cycles)
+
+    def mcast_lat(c1, n1, c2, n2, pkt):
+        """Route latency of a multicast packet of ``pkt`` flits: cut-through (hdl/noc/router.py:
+        the head leaves a router 2 cycles after the tail arrived, where a wormhole head goes on
+        at once) adds pkt - 1 per router.  Same chiplet: left to the chiplet model (its first
+        tile and credit loop already carry the NoC multicast).  Across the NoP: the routers after the home's NoP router (the NoP routers of the route and the
+        consumer chiplet's NoC routers, gateway included) -- up to the home's NoP router the
+        packet's time is the multicast rule's (nop_round: send + drain per packet there)."""
+        if not pc.mcast_cut_through or c1 == c2:
+            return lat(c1, n1, c2, n2)
+        routers = _hops(xy[c1], xy[c2]) + (_hops(nm.gateway, n2) + 1)
+        return lat(c1, n1, c2, n2) + routers * (pkt - 1)
 
     hchip = tg.index(tg.host_addr[0])
     hnode = tg.host_addr[1]
@@ -363,7 +382,11 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         remote = h != c
         if remote:
             inj = max(inj, inj * pc.nop_flit_cycles)
-        far = max(lat(h, nm.gpe, c, j.node) for j in ps.jobs)
+        g_in = ps.jobs[0].cfg
+        pkt_in = min(cfg.max_tile, g_in.W_in) + 1
+        mc = len(chips[h].consumers) > 1 or any(len(st.members) > 1 for st in ps.sets)
+        far = max((mcast_lat if mc else (lambda a, b, x, y, _p: lat(a, b, x, y)))(h, nm.gpe, c, j.node, pkt_in)
+                  for j in ps.jobs)
         nop_mc = nop_round.get(h, 0.0) if remote else 0.0
         first[c] = send_start[h] + max(inj, credit_round[h] - far, nop_mc) + far
         period = max(r["period"], inj if remote else 0.0, link_bound[c], credit_round[h],
@@ -405,12 +428,44 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
                + (min(chips[c].ps.jobs[0].cfg.K1 * chips[c].ps.jobs[0].cfg.P1 * chips[c].ps.jobs[0].cfg.Q1,
                       cfg.out_words) if any(j.role in (Role.LAST, Role.ONLY) for j in chips[c].ps.jobs) else 0)
                for c in pm}
+    def route_held(pkt):
+        """Whole multicast packets the route from the Global PE to the NoP router buffers
+        (hdl/noc/router.py): the Global PE's router takes flits while its input buffer has room
+        (floor(B / pkt)); a router upstream forwards a multicast packet only when the next input
+        buffer has room for a max-length packet (floor((B - max) / pkt) + 1 each: the NoC routers
+        to the gateway, then the NoP router's local input)."""
+        B, M = cfg.router_buffer_flits, cfg.max_packet_flits
+        n = B // pkt + _hops(nm.gpe, nm.gateway) * ((B - M) // pkt + 1)
+        return n + max(tg.nop_router_buffer_flits - M, 0) // pkt + 1
+
     sends_done = {}
     for ch in chips:
         if ch.consumers:
             # the last tile left the home's buffer once its farthest consumer took it in
-            sends_done[ch.chiplet] = max(fin[d] - pm[d]["period_terms"]["pe_tile"] + lat(d, nm.pes[0], ch.chiplet, nm.gpe)
-                                         for d in ch.consumers)
+            h = ch.chiplet
+            if not pc.send_done_at_gpe:
+                sends_done[h] = max(fin[d] - pm[d]["period_terms"]["pe_tile"] + lat(d, nm.pes[0], h, nm.gpe)
+                                    for d in ch.consumers)
+                continue
+            # send.py: the SEND completes when its last flit leaves the engine into the Global
+            # PE's router.  Toward a remote consumer: when the route to the NoP bottleneck
+            # (route_held) buffers the whole SEND, the last flit is in at injection (it still has
+            # its multicast route and the packets ahead of it to go); otherwise back-pressure
+            # reaches the Global PE and the last flit enters as the consumer takes the last tile
+            # in (stop 16's rule); the home's own PEs: when they took the last tile in
+            t = []
+            for d in ch.consumers:
+                took = fin[d] - pm[d]["period_terms"]["pe_tile"] + lat(d, nm.pes[0], h, nm.gpe)
+                src = chips[d].ps
+                g0 = src.jobs[0].cfg
+                pkt = min(cfg.max_tile, g0.W_in) + 1
+                npk = terms[d]["rounds"] * len(src.sets) * g0.C1 * g0.H_in * math.ceil(
+                    g0.W_in / min(cfg.max_tile, g0.W_in))
+                if d != h and npk <= route_held(pkt):
+                    t.append(send_start[h] + npk * pkt / pc.send_flits_per_cycle)
+                else:
+                    t.append(took)
+            sends_done[h] = max(t)
     done, readq = {}, []
     for c in range(N):
         t = r2[c]
