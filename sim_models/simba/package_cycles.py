@@ -17,7 +17,10 @@ timeline per chiplet (program order of the compiler's docstring):
 * ``bar2``: output RECVs + CFG instructions, then the second barrier (every PE configured);
 * ``first``: the home issues GROUPs / first SENDs; the first tile reaches the consumer's
   farthest PE after the round's injection (at the slower of the Global PE's rate and the NoP
-  link rate ``1/nop_flit_cycles`` for a remote consumer) + the hierarchical route latency;
+  link rate ``1/nop_flit_cycles`` for a remote consumer) + the hierarchical route latency; a
+  multicast to another chiplet is cut-through (hdl/noc/router.py: a head goes on 2 cycles
+  after its tail arrived), + (packet flits - 1) per router past the home's NoP router
+  (``mcast_cut_through``; RTL Fig. 7 4x4: remote PEs end 10 cycles later per NoP hop);
 * ``steady``: (tiles - 1) x period, period = the chiplet model's bound (its PE tile with the
   NI's double-buffered input region when a tile fits half the input buffer, ``ibuf_slots``),
   the NoP link rate of a remote input (round flits x ``nop_flit_cycles``), the busiest NoP
@@ -30,8 +33,11 @@ timeline per chiplet (program order of the compiler's docstring):
 * ``chain``: a reduction chain crossing chiplets finishes one psum hop (route latency + a
   tile's psum flits at the link rate) after its predecessor chiplet, or its own last tile;
 * ``out``: the LAST PEs' OUT packets reach the OA home (route latency + a packet);
-* ``done``: PE DONEs reach the controller; a home's SENDs complete when its farthest consumer
-  took the last tile; an OA home's RECV when the last OUT arrived; then the read-back of each
+* ``done``: PE DONEs reach the controller; a home's SEND completes when its last flit enters
+  the Global PE's router (hdl/global_pe/send.py, ``send_done_at_gpe``): at injection when the
+  route to its NoP router buffers the whole SEND (``route_held`` whole packets), else when its
+  farthest consumer took the last tile (back-pressure reaches the Global PE; the ablation
+  ``send_done_at_gpe=False`` always); an OA home's RECV when the last OUT arrived; then the read-back of each
   output window to the host: the SEND's assembled instruction words + the decoder, and the
   SEND ends when its last flit has left the Global PE (hdl/global_pe/send.py): the SENDs of
   several chiplets overlap, the one host port takes their flits one after the other, and a
@@ -55,7 +61,9 @@ Calibration (bench/package_layer.py, RTL with issue 17's chiplet defaults: 16-fl
 buffers at max packet 9, credit_window 32): no term fitted on the package runs; stop 16's
 model (whole-packet multicast rule, windows read back one after the other, ibuf_slots 1)
 was +19 / +26 % on res2b / res4b; the four structural terms above bring every run within
-8 % total / 11 % per chiplet (the bench's ablations take them out one at a time).
+8 % total / 11 % per chiplet (the bench's ablations take them out one at a time); the
+NoP multicast cut-through and the SEND completion at the Global PE (both from the RTL's
+structure) bring Fig. 7's 4x4 one-PE runs within 7.2 % total / 8.6 % per chiplet.
 Left out: NoC link contention inside a chiplet between flows of different chiplets,
 wormhole blocking across the NoP, the PE's own consumption rate inside a credit loop (one word
 per cycle assumed), host reaction time, the interleaving of read-back packets at the host
@@ -441,7 +449,6 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
     sends_done = {}
     for ch in chips:
         if ch.consumers:
-            # the last tile left the home's buffer once its farthest consumer took it in
             h = ch.chiplet
             if not pc.send_done_at_gpe:
                 sends_done[h] = max(fin[d] - pm[d]["period_terms"]["pe_tile"] + lat(d, nm.pes[0], h, nm.gpe)
