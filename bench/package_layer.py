@@ -180,7 +180,8 @@ ABLATIONS = {"credit_structure_off": dict(credit_structure=False), "ibuf_slots_1
              "mcast_rule_whole_packet": dict(mcast_rule="whole_packet"),
              "sends_end_at_gpe": dict(sends_wait_consumers=False),
              "mcast_cut_through_off": dict(mcast_cut_through=False),
-             "send_done_at_consumer": dict(send_done_at_gpe=False)}
+             "send_done_at_consumer": dict(send_done_at_gpe=False),
+             "home_paced_by_nop": dict(home_paced_by_nop=True)}
 
 
 def mcast_experiment(mcast_rule: str):

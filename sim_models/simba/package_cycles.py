@@ -127,6 +127,8 @@ class PackageCycles:
     mcast_cut_through: bool = True     # a multicast packet moves on at each router only once its tail is
                                        # in (hdl/noc/router.py): + (packet flits - 1) per router on the
                                        # route; False (ablation): wormhole route latency
+    home_paced_by_nop: bool = False    # experiment: the home's own PEs' first tile paced by the NoP branch
+                                       # of the same multicast, ahead only by the fork -> NoP route's packets
     send_done_at_gpe: bool = True      # a home's SEND completes when its last flit enters the Global PE's
                                        # router (hdl/global_pe/send.py), i.e. once all but the packets the
                                        # route to the NoP bottleneck buffers have passed it; False
@@ -315,6 +317,16 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         h = home_of[c]
         route = set(xy_route(ckx, h, c))
         link_bound[c] = max([load[l] for l in route], default=0.0) * pc.nop_flit_cycles
+    def route_held(pkt, fork=False):
+        """Whole multicast packets the route from the Global PE to the NoP router buffers
+        (hdl/noc/router.py): the Global PE's router takes flits while its input buffer has room
+        (floor(B / pkt)); a router upstream forwards a multicast packet only when the next input
+        buffer has room for a max-length packet (floor((B - max) / pkt) + 1 each: the NoC routers
+        to the gateway, then the NoP router's local input)."""
+        B, M = cfg.router_buffer_flits, cfg.max_packet_flits
+        n = (0 if fork else B // pkt) + _hops(nm.gpe, nm.gateway) * ((B - M) // pkt + 1)
+        return n + max(tg.nop_router_buffer_flits - M, 0) // pkt + 1
+
     # ---- first tile, steady state, own finish ----------------------------------------
     send_start, fin, first = {}, {}, {}
     for ch in chips:
@@ -396,7 +408,18 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         far = max((mcast_lat if mc else (lambda a, b, x, y, _p: lat(a, b, x, y)))(h, nm.gpe, c, j.node, pkt_in)
                   for j in ps.jobs)
         nop_mc = nop_round.get(h, 0.0) if remote else 0.0
-        first[c] = send_start[h] + max(inj, credit_round[h] - far, nop_mc) + far
+        if not remote and h in nop_round and pc.home_paced_by_nop:
+            # the home's own PEs share each multicast packet with the NoP branch (all branches
+            # take a flit in the same cycle, hdl/noc/router.py): they run ahead of the NoP
+            # router's rule only by the whole packets the fork -> NoP router route holds
+            src = chips[h].ps
+            g0 = src.jobs[0].cfg
+            pkt = min(cfg.max_tile, g0.W_in) + 1
+            npk = len(src.sets) * g0.C1 * g0.H_in * math.ceil(g0.W_in / min(cfg.max_tile, g0.W_in))
+            nop_mc = max(0, npk - route_held(pkt, fork=True)) * nop_round[h] / npk
+            first[c] = send_start[h] + max(inj, nop_mc) + far
+        else:
+            first[c] = send_start[h] + max(inj, credit_round[h] - far, nop_mc) + far
         period = max(r["period"], inj if remote else 0.0, link_bound[c], credit_round[h],
                      psum_round.get(c, 0.0), nop_mc)
         g0 = ps.jobs[0].cfg
@@ -436,16 +459,6 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
                + (min(chips[c].ps.jobs[0].cfg.K1 * chips[c].ps.jobs[0].cfg.P1 * chips[c].ps.jobs[0].cfg.Q1,
                       cfg.out_words) if any(j.role in (Role.LAST, Role.ONLY) for j in chips[c].ps.jobs) else 0)
                for c in pm}
-    def route_held(pkt):
-        """Whole multicast packets the route from the Global PE to the NoP router buffers
-        (hdl/noc/router.py): the Global PE's router takes flits while its input buffer has room
-        (floor(B / pkt)); a router upstream forwards a multicast packet only when the next input
-        buffer has room for a max-length packet (floor((B - max) / pkt) + 1 each: the NoC routers
-        to the gateway, then the NoP router's local input)."""
-        B, M = cfg.router_buffer_flits, cfg.max_packet_flits
-        n = B // pkt + _hops(nm.gpe, nm.gateway) * ((B - M) // pkt + 1)
-        return n + max(tg.nop_router_buffer_flits - M, 0) // pkt + 1
-
     sends_done = {}
     for ch in chips:
         if ch.consumers:
