@@ -178,7 +178,10 @@ ABLATIONS = {"credit_structure_off": dict(credit_structure=False), "ibuf_slots_1
              "readback_arrival": dict(readback_arrival=True), "nop_mcast_rule_off": dict(nop_mcast_rule=False),
              "mcast_rule_off": dict(mcast_rule="off"), "mcast_one_set": dict(mcast_rule="one_set"),
              "mcast_rule_whole_packet": dict(mcast_rule="whole_packet"),
-             "sends_end_at_gpe": dict(sends_wait_consumers=False)}
+             "sends_end_at_gpe": dict(sends_wait_consumers=False),
+             "mcast_cut_through_off": dict(mcast_cut_through=False),
+             "send_done_at_consumer": dict(send_done_at_gpe=False),
+             "home_paced_by_nop": dict(home_paced_by_nop=True)}
 
 
 def mcast_experiment(mcast_rule: str):

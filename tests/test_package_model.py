@@ -182,3 +182,50 @@ def test_nop_multicast_rule_paces_remote_consumers():
 
 
 CASE_PQ = (Layer("pq", 8, 16, 3, 3, 8, 8, 1, 1), Mapping(1, 1, 2, 2, 2, 1, 2, 1, 2, 4), PKG)
+
+
+# Fig. 7's slice on a 4x4 NoP of one-PE chiplets (bench/package_layer.py, RTL runs of stop 20)
+L7 = Layer("res4a_branch1_C16K32H8W8", 16, 32, 1, 1, 8, 8, 2, 0)
+M7 = Mapping(4, 1, 1, 1, 1, 1, 1, 1, 4, 4)
+PKG7 = small_package(4, 4, nx=1, ny=1)
+
+
+def test_nop_multicast_cut_through_latency():
+    """A multicast packet goes on from a router only 2 cycles after its tail arrived
+    (hdl/noc/router.py), so past the home's NoP router each router (the NoP routers of the route
+    and the consumer chiplet's NoC routers, gateway included) adds pkt - 1 to the remote
+    consumers' first tile; the home's own PEs keep the chiplet model's terms (RTL 4x4 Fig. 7:
+    remote PEs end 10 cycles later per NoP hop, wormhole 6)."""
+    from tessera.hdl.chiplet.config import node_map
+    for b in ((0, 1, 4, 5), (0, 3, 12, 15)):
+        pp = compile_package(L7, M7, PKG7, binding=b)
+        k = default_constants(PKG7)
+        on, off = package_cycles(pp, k), package_cycles(pp, replace(k, mcast_cut_through=False))
+        cfg = PKG7.chiplet_cfg()
+        nm = node_map(cfg)
+        pkt = min(cfg.max_tile, pp.chiplets[b[1]].ps.jobs[0].cfg.W_in) + 1
+        xy = PKG7.chiplets()
+        assert on["terms"][b[0]]["first_tile"] == off["terms"][b[0]]["first_tile"]
+        for c in b[1:]:
+            hops = abs(xy[c][0] - xy[b[0]][0]) + abs(xy[c][1] - xy[b[0]][1])
+            routers = hops + abs(nm.gateway[0] - nm.pes[0][0]) + abs(nm.gateway[1] - nm.pes[0][1]) + 1
+            assert on["terms"][c]["first_tile"] - off["terms"][c]["first_tile"] == routers * (pkt - 1)
+
+
+def test_home_send_completes_at_the_global_pe():
+    """send.py: a SEND completes when its last flit leaves the engine into the Global PE's
+    router.  Fig. 7's home sends 8 packets, which the route to its NoP router buffers whole, so
+    its SEND ends at injection and the home ends before its remote consumers (RTL 4x4 far: home
+    501, consumers 642-672; the consumer rule had it at 625); a multi-round pass whose SEND
+    the route cannot hold keeps the consumer rule (back-pressure reaches the Global PE)."""
+    pp = compile_package(L7, M7, PKG7, binding=(0, 3, 12, 15))
+    k = default_constants(PKG7)
+    a = package_cycles(pp, k)
+    b = package_cycles(pp, replace(k, send_done_at_gpe=False))
+    assert a["timeline"][0]["sends_done"] < a["timeline"][0]["pe_done"] < b["timeline"][0]["sends_done"]
+    assert a["chiplet_cycles"][0] < min(a["chiplet_cycles"][c] for c in (3, 12, 15))
+    assert b["chiplet_cycles"][0] > a["chiplet_cycles"][0] + 50
+    pp2 = compile_package(L1, M1, PKG)
+    x = package_cycles(pp2)
+    y = package_cycles(pp2, replace(default_constants(PKG), send_done_at_gpe=False))
+    assert x["chiplet_cycles"] == y["chiplet_cycles"]

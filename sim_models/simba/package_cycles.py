@@ -17,7 +17,10 @@ timeline per chiplet (program order of the compiler's docstring):
 * ``bar2``: output RECVs + CFG instructions, then the second barrier (every PE configured);
 * ``first``: the home issues GROUPs / first SENDs; the first tile reaches the consumer's
   farthest PE after the round's injection (at the slower of the Global PE's rate and the NoP
-  link rate ``1/nop_flit_cycles`` for a remote consumer) + the hierarchical route latency;
+  link rate ``1/nop_flit_cycles`` for a remote consumer) + the hierarchical route latency; a
+  multicast to another chiplet is cut-through (hdl/noc/router.py: a head goes on 2 cycles
+  after its tail arrived), + (packet flits - 1) per router past the home's NoP router
+  (``mcast_cut_through``; RTL Fig. 7 4x4: remote PEs end 10 cycles later per NoP hop);
 * ``steady``: (tiles - 1) x period, period = the chiplet model's bound (its PE tile with the
   NI's double-buffered input region when a tile fits half the input buffer, ``ibuf_slots``),
   the NoP link rate of a remote input (round flits x ``nop_flit_cycles``), the busiest NoP
@@ -30,8 +33,11 @@ timeline per chiplet (program order of the compiler's docstring):
 * ``chain``: a reduction chain crossing chiplets finishes one psum hop (route latency + a
   tile's psum flits at the link rate) after its predecessor chiplet, or its own last tile;
 * ``out``: the LAST PEs' OUT packets reach the OA home (route latency + a packet);
-* ``done``: PE DONEs reach the controller; a home's SENDs complete when its farthest consumer
-  took the last tile; an OA home's RECV when the last OUT arrived; then the read-back of each
+* ``done``: PE DONEs reach the controller; a home's SEND completes when its last flit enters
+  the Global PE's router (hdl/global_pe/send.py, ``send_done_at_gpe``): at injection when the
+  route to its NoP router buffers the whole SEND (``route_held`` whole packets), else when its
+  farthest consumer took the last tile (back-pressure reaches the Global PE; the ablation
+  ``send_done_at_gpe=False`` always); an OA home's RECV when the last OUT arrived; then the read-back of each
   output window to the host: the SEND's assembled instruction words + the decoder, and the
   SEND ends when its last flit has left the Global PE (hdl/global_pe/send.py): the SENDs of
   several chiplets overlap, the one host port takes their flits one after the other, and a
@@ -55,7 +61,9 @@ Calibration (bench/package_layer.py, RTL with issue 17's chiplet defaults: 16-fl
 buffers at max packet 9, credit_window 32): no term fitted on the package runs; stop 16's
 model (whole-packet multicast rule, windows read back one after the other, ibuf_slots 1)
 was +19 / +26 % on res2b / res4b; the four structural terms above bring every run within
-8 % total / 11 % per chiplet (the bench's ablations take them out one at a time).
+8 % total / 11 % per chiplet (the bench's ablations take them out one at a time); the
+NoP multicast cut-through and the SEND completion at the Global PE (both from the RTL's
+structure) bring Fig. 7's 4x4 one-PE runs within 7.2 % total / 8.6 % per chiplet.
 Left out: NoC link contention inside a chiplet between flows of different chiplets,
 wormhole blocking across the NoP, the PE's own consumption rate inside a credit loop (one word
 per cycle assumed), host reaction time, the interleaving of read-back packets at the host
@@ -116,6 +124,15 @@ class PackageCycles:
     nop_mcast_rule: bool = True        # ablation False: NoP multicast at the link rate (no router rule)
     sends_wait_consumers: bool = True  # a home's input SENDs end when its farthest consumer took the last
                                        # tile; False (experiment): the home does not wait for them
+    mcast_cut_through: bool = True     # a multicast packet moves on at each router only once its tail is
+                                       # in (hdl/noc/router.py): + (packet flits - 1) per router on the
+                                       # route; False (ablation): wormhole route latency
+    home_paced_by_nop: bool = False    # experiment: the home's own PEs' first tile paced by the NoP branch
+                                       # of the same multicast, ahead only by the fork -> NoP route's packets
+    send_done_at_gpe: bool = True      # a home's SEND completes when its last flit enters the Global PE's
+                                       # router (hdl/global_pe/send.py), i.e. once all but the packets the
+                                       # route to the NoP bottleneck buffers have passed it; False
+                                       # (ablation): sends_wait_consumers decides
     provenance: dict = field(default_factory=dict, compare=False)
 
 
@@ -197,6 +214,18 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
             return _hops(n1, n2) * pc.noc_hop_cycles
         return ((_hops(n1, nm.gateway) + _hops(nm.gateway, n2) + 2) * pc.noc_hop_cycles
                 + _hops(xy[c1], xy[c2]) * pc.nop_hop_cycles)
+
+    def mcast_lat(c1, n1, c2, n2, pkt):
+        """Route latency of a multicast packet of ``pkt`` flits: cut-through (hdl/noc/router.py:
+        the head leaves a router 2 cycles after the tail arrived, where a wormhole head goes on
+        at once) adds pkt - 1 per router.  Same chiplet: left to the chiplet model (its first
+        tile and credit loop already carry the NoC multicast).  Across the NoP: the routers after the home's NoP router (the NoP routers of the route and the
+        consumer chiplet's NoC routers, gateway included) -- up to the home's NoP router the
+        packet's time is the multicast rule's (nop_round: send + drain per packet there)."""
+        if not pc.mcast_cut_through or c1 == c2:
+            return lat(c1, n1, c2, n2)
+        routers = _hops(xy[c1], xy[c2]) + (_hops(nm.gateway, n2) + 1)
+        return lat(c1, n1, c2, n2) + routers * (pkt - 1)
 
     hchip = tg.index(tg.host_addr[0])
     hnode = tg.host_addr[1]
@@ -288,6 +317,16 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         h = home_of[c]
         route = set(xy_route(ckx, h, c))
         link_bound[c] = max([load[l] for l in route], default=0.0) * pc.nop_flit_cycles
+    def route_held(pkt, fork=False):
+        """Whole multicast packets the route from the Global PE to the NoP router buffers
+        (hdl/noc/router.py): the Global PE's router takes flits while its input buffer has room
+        (floor(B / pkt)); a router upstream forwards a multicast packet only when the next input
+        buffer has room for a max-length packet (floor((B - max) / pkt) + 1 each: the NoC routers
+        to the gateway, then the NoP router's local input)."""
+        B, M = cfg.router_buffer_flits, cfg.max_packet_flits
+        n = (0 if fork else B // pkt) + _hops(nm.gpe, nm.gateway) * ((B - M) // pkt + 1)
+        return n + max(tg.nop_router_buffer_flits - M, 0) // pkt + 1
+
     # ---- first tile, steady state, own finish ----------------------------------------
     send_start, fin, first = {}, {}, {}
     for ch in chips:
@@ -363,9 +402,24 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
         remote = h != c
         if remote:
             inj = max(inj, inj * pc.nop_flit_cycles)
-        far = max(lat(h, nm.gpe, c, j.node) for j in ps.jobs)
+        g_in = ps.jobs[0].cfg
+        pkt_in = min(cfg.max_tile, g_in.W_in) + 1
+        mc = len(chips[h].consumers) > 1 or any(len(st.members) > 1 for st in ps.sets)
+        far = max((mcast_lat if mc else (lambda a, b, x, y, _p: lat(a, b, x, y)))(h, nm.gpe, c, j.node, pkt_in)
+                  for j in ps.jobs)
         nop_mc = nop_round.get(h, 0.0) if remote else 0.0
-        first[c] = send_start[h] + max(inj, credit_round[h] - far, nop_mc) + far
+        if not remote and h in nop_round and pc.home_paced_by_nop:
+            # the home's own PEs share each multicast packet with the NoP branch (all branches
+            # take a flit in the same cycle, hdl/noc/router.py): they run ahead of the NoP
+            # router's rule only by the whole packets the fork -> NoP router route holds
+            src = chips[h].ps
+            g0 = src.jobs[0].cfg
+            pkt = min(cfg.max_tile, g0.W_in) + 1
+            npk = len(src.sets) * g0.C1 * g0.H_in * math.ceil(g0.W_in / min(cfg.max_tile, g0.W_in))
+            nop_mc = max(0, npk - route_held(pkt, fork=True)) * nop_round[h] / npk
+            first[c] = send_start[h] + max(inj, nop_mc) + far
+        else:
+            first[c] = send_start[h] + max(inj, credit_round[h] - far, nop_mc) + far
         period = max(r["period"], inj if remote else 0.0, link_bound[c], credit_round[h],
                      psum_round.get(c, 0.0), nop_mc)
         g0 = ps.jobs[0].cfg
@@ -408,9 +462,30 @@ def package_cycles(pp, pc: PackageCycles | None = None, chiplet_consts=None, slo
     sends_done = {}
     for ch in chips:
         if ch.consumers:
-            # the last tile left the home's buffer once its farthest consumer took it in
-            sends_done[ch.chiplet] = max(fin[d] - pm[d]["period_terms"]["pe_tile"] + lat(d, nm.pes[0], ch.chiplet, nm.gpe)
-                                         for d in ch.consumers)
+            h = ch.chiplet
+            if not pc.send_done_at_gpe:
+                sends_done[h] = max(fin[d] - pm[d]["period_terms"]["pe_tile"] + lat(d, nm.pes[0], h, nm.gpe)
+                                    for d in ch.consumers)
+                continue
+            # send.py: the SEND completes when its last flit leaves the engine into the Global
+            # PE's router.  Toward a remote consumer: when the route to the NoP bottleneck
+            # (route_held) buffers the whole SEND, the last flit is in at injection (it still has
+            # its multicast route and the packets ahead of it to go); otherwise back-pressure
+            # reaches the Global PE and the last flit enters as the consumer takes the last tile
+            # in (stop 16's rule); the home's own PEs: when they took the last tile in
+            t = []
+            for d in ch.consumers:
+                took = fin[d] - pm[d]["period_terms"]["pe_tile"] + lat(d, nm.pes[0], h, nm.gpe)
+                src = chips[d].ps
+                g0 = src.jobs[0].cfg
+                pkt = min(cfg.max_tile, g0.W_in) + 1
+                npk = terms[d]["rounds"] * len(src.sets) * g0.C1 * g0.H_in * math.ceil(
+                    g0.W_in / min(cfg.max_tile, g0.W_in))
+                if d != h and npk <= route_held(pkt):
+                    t.append(send_start[h] + npk * pkt / pc.send_flits_per_cycle)
+                else:
+                    t.append(took)
+            sends_done[h] = max(t)
     done, readq = {}, []
     for c in range(N):
         t = r2[c]
