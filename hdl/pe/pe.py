@@ -236,11 +236,11 @@ class SimbaPE(wiring.Component):
         cur_over = Signal(2)                  # cur's over_whole, over_half (it is legal)
         # back-to-back rule, registered (timing: no wide compare on the start path):
         # same_q = cfg of the previous cycle equals cur in every field but ibuf_half
-        # (cur changes only on an idle start, to that cycle's cfg); a back-to-back tile
-        # takes cur's fields and only the start's ibuf_half
+        # (cur changes only on an idle start, to that cycle's cfg, and same_q is not
+        # used before that start is decided, a cycle or more later); a back-to-back
+        # tile takes cur's fields and only the start's ibuf_half
         same_q = Signal()
-        m.d.sync += same_q.eq((cfg.as_value()[:CW] == cur.as_value()[:CW])
-                              | (self.start & self.start_ready & (in_flight == 0)))
+        m.d.sync += same_q.eq(cfg.as_value()[:CW] == cur.as_value()[:CW])
         half_ok = (cfg.ibuf_half != 3) & ~Mux(cfg.ibuf_half == IbufHalf.WHOLE, cur_over[0],
                                               cur_over[1])
         # an idle start is decided (started or refused) in the cycle after it is
