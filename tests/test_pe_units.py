@@ -615,8 +615,8 @@ def test_mac_operand_reg_needs_two_stages():
     from tessera.hdl.pe import SimbaPE
     from tessera.params import ParamError
     with pytest.raises(ParamError, match="mac_operand_reg"):
-        SimbaPE(**dict(TINY, mac_stages=1))
-    SimbaPE(**dict(TINY, mac_stages=1, mac_operand_reg=False))
+        SimbaPE(**dict(TINY, mac_stages=1, mac_operand_reg=True))
+    SimbaPE(**dict(TINY, mac_stages=1))
 
 
 def test_back_to_back_compare_registered():

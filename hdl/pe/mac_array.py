@@ -8,7 +8,8 @@ Without ``operand_reg`` (1: products and adder tree in one cycle; 2: products
 registered, then the tree; more: registers spread over the tree levels, and
 beyond 1 + log2(C0) delay registers after the tree), ``dot`` is registered.
 
-With ``operand_reg`` (``stages`` >= 2, the default of the PE): the operands
+With ``operand_reg`` (``stages`` >= 2; PE parameter ``mac_operand_reg``, off by
+default -- measured on ECP5-85k grade 6 it does not help, see below): the operands
 are registered again next to each multiplier (one register per multiplier
 input, so that placement can put it beside its DSP block: an ECP5 DSP's
 inputs are otherwise reached from wherever the operand register sits, 3 ns
@@ -23,6 +24,15 @@ The first ``dsps`` of the K0*C0 multipliers (row-major k0, c0) are ``*``
 (FPGA DSP blocks); the rest are shift-and-add in LUTs (an ECP5-85k has 156
 18x18 DSPs, fewer than three PEs' 192 MACs).  Accumulation is done by the PE
 around it.
+Measured (``python -m tessera.synth pe``, ECP5-85k grade 6): with
+``operand_reg`` 89.0 MHz, critical path x operand register -> 3.64 ns routing
+-> 3.93 ns inside MULT18X18D -> 3.15 ns routing -> product register; nextpnr
+places the registers between the DSP column and the logic they also connect
+to (and Yosys merges the K0 copies of each x operand register), not beside
+the DSP.  Without it 92.9 MHz (same path, from the weight register).
+100 MHz needs the DSP's own input and output registers (MULT18X18D
+REG_INPUTA/B_CLK, REG_OUTPUT_CLK), which ``synth_ecp5`` does not infer from
+fabric registers.
 Left out: clock gating of idle lanes, operand isolation, packing two int8
 products into one DSP, instantiating the DSP's own input/output registers
 (vendor primitives; Yosys does not pack fabric registers into ECP5 DSPs).

@@ -129,7 +129,7 @@ class SimbaPE(wiring.Component):
 
     def __init__(self, K0=8, C0=8, acc_width=24, wbuf_bytes=32768, ibuf_bytes=8192,
                  abuf_entries=128, ppu_depth=16, mac_dsps=64, mac_stages=3, ppu_mul_stages=2,
-                 mac_operand_reg=True):
+                 mac_operand_reg=False):
         self.params = p = PEParams(K0, C0, acc_width, wbuf_bytes, ibuf_bytes, abuf_entries,
                                    ppu_depth, mac_dsps, mac_stages, ppu_mul_stages,
                                    bool(mac_operand_reg))
