@@ -29,7 +29,9 @@ Measured (``python -m tessera.synth pe``, ECP5-85k grade 6): with
 -> 3.93 ns inside MULT18X18D -> 3.15 ns routing -> product register; nextpnr
 places the registers between the DSP column and the logic they also connect
 to (and Yosys merges the K0 copies of each x operand register), not beside
-the DSP.  Without it 92.9 MHz (same path, from the weight register).
+the DSP.  Without it 84.9 MHz in the same session (92.9 and 76.2 in earlier
+runs: placement variance; same path, x operand register -> 4.98 ns -> DSP
+-> 2.35 ns -> product register).
 100 MHz needs the DSP's own input and output registers (MULT18X18D
 REG_INPUTA/B_CLK, REG_OUTPUT_CLK), which ``synth_ecp5`` does not infer from
 fabric registers.
