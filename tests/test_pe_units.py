@@ -584,3 +584,90 @@ def test_result_credits_bound_issue(extra):
         assert seen["load"] < STALL, "all fifo_depth + 1 final operations issue while stalled"
     else:
         assert seen["load"] >= STALL, "more than fifo_depth + 1 final results buffered"
+
+
+@pytest.mark.parametrize("params,over,ready", [
+    # accumulation into one entry back to back (P1*Q1 = 1: the forwarding paths
+    # feed the three-input accumulate), C0 = 2 with one DSP lane
+    (TINY, {"role": Role.FIRST, "P1": 1, "Q1": 1, "R": 2, "S": 2, "C1": 2, "K1": 1,
+            "pool": False}, 1.0),
+    (dict(TINY, K0=4, C0=4, acc_width=20, wbuf_bytes=2048, mac_dsps=5),
+     {"role": Role.MIDDLE, "K1": 2, "C1": 2, "P1": 2, "Q1": 3, "pool": False}, 0.6),
+    (dict(TINY, K0=2, C0=1, mac_stages=4, wbuf_bytes=512),
+     {"role": Role.LAST, "pool": True, "P1": 2, "Q1": 2, "K1": 2}, 0.8)])
+def test_mac_operand_reg_same_cycles(params, over, ready):
+    """``mac_operand_reg`` (operand registers by each multiplier, the adder
+    tree's last level moved into the accumulate cycle as a carry-save add)
+    changes timing only: every beat exact and the done cycle the same as
+    without it, wrapping accumulators included (acc_width 20)."""
+    rng = np.random.default_rng(3)
+    p = PEParams(**params)
+    cfg = golden.random_case(p, rng, **over)[0]
+    runs = {}
+    for opreg in (False, True):
+        got, want, done = pe_tile(dict(params, mac_operand_reg=opreg), cfg, 9, ready)
+        assert got == want, opreg
+        runs[opreg] = done
+    assert runs[True] == runs[False] is not None
+
+
+def test_mac_operand_reg_needs_two_stages():
+    from tessera.hdl.pe import SimbaPE
+    from tessera.params import ParamError
+    with pytest.raises(ParamError, match="mac_operand_reg"):
+        SimbaPE(**dict(TINY, mac_stages=1, mac_operand_reg=True))
+    SimbaPE(**dict(TINY, mac_stages=1))
+
+
+def test_back_to_back_compare_registered():
+    """The back-to-back rule compares the previous cycle's ``cfg`` (a register,
+    config.py): while a tile runs, a cfg differing in more than ``ibuf_half``
+    drops ``start_ready`` one cycle after it appears and keeps it low; putting
+    the running configuration back (other half) raises it one cycle later."""
+    from tessera.hdl.pe import SimbaPE
+    from tessera.hdl.pe.config import IbufHalf
+    dut = SimbaPE(**TINY)
+    p = dut.params
+    rng = np.random.default_rng(5)
+    cfg, W, X, _, _ = golden.random_case(p, rng, role=Role.FIRST, R=1, S=1, C1=1, K1=4,
+                                         P1=3, Q1=3, H_in=3, W_in=3, pad_top=0, pad_left=0,
+                                         stride=1, pool=False, ibuf_half=IbufHalf.LOWER)
+    other = PEConfig(**{**cfg.as_dict(), "ibuf_half": int(IbufHalf.UPPER)})
+    diff = PEConfig(**{**other.as_dict(), "K1": 3})
+    seen = []
+
+    async def tb(ctx):
+        def set_cfg(c):
+            for k, v in c.as_dict().items():
+                ctx.set(getattr(dut.cfg, k), v)
+        for b in golden.weight_beats(p, cfg, W):
+            ctx.set(dut.w_load.valid, 1)
+            for k, v in b.items():
+                if isinstance(v, list):
+                    for i, x in enumerate(v):
+                        ctx.set(dut.w_load.payload.data[i], x)
+                else:
+                    ctx.set(getattr(dut.w_load.payload, k), v)
+            await ctx.tick()
+        ctx.set(dut.w_load.valid, 0)
+        ctx.set(dut.psum_out.ready, 1)
+        set_cfg(cfg)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        set_cfg(other)
+        for _ in range(60):                 # until its operations are all generated
+            await ctx.tick()
+            if ctx.get(dut.start_ready):
+                break
+        seen.append(ctx.get(dut.start_ready))        # same but ibuf_half: ready
+        set_cfg(diff)
+        seen.append(ctx.get(dut.start_ready))        # the compare is of the last cycle
+        for _ in range(3):
+            await ctx.tick()
+            seen.append(ctx.get(dut.start_ready))
+        set_cfg(other)
+        await ctx.tick()
+        seen.append(ctx.get(dut.start_ready))
+    _run(dut, tb)
+    assert seen == [1, 1, 0, 0, 0, 1], seen

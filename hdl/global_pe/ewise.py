@@ -18,7 +18,9 @@ Pipeline (for >= 100 MHz on ECP5): two read requesters (A and B; each
 operand slot holds one word, taken straight from the SRAM output or parked
 if the other operand is late) -> operand registers -> raw per-lane result
 (add / mul / max, registered) -> shift and saturate -> write queue
-(:data:`WQ_DEPTH` words, LUT RAM) -> write requester.  The operand and raw
+(:data:`WQ_DEPTH` words: data in LUT RAM, addresses in a shift register
+whose head is a flip-flop, so the write request's bank comes from a
+register) -> write requester.  The operand and raw
 stages never stall: a pair is taken only while the words in those stages
 plus the queue's fill level are below the queue depth, so the queue cannot
 overflow and nothing waits on this cycle's write grant.  One word per cycle
@@ -118,7 +120,11 @@ class EwiseUnit(wiring.Component):
                          w_left.eq(self.n), running.eq(1)]
 
         # write queue and the two non-stalling stages in front of it
-        m.submodules.wq = wq = SyncFIFO(width=w + AB, depth=WQ_DEPTH)
+        # data in LUT RAM (SyncFIFO); the addresses in a shift register whose head is a
+        # flip-flop (timing: the write request's bank reaches the bank arbiters, and
+        # through them the RECV write grant, from a register, not a LUT-RAM read)
+        m.submodules.wq = wq = SyncFIFO(width=w, depth=WQ_DEPTH)
+        aq = [Signal(AB, name=f"wq_addr{i}") for i in range(WQ_DEPTH)]
         o_v, r_v = Signal(), Signal()
         o_a, o_b = Signal(w), Signal(w)
         o_addr, r_addr = Signal(AB), Signal(AB)
@@ -164,10 +170,18 @@ class EwiseUnit(wiring.Component):
         raw = ewise_raw(m, o_a, o_b, sub, cfg.lanes_int8)
         m.d.sync += [raw_q[j].eq(raw[j]) for j in range(cfg.lanes_int8)]
         m.d.sync += r_addr.eq(o_addr)
-        m.d.comb += [wq.w_en.eq(r_v), wq.w_data.eq(Cat(ewise_finish(m, raw_q, shift), r_addr))]
+        m.d.comb += [wq.w_en.eq(r_v), wq.w_data.eq(ewise_finish(m, raw_q, shift))]
+        # address queue: entry i is the i-th oldest; a pop shifts, a push lands behind
+        # the last entry (wq.level: entries before this cycle's push and pop)
+        for i in range(WQ_DEPTH):
+            nxt = aq[i + 1] if i + 1 < WQ_DEPTH else aq[i]
+            with m.If(r_v & (wq.level - self.wr.grant == i)):
+                m.d.sync += aq[i].eq(r_addr)
+            with m.Elif(self.wr.grant):
+                m.d.sync += aq[i].eq(nxt)
 
-        m.d.comb += [self.wr.valid.eq(wq.r_rdy), self.wr.data.eq(wq.r_data[:w]),
-                     self.wr.addr.eq(wq.r_data[w:]), wq.r_en.eq(self.wr.grant)]
+        m.d.comb += [self.wr.valid.eq(wq.r_rdy), self.wr.data.eq(wq.r_data),
+                     self.wr.addr.eq(aq[0]), wq.r_en.eq(self.wr.grant)]
         with m.If(self.wr.grant):
             m.d.sync += w_left.eq(w_left - 1)
         with m.If(running & ~w_left.any()):

@@ -84,6 +84,9 @@ class RecvUnit(wiring.Component):
         win_e = [Signal(FIELD + 1, name=f"s{k}_end") for k in range(S)]   # a + count
         pmask = [Signal(mask_layout(cfg), name=f"s{k}_mask") for k in range(S)]
         left = [Signal(FIELD, name=f"s{k}_left") for k in range(S)]   # words still expected
+        # left == 1, in a register (timing: the write grant decides a completion through
+        # one AND, not a compare)
+        last1 = [Signal(name=f"s{k}_last1") for k in range(S)]
         m.d.comb += self.active.eq(Cat(*active))
 
         # source decoding
@@ -103,7 +106,8 @@ class RecvUnit(wiring.Component):
             with m.If(self.start & (self.start_slot == k)):
                 m.d.sync += [active[k].eq(1), win_a[k].eq(self.a),
                              win_e[k].eq(self.a + self.count),
-                             pmask[k].eq(self.mask), left[k].eq(self.count)]
+                             pmask[k].eq(self.mask), left[k].eq(self.count),
+                             last1[k].eq(self.count == 1)]
 
         # packet state
         waddr = Signal(FIELD + 1)
@@ -176,8 +180,8 @@ class RecvUnit(wiring.Component):
             counted = Signal(name=f"s{k}_counted")
             m.d.comb += counted.eq(self.wr.grant & p_owner[k])
             with m.If(counted):
-                m.d.sync += left[k].eq(left[k] - 1)
-            with m.If(active[k] & counted & (left[k] == 1)):
+                m.d.sync += [left[k].eq(left[k] - 1), last1[k].eq(left[k] == 2)]
+            with m.If(active[k] & counted & last1[k]):
                 m.d.comb += self.done[k].eq(1)
                 m.d.sync += active[k].eq(0)
         return m

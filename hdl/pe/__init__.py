@@ -19,6 +19,8 @@ PARAMS = [
           min=0, max=256),
     Param("mac_stages", 3, "MAC pipeline registers (1: products+tree in one cycle; 3: products, 2 tree levels, 1 level)", min=1, max=5),
     Param("ppu_mul_stages", 2, "PPU scale-multiply pipeline registers", min=1, max=4),
+    Param("mac_operand_reg", False, "operand registers by each multiplier, tree's last level in "
+          "accumulate (same cycles; needs mac_stages >= 2)", kind=bool),
 ]
 
 BLOCKS = [

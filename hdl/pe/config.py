@@ -16,7 +16,8 @@ PE-level contract (what the golden model implements from this text)
 -------------------------------------------------------------------
 * Hardware parameters (:class:`PEParams`): K0 vector MACs x C0 lanes, int8
   signed weights/activations, ``acc_width``-bit (default 24) signed
-  accumulators (``mac_dsps``, ``mac_stages``, ``ppu_mul_stages`` only change
+  accumulators (``mac_dsps``, ``mac_stages``, ``ppu_mul_stages``,
+  ``mac_operand_reg`` only change
   the implementation: DSP/LUT split and pipeline depth, i.e. cycle counts,
   never results).  **Overflow: accumulators and partial sums wrap modulo
   2**acc_width (two's complement), like Simba's 24-bit datapath**; every
@@ -80,10 +81,14 @@ PE-level contract (what the golden model implements from this text)
   else CHECK_LATENCY + 1 cycles after it (``start_ready`` low meanwhile).
   ``start_ready`` is high while the PE is not busy, and also -- back-to-back
   tiles -- while fewer than 3 tiles are in flight and the newest one's
-  operations have all been generated, when ``cfg`` is legal and equal to that
-  tile's configuration in every field but ``ibuf_half`` (the new tile
-  computes while earlier ones drain; a different configuration waits until
-  the PE is idle).  Then
+  operations have all been generated, when ``cfg`` *of the previous cycle*
+  was equal to that tile's configuration in every field but ``ibuf_half``
+  and ``ibuf_half`` now is legal for it (the compare is registered; the new
+  tile runs with the newest tile's configuration and the start's
+  ``ibuf_half``, so ``cfg`` but ``ibuf_half`` must not change in the cycle of
+  a back-to-back start: a controller holds it, as it must anyway for the
+  check; the new tile computes while earlier ones drain; a different
+  configuration waits until the PE is idle).  Then
   either ``busy`` rises (or stays high) and, after the tile's last result
   beat has been accepted downstream, ``done`` pulses for one cycle (once per
   tile, in start order; busy falls when no tile is left in flight); or the
@@ -151,6 +156,7 @@ class PEParams:
     mac_dsps: int = 64          # MAC multipliers on DSP blocks (the rest in LUTs)
     mac_stages: int = 3         # MAC pipeline registers (products, adder tree)
     ppu_mul_stages: int = 2     # PPU scale-multiply pipeline registers
+    mac_operand_reg: bool = False   # operand registers by each multiplier (same cycles; see mac_array.py)
 
     @property
     def wbuf_entries(self) -> int:

@@ -2,14 +2,42 @@
 each a C0-lane int8 dot product, sharing one broadcast input vector.
 
 ``dot[k0] = sum_c0 w[k0][c0] * x[c0]``, exact (16 + log2(C0) bits, no
-rounding), ``stages`` cycles after ``w``/``x`` (1: products and adder tree in
-one cycle; 2: products registered, then the tree; more: registers spread over
-the tree levels, and beyond 1 + log2(C0) delay registers after the tree).  The first ``dsps`` of the K0*C0 multipliers (row-major
-k0, c0) are ``*`` (FPGA DSP blocks); the rest are shift-and-add in LUTs
-(an ECP5-85k has 156 18x18 DSPs, fewer than three PEs' 192 MACs).
-Accumulation is done by the PE around it.
+rounding), ``stages`` cycles after ``w``/``x``.
+
+Without ``operand_reg`` (1: products and adder tree in one cycle; 2: products
+registered, then the tree; more: registers spread over the tree levels, and
+beyond 1 + log2(C0) delay registers after the tree), ``dot`` is registered.
+
+With ``operand_reg`` (``stages`` >= 2; PE parameter ``mac_operand_reg``, off by
+default -- measured on ECP5-85k grade 6 it does not help, see below): the operands
+are registered again next to each multiplier (one register per multiplier
+input, so that placement can put it beside its DSP block: an ECP5 DSP's
+inputs are otherwise reached from wherever the operand register sits, 3 ns
+away), then the products, then the tree in two halves: ``half[k0][0/1]`` are
+the sums of lanes [0, ceil(C0/2)) and the rest, registered after ``stages``
+cycles with ``stages - 2`` registers spread over their levels; ``dot`` is
+their (combinational) sum.  The last adder level moves out of the array into
+the PE's accumulate cycle (three-input add as one carry chain), so the
+latency to the accumulator is the same as without the operand register.
+
+The first ``dsps`` of the K0*C0 multipliers (row-major k0, c0) are ``*``
+(FPGA DSP blocks); the rest are shift-and-add in LUTs (an ECP5-85k has 156
+18x18 DSPs, fewer than three PEs' 192 MACs).  Accumulation is done by the PE
+around it.
+Measured (``python -m tessera.synth pe``, ECP5-85k grade 6): with
+``operand_reg`` 89.0 MHz, critical path x operand register -> 3.64 ns routing
+-> 3.93 ns inside MULT18X18D -> 3.15 ns routing -> product register; nextpnr
+places the registers between the DSP column and the logic they also connect
+to (and Yosys merges the K0 copies of each x operand register), not beside
+the DSP.  Without it 84.9 MHz in the same session (92.9 and 76.2 in earlier
+runs: placement variance; same path, x operand register -> 4.98 ns -> DSP
+-> 2.35 ns -> product register).
+100 MHz needs the DSP's own input and output registers (MULT18X18D
+REG_INPUTA/B_CLK, REG_OUTPUT_CLK), which ``synth_ecp5`` does not infer from
+fabric registers.
 Left out: clock gating of idle lanes, operand isolation, packing two int8
-products into one DSP.
+products into one DSP, instantiating the DSP's own input/output registers
+(vendor primitives; Yosys does not pack fabric registers into ECP5 DSPs).
 """
 from __future__ import annotations
 
@@ -21,15 +49,21 @@ from .arith import partial_products, tree_sum
 
 
 class MacArray(wiring.Component):
-    def __init__(self, K0: int, C0: int, dsps: int | None = None, stages: int = 1):
+    def __init__(self, K0: int, C0: int, dsps: int | None = None, stages: int = 1,
+                 operand_reg: bool = False):
         self.K0, self.C0 = K0, C0
         self.dsps = K0 * C0 if dsps is None else dsps
         self.stages = stages
+        self.operand_reg = bool(operand_reg)
+        if self.operand_reg and stages < 2:
+            raise ValueError("MacArray: operand_reg needs stages >= 2")
         self.dot_width = 16 + max(1, (C0 - 1).bit_length()) + 1
         super().__init__({
             "w": In(data.ArrayLayout(data.ArrayLayout(signed(8), C0), K0)),
             "x": In(data.ArrayLayout(signed(8), C0)),
             "dot": Out(data.ArrayLayout(signed(self.dot_width), K0)),
+            # operand_reg only: the two registered partial sums of each dot product
+            "half": Out(data.ArrayLayout(data.ArrayLayout(signed(self.dot_width), 2), K0)),
         })
 
     @staticmethod
@@ -42,6 +76,11 @@ class MacArray(wiring.Component):
             prods = []
             for c in range(self.C0):
                 w, x = self.w[k][c], self.x[c]
+                if self.operand_reg:                     # operand registers by the multiplier
+                    wq = Signal(signed(8), name=f"wop{k}_{c}")
+                    xq = Signal(signed(8), name=f"xop{k}_{c}")
+                    m.d.sync += [wq.eq(w), xq.eq(x)]
+                    w, x = wq, xq
                 if k * self.C0 + c < self.dsps:
                     prod = w * x
                 else:
@@ -51,6 +90,15 @@ class MacArray(wiring.Component):
                     m.d.sync += reg.eq(prod)
                     prod = reg
                 prods.append(prod)
-            tree_stages = self.stages - 1 if self.stages >= 2 else 1
-            m.d.comb += self.dot[k].eq(tree_sum(m, prods, tree_stages, f"tree{k}"))
+            if self.operand_reg:
+                n0 = (len(prods) + 1) // 2
+                halves = [tree_sum(m, prods[:n0], self.stages - 2, f"tree{k}a"),
+                          tree_sum(m, prods[n0:], self.stages - 2, f"tree{k}b")
+                          if len(prods) > 1 else 0]
+                for j, h in enumerate(halves):
+                    m.d.comb += self.half[k][j].eq(h)
+                m.d.comb += self.dot[k].eq(self.half[k][0] + self.half[k][1])
+            else:
+                tree_stages = self.stages - 1 if self.stages >= 2 else 1
+                m.d.comb += self.dot[k].eq(tree_sum(m, prods, tree_stages, f"tree{k}"))
         return m

@@ -4,7 +4,8 @@ vector-MAC levels), weight-stationary.
 Control: the configuration check is a pipeline on the live ``cfg``
 (``CHECK_LATENCY`` cycles); a start while idle is decided one cycle after it is
 accepted (CHECK_LATENCY + 1 if cfg changed in the CHECK_LATENCY cycles before),
-a back-to-back start (same cfg but ``ibuf_half``) at once.
+a back-to-back start (cfg of the previous cycle the same but ``ibuf_half``:
+a registered compare) at once.
 
 Datapath (one MAC operation per cycle, no stalls inside the MAC pipeline;
 every buffer is a :class:`~tessera.hdl.sram.SRAM`, read latency 1):
@@ -17,7 +18,10 @@ every buffer is a :class:`~tessera.hdl.sram.SRAM`, read latency 1):
                  block -> operand registers (the next block is read while the
                  current one is still in use, so switching costs no bubble)
     MAC          K0 x C0 int8 dot products, ``mac_stages`` cycles (products on
-                 DSPs for the first ``mac_dsps`` multipliers, the rest in LUTs)
+                 DSPs for the first ``mac_dsps`` multipliers, the rest in LUTs;
+                 ``mac_operand_reg``: operands registered again by each
+                 multiplier, the tree's last level moved into accumulate,
+                 same cycle count)
     accumulate   sum = (first ? 0 : acc) + dot (wrapping, acc_width bits); the
                  accumulator read is issued two cycles ahead and registered;
                  writes to that entry in the two cycles since are forwarded
@@ -109,6 +113,8 @@ def validate_params(p: PEParams) -> None:
     need(0 <= p.mac_dsps <= 256, "mac_dsps", f"must be in 0..256 (K0*C0 at most are used), got {p.mac_dsps}")
     need(1 <= p.mac_stages <= 5, "mac_stages", f"must be in 1..5, got {p.mac_stages}")
     need(1 <= p.ppu_mul_stages <= 4, "ppu_mul_stages", f"must be in 1..4, got {p.ppu_mul_stages}")
+    need(not p.mac_operand_reg or p.mac_stages >= 2, "mac_operand_reg",
+         f"needs mac_stages >= 2 (operand and product registers), got mac_stages={p.mac_stages}")
 
 
 class SimbaPE(wiring.Component):
@@ -122,9 +128,11 @@ class SimbaPE(wiring.Component):
     every field but ``ibuf_half``; see config.py)."""
 
     def __init__(self, K0=8, C0=8, acc_width=24, wbuf_bytes=32768, ibuf_bytes=8192,
-                 abuf_entries=128, ppu_depth=16, mac_dsps=64, mac_stages=3, ppu_mul_stages=2):
+                 abuf_entries=128, ppu_depth=16, mac_dsps=64, mac_stages=3, ppu_mul_stages=2,
+                 mac_operand_reg=False):
         self.params = p = PEParams(K0, C0, acc_width, wbuf_bytes, ibuf_bytes, abuf_entries,
-                                   ppu_depth, mac_dsps, mac_stages, ppu_mul_stages)
+                                   ppu_depth, mac_dsps, mac_stages, ppu_mul_stages,
+                                   bool(mac_operand_reg))
         validate_params(p)
         self.latency = pipeline_latency(p)
         super().__init__({
@@ -154,7 +162,7 @@ class SimbaPE(wiring.Component):
         L = self.latency
 
         m.submodules.seq = seq = Sequencer(p)
-        m.submodules.mac = mac = MacArray(K0, C0, p.mac_dsps, p.mac_stages)
+        m.submodules.mac = mac = MacArray(K0, C0, p.mac_dsps, p.mac_stages, p.mac_operand_reg)
         m.submodules.ppu = ppu = PPU(p, p.ppu_mul_stages)
         m.submodules.fifo = fifo = SramFIFO(K0 * AW, L["fifo_depth"])
         m.submodules.wbuf = wbuf = SRAM(p.wbuf_entries, K0 * C0 * 8, granularity=C0 * 8)
@@ -226,7 +234,13 @@ class SimbaPE(wiring.Component):
         in_flight = Signal(range(MAX_IN_FLIGHT + 1))
         prev_half = Signal(2)                 # input-buffer region of the tile before cur
         cur_over = Signal(2)                  # cur's over_whole, over_half (it is legal)
-        same = cfg.as_value()[:CW] == cur.as_value()[:CW]
+        # back-to-back rule, registered (timing: no wide compare on the start path):
+        # same_q = cfg of the previous cycle equals cur in every field but ibuf_half
+        # (cur changes only on an idle start, to that cycle's cfg, and same_q is not
+        # used before that start is decided, a cycle or more later); a back-to-back
+        # tile takes cur's fields and only the start's ibuf_half
+        same_q = Signal()
+        m.d.sync += same_q.eq(cfg.as_value()[:CW] == cur.as_value()[:CW])
         half_ok = (cfg.ibuf_half != 3) & ~Mux(cfg.ibuf_half == IbufHalf.WHOLE, cur_over[0],
                                               cur_over[1])
         # an idle start is decided (started or refused) in the cycle after it is
@@ -237,7 +251,7 @@ class SimbaPE(wiring.Component):
         m.d.comb += [self.busy.eq((in_flight != 0) | pend),
                      self.start_ready.eq(((in_flight == 0) & ~pend)
                                          | ((in_flight != 0) & (in_flight < MAX_IN_FLIGHT)
-                                            & seq.free & same & half_ok))]
+                                            & seq.free & same_q & half_ok))]
         accept = self.start & self.start_ready
         cold = accept & (in_flight == 0)
         decide = Signal()
@@ -246,15 +260,16 @@ class SimbaPE(wiring.Component):
         m.d.comb += dcause.eq(cause_of(chk_q, cur.ibuf_half))
         started = Signal()                    # a tile starts in the sequencer this cycle
         m.d.comb += started.eq((accept & ~cold) | (decide & (dcause == 0)))
-        m.d.comb += [seq.cfg.eq(Mux(pend, cur, cfg)), seq.start.eq(started)]
+        m.d.comb += [seq.cfg.eq(cur), seq.cfg.ibuf_half.eq(Mux(pend, cur.ibuf_half, cfg.ibuf_half)),
+                     seq.start.eq(started)]
         m.d.sync += self.done.eq(0)
         tile_done = Signal()
         with m.If(accept):
-            m.d.sync += [self.error.eq(0), self.error_cause.eq(0), cur.eq(cfg)]
+            m.d.sync += [self.error.eq(0), self.error_cause.eq(0)]
             with m.If(cold):
-                m.d.sync += [pend.eq(1), wait.eq(LC)]
+                m.d.sync += [pend.eq(1), wait.eq(LC), cur.eq(cfg)]
             with m.Else():
-                m.d.sync += prev_half.eq(cur.ibuf_half)
+                m.d.sync += [prev_half.eq(cur.ibuf_half), cur.ibuf_half.eq(cfg.ibuf_half)]
         with m.If(pend):
             m.d.sync += wait.eq(wait - 1)
             with m.If(decide):
@@ -347,7 +362,18 @@ class SimbaPE(wiring.Component):
                      d1.eq(acc), d2.eq(d1)]
         old = lanes(AW, K0)(Mux(fwd1, d1, Mux(fwd2, d2, rd_q)))
         for k in range(K0):
-            m.d.comb += acc[k].eq(Mux(cb.first, 0, old[k]) + mac.dot[k])   # truncates: wraps
+            o = Signal(AW, name=f"acc_old{k}")
+            m.d.comb += o.eq(Mux(cb.first, 0, old[k]))
+            if p.mac_operand_reg:
+                # acc = old + half0 + half1 (the MAC tree's last level): a 3:2 carry-save
+                # step in LUTs, then one carry chain (mod 2**AW: wraps)
+                a, b = Signal(AW, name=f"acc_h0_{k}"), Signal(AW, name=f"acc_h1_{k}")
+                m.d.comb += [a.eq(mac.half[k][0]), b.eq(mac.half[k][1])]     # sign-extends
+                sv = o ^ a ^ b
+                cv = ((o & a) | (o & b) | (a & b))[:AW - 1]
+                m.d.comb += acc[k].eq(sv + Cat(0, cv))                         # truncates: wraps
+            else:
+                m.d.comb += acc[k].eq(o + mac.dot[k])                          # truncates: wraps
         m.d.comb += [abuf.w_addr.eq(cb.acc_addr), abuf.w_data.eq(acc), abuf.w_en.eq(writes),
                      fifo.w_data.eq(acc), fifo.w_en.eq(cb.valid & cb.final)]
 
