@@ -454,13 +454,31 @@ class Tracker(wiring.Component):
                 ofree2[j].eq(Mux(ov, ~w4_ent.valid, ~ovf[j].valid)),
                 ocnt2[j].eq(Mux(ov, w4_ent.count, ovf[j].count)),
                 oaddr2[j].eq(Mux(ov, w4_ent.addr, ovf[j].addr))]
-        sel_count, sel_addr = Const(0, self.count_width), Const(0, self.addr_width)
+        # the hit entry's count and address, = OR_i(hit2[i] & ent2[i]) | overflow, split by
+        # source (timing: only the memory word's tag compare and an AND-OR over its ways lie
+        # between rd2 and s3_count/s3_addr; the write log, this cycle's S4 write and the
+        # overflow entries -- all registers -- are selected beside it and OR-ed in last)
+        ov_w = Signal(W)                     # ways this cycle's S4 write replaces
+        m.d.comb += ov_w.eq(Mux(c4, w4_way, 0))
+        use_rd = ~f_wl0 & ~f_wl1
+        h_rd = Signal(W)                     # hits in the memory word (when it is the newest)
+        m.d.comb += h_rd.eq(hits(rd2, tag2) & ~ov_w & Mux(use_rd, (1 << W) - 1, 0))
+        log_set = Signal(set_layout)
+        h_log = Signal(W)                    # hits in the write log's newest set
+        m.d.comb += [log_set.eq(Mux(f_wl0, wl0_set, wl1_set)),
+                     h_log.eq(Mux(f_wl0, h_wl0, Mux(f_wl1, h_wl1, 0)) & ~ov_w)]
+        w4_hit2 = c4 & w4_ent.valid & t_w4   # the S4 write leaves this tile in a way
+        sel_count = Mux(w4_hit2, w4_ent.count, 0)
+        sel_addr = Mux(w4_hit2, w4_ent.addr, 0)
         for i in range(W):
-            sel_count = sel_count | Mux(hit2[i], ent2[i].count, 0)
-            sel_addr = sel_addr | Mux(hit2[i], ent2[i].addr, 0)
+            sel_count = sel_count | Mux(h_log[i], log_set[i].count, 0)
+            sel_addr = sel_addr | Mux(h_log[i], log_set[i].addr, 0)
         for j in range(P):
             sel_count = sel_count | Mux(ohit2[j], ocnt2[j], 0)
             sel_addr = sel_addr | Mux(ohit2[j], oaddr2[j], 0)
+        for i in range(W):
+            sel_count = Mux(h_rd[i], rd2[i].count, 0) | sel_count
+            sel_addr = Mux(h_rd[i], rd2[i].addr, 0) | sel_addr
         # the item ahead (in S3 now) is written in S4 while this one is in S3: flags for S3
         same_set2 = v3 & (set_index(s3.wg) == idx2)
         same_tile2 = same_set2 & (tag_of(s3) == tag2)
