@@ -371,11 +371,11 @@ class Tracker(wiring.Component):
         for i in range(W):
             m.d.comb += full4[i].eq(Mux(w4_way[i], w4_ent, w4_base[i]))
         # write log: the sets written one and two cycles ago (the read of S0 misses them)
-        wl0_wr, wl1_wr = Signal(), Signal()
-        wl0_idx, wl1_idx = Signal(max(1, sb)), Signal(max(1, sb))
-        wl0_set, wl1_set = Signal(set_layout), Signal(set_layout)
-        m.d.sync += [wl0_wr.eq(w4_set_wr & ~clearing), wl0_idx.eq(w4_idx), wl0_set.eq(full4),
-                     wl1_wr.eq(wl0_wr), wl1_idx.eq(wl0_idx), wl1_set.eq(wl0_set)]
+        # (S1 keeps the newer of the two for S2 in ``log_set``: the S2 write log is a register)
+        wl0_wr = Signal()
+        wl0_idx = Signal(max(1, sb))
+        wl0_set = Signal(set_layout)
+        m.d.sync += [wl0_wr.eq(w4_set_wr & ~clearing), wl0_idx.eq(w4_idx), wl0_set.eq(full4)]
 
         # ---- S0: input or victim re-entry, set read ---------------------------------------
         inflight = v1.as_unsigned() + v2 + v3 + v4
@@ -413,15 +413,20 @@ class Tracker(wiring.Component):
         # ---- S1: set data arrives (registered as it is); the corrections S2 will need -------
         idx1, tag1 = set_index(s1.wg), tag_of(s1)
         rd2 = Signal(set_layout)
-        f_wl1, f_wl0, f_w4, t_w4 = Signal(), Signal(), Signal(), Signal()
-        h_wl1, h_wl0, fr_wl1, fr_wl0 = Signal(W), Signal(W), Signal(W), Signal(W)
+        f_log, f_w4, t_w4 = Signal(), Signal(), Signal()
+        log_set = Signal(set_layout)         # the newest write-log set, for S2
+        h_logr, fr_log = Signal(W), Signal(W)
+        # in S2, the write log's wl1 / wl0 are today's wl0 / S4 write, S4 is today's S3 item;
+        # the newer of the two that wrote this set is selected here (timing: S2 sees one
+        # registered set word besides the memory's)
+        n_wl1 = wl0_wr & (wl0_idx == idx1)
+        n_wl0 = w4_set_wr & (w4_idx == idx1)
         m.d.sync += [
             rd2.eq(mem.r_data),
-            # in S2, the write log's wl1 / wl0 are today's wl0 / S4 write, S4 is today's S3 item
-            f_wl1.eq(wl0_wr & (wl0_idx == idx1)), h_wl1.eq(hits(wl0_set, tag1)),
-            fr_wl1.eq(frees(wl0_set)),
-            f_wl0.eq(w4_set_wr & (w4_idx == idx1)), h_wl0.eq(hits(full4, tag1)),
-            fr_wl0.eq(frees(full4)),
+            f_log.eq(n_wl0 | n_wl1),
+            log_set.eq(Mux(n_wl0, full4, wl0_set)),
+            h_logr.eq(Mux(n_wl0, hits(full4, tag1), hits(wl0_set, tag1))),
+            fr_log.eq(Mux(n_wl0, frees(full4), frees(wl0_set))),
             f_w4.eq(v3 & (set_index(s3.wg) == idx1)), t_w4.eq(tag_of(s3) == tag1),
             v2.eq(v1 & ~clearing), s2.eq(s1)]
 
@@ -429,10 +434,8 @@ class Tracker(wiring.Component):
         idx2, tag2 = set_index(s2.wg), tag_of(s2)
         base2 = Signal(set_layout)           # every write before this cycle's
         hit_b, free_b = Signal(W), Signal(W)
-        with m.If(f_wl0):
-            m.d.comb += [base2.eq(wl0_set), hit_b.eq(h_wl0), free_b.eq(fr_wl0)]
-        with m.Elif(f_wl1):                  # (also the read that collided with that write)
-            m.d.comb += [base2.eq(wl1_set), hit_b.eq(h_wl1), free_b.eq(fr_wl1)]
+        with m.If(f_log):                    # (also the read that collided with that write)
+            m.d.comb += [base2.eq(log_set), hit_b.eq(h_logr), free_b.eq(fr_log)]
         with m.Else():
             m.d.comb += [base2.eq(rd2), hit_b.eq(hits(rd2, tag2)), free_b.eq(frees(rd2))]
         c4 = f_w4 & w4_set_wr                # this cycle's write is to this set
@@ -460,13 +463,10 @@ class Tracker(wiring.Component):
         # overflow entries -- all registers -- are selected beside it and OR-ed in last)
         ov_w = Signal(W)                     # ways this cycle's S4 write replaces
         m.d.comb += ov_w.eq(Mux(c4, w4_way, 0))
-        use_rd = ~f_wl0 & ~f_wl1
         h_rd = Signal(W)                     # hits in the memory word (when it is the newest)
-        m.d.comb += h_rd.eq(hits(rd2, tag2) & ~ov_w & Mux(use_rd, (1 << W) - 1, 0))
-        log_set = Signal(set_layout)
+        m.d.comb += h_rd.eq(hits(rd2, tag2) & ~ov_w & Mux(f_log, 0, (1 << W) - 1))
         h_log = Signal(W)                    # hits in the write log's newest set
-        m.d.comb += [log_set.eq(Mux(f_wl0, wl0_set, wl1_set)),
-                     h_log.eq(Mux(f_wl0, h_wl0, Mux(f_wl1, h_wl1, 0)) & ~ov_w)]
+        m.d.comb += h_log.eq(h_logr & ~ov_w & Mux(f_log, (1 << W) - 1, 0))
         w4_hit2 = c4 & w4_ent.valid & t_w4   # the S4 write leaves this tile in a way
         sel_count = Mux(w4_hit2, w4_ent.count, 0)
         sel_addr = Mux(w4_hit2, w4_ent.addr, 0)
