@@ -135,7 +135,7 @@ def _timing(report: dict) -> tuple[float | None, dict]:
 # row -> (block, parameter assignments, note).  Not in the default list (``make synth``
 # runs every block at its defaults); see hdl/chiplet/README.md "Fit on an ECP5-85k".
 VARIANTS = {
-    "chiplet_fit": ("chiplet", ["nx=1", "ny=1"],
+    "chiplet_fit": ("chiplet", ["nx=1", "ny=1", "words=4096"],
                     "largest chiplet with Simba-size PEs that fits an ECP5-85k by arithmetic"),
 }
 
