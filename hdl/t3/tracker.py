@@ -27,13 +27,17 @@ multiplexer -> S0's set index -> the 17 block RAMs' read address, mostly routing
   cycles).
 * S0: an *item* -- an input update or a victim record (below) -- enters and its set is read.
 * S1: the set word arrives and is registered as it is; against that register S2 will need the
-  sets written one and two cycles before (a *write log* of two full set words, which also covers
-  the read that collided with a write) and this cycle's S3 item, so their set/tag matches and
-  tag compares are registered here.
-* S2: the set as it is now: the newest of write log / memory word, with the way the S4 write of
+  sets written one and two cycles before (a *write log*, which also covers the read that
+  collided with a write) and this cycle's S3 item: the newer of the two logged sets that wrote
+  this item's set is selected here into one register (``log_set``) with its tag compares, and
+  the S3 item's set/tag matches are registered.
+* S2: the set as it is now: ``log_set`` or the memory word, with the way the S4 write of
   this cycle changes replaced; the tag is compared with every way and with ``overflow``
   fully-associative overflow entries (registers shared by all sets, tagged by set index and tag,
-  also corrected for this cycle's write), and the hit entry's count and address are selected.
+  also corrected for this cycle's write), and the hit entry's count and address are selected --
+  split by source, so that only the memory word's tag compare and an AND-OR over its ways lie
+  between ``rd2`` and the S3 registers (the log / S4-write / overflow terms, all from
+  registers, are OR-ed in last).
 * S3: the result is corrected for the write of the item one ahead (in S4 now; same set / same
   tile, from registers), then: hit -> add the element count; the count reaching ``threshold``
   triggers and frees the entry; exceeding it is an over-count: the item is discarded, the error
