@@ -433,6 +433,13 @@ class Tracker(wiring.Component):
             fr_log.eq(Mux(n_wl0, frees(full4), frees(wl0_set))),
             f_w4.eq(v3 & (set_index(s3.wg) == idx1)), t_w4.eq(tag_of(s3) == tag1),
             v2.eq(v1 & ~clearing), s2.eq(s1)]
+        # overflow-entry tag compares for S2, against the entries as they will be then (this
+        # cycle's S4 write applied; timing: off the S2 select path)
+        ohit_r = Signal(Pv)
+        for j in range(P):
+            m.d.sync += ohit_r[j].eq(Mux(w4_ovf_wr & w4_ovf[j],
+                                         w4_ent.valid & (w4_idx == idx1) & (w4_ent.tag == tag1),
+                                         ovf[j].valid & (ovf[j].set == idx1) & (ovf[j].tag == tag1)))
 
         # ---- S2: the set as it is (write log, then the S4 write), tag compare, hit selection ---
         idx2, tag2 = set_index(s2.wg), tag_of(s2)
@@ -456,8 +463,7 @@ class Tracker(wiring.Component):
         for j in range(P):
             ov = w4_ovf_wr & w4_ovf[j]
             m.d.comb += [
-                ohit2[j].eq(Mux(ov, w4_ent.valid & f_w4 & t_w4,
-                                ovf[j].valid & (ovf[j].set == idx2) & (ovf[j].tag == tag2))),
+                ohit2[j].eq(Mux(ov, w4_ent.valid & f_w4 & t_w4, ohit_r[j])),
                 ofree2[j].eq(Mux(ov, ~w4_ent.valid, ~ovf[j].valid)),
                 ocnt2[j].eq(Mux(ov, w4_ent.count, ovf[j].count)),
                 oaddr2[j].eq(Mux(ov, w4_ent.addr, ovf[j].addr))]
