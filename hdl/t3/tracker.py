@@ -21,7 +21,12 @@ path; the push is now registered, see below: 84.4 MHz, then the 48-bit address m
 record landing in the cycle its tile's record is popped, through the head multiplexer into S1;
 that compare is now made a cycle ahead: 83.5 MHz, the critical path the victim FIFO's head
 multiplexer -> S0's set index -> the 17 block RAMs' read address, mostly routing; the head's
-``wg`` is now a register of its own, ``r_wg``):
+``wg`` is now a register of its own, ``r_wg``: 88.0 MHz, the critical path S2's set correction
+and way select into ``s3_addr``; S2's hit select split by source: 88.6 MHz, the write-log
+select; that select moved into S1 (``log_set``): 91.0 MHz, the overflow entries' tag compare
+-> select -> ``s3_count``; that compare is now registered in S1 (``ohit_r``), not measured
+yet -- every step cycle-identical, about 9 of the ~11 ns are routing of nets that fan out to
+a 608-bit set word):
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
