@@ -103,15 +103,18 @@ def _mapped_memories(mems: list[dict], netlist: dict) -> list[dict]:
     cells = {}
     for mod in netlist.get("modules", {}).values():
         for cname, c in mod.get("cells", {}).items():
-            if c["type"] in ("DP16KD", "TRELLIS_DPR16X4"):
+            if c["type"] in ("DP16KD", "TRELLIS_DPR16X4", "TRELLIS_FF"):
                 cells[cname] = c["type"]
     out = []
     for m in mems:
         key = m["name"]
         hits = [t for n, t in cells.items() if n.startswith(key + ".") or n.startswith(key + "$")
-                or n == key or (key + ".") in n]
+                or n == key or (key + ".") in n or (key + "[") in n]
         bram, lutram = hits.count("DP16KD"), hits.count("TRELLIS_DPR16X4")
-        kind = "DP16KD" if bram else "DPR16X4" if lutram else "logic"
+        # no RAM cell and no flip-flop named after it: optimised away (e.g. the buffer of a
+        # router port at the mesh edge), not a memory built of logic
+        kind = "DP16KD" if bram else "DPR16X4" if lutram else \
+            "logic" if "TRELLIS_FF" in hits else "removed"
         out.append({**m, "mapped_to": kind, "bram": bram, "lutram": lutram})
     return out
 

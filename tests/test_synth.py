@@ -33,3 +33,15 @@ def test_synth_param_row_and_reuse(tmp_path):
     r3 = synth_block("mca", tmp_path, grades=(), assignments=["req_width=4"], row="mca_small",
                      reuse=True)
     assert not r3.get("reused_yosys"), r3
+
+
+def test_memory_mapping_kinds():
+    """A memory with flip-flops named after it is 'logic' (flagged above 1 kbit); one with no
+    cell at all was optimised away ('removed', e.g. an edge router port's buffer)."""
+    from tessera.synth import _mapped_memories
+    mems = [{"name": n, "width": 64, "depth": 64, "bits": 4096} for n in ("a.buf", "b.buf", "c.buf")]
+    net = {"modules": {"top": {"cells": {
+        "a.buf[3]_TRELLIS_FF_Q": {"type": "TRELLIS_FF"},
+        "c.buf.0.0": {"type": "DP16KD"}, "other_TRELLIS_FF_Q": {"type": "TRELLIS_FF"}}}}}
+    kinds = {m["name"]: m["mapped_to"] for m in _mapped_memories(mems, net)}
+    assert kinds == {"a.buf": "logic", "b.buf": "removed", "c.buf": "DP16KD"}, kinds
