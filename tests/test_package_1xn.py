@@ -61,7 +61,7 @@ def run(me, port, flit, cycles=60):
     return seen
 
 
-@pytest.mark.parametrize("cy", [1, 3])
+@pytest.mark.parametrize("cy", [pytest.param(1, marks=pytest.mark.slow), 3])   # make test budget: cy=1 in make soak
 def test_1xn_flit_from_nop_reaches_own_host_node(cy):
     seen = run((0, cy), "host_in", _flit((0, cy), PKG.host_node))
     assert [s[1] for s in seen] == ["aux_out"], seen
