@@ -22,6 +22,21 @@ SMALL = PEParams(K0=4, C0=2, acc_width=20, wbuf_bytes=4096, ibuf_bytes=2048,
                  abuf_entries=256, ppu_depth=4)
 
 
+async def _load_weights(ctx, dut, p, cfg, W):
+    """Drive the weight image of ``cfg`` into ``w_load`` (amaranth.sim testbench)."""
+    for b in golden.weight_beats(p, cfg, W):
+        ctx.set(dut.w_load.valid, 1)
+        for k, v in b.items():
+            if isinstance(v, list):
+                for i, x in enumerate(v):
+                    ctx.set(dut.w_load.payload.data[i], x)
+            else:
+                ctx.set(getattr(dut.w_load.payload, k), v)
+        await ctx.tick()
+    ctx.set(dut.w_load.valid, 0)
+
+
+
 def _run(dut, tb, cycles=None):
     sim = Simulator(dut)
     sim.add_clock(1e-6)
@@ -350,16 +365,7 @@ def pe_tiles(params: dict, cfgs: list[PEConfig], seed: int, ready_prob: float = 
     r = random.Random(seed)
 
     async def control(ctx):
-        for b in golden.weight_beats(p, base, W):
-            ctx.set(dut.w_load.valid, 1)
-            for k, v in b.items():
-                if isinstance(v, list):
-                    for i, x in enumerate(v):
-                        ctx.set(dut.w_load.payload.data[i], x)
-                else:
-                    ctx.set(getattr(dut.w_load.payload, k), v)
-            await ctx.tick()
-        ctx.set(dut.w_load.valid, 0)
+        await _load_weights(ctx, dut, p, base, W)
         if to_ppu:
             for b in golden.ppu_beats(p, base, bias, scale):
                 ctx.set(dut.p_load.valid, 1)
@@ -640,16 +646,7 @@ def test_back_to_back_compare_registered():
         def set_cfg(c):
             for k, v in c.as_dict().items():
                 ctx.set(getattr(dut.cfg, k), v)
-        for b in golden.weight_beats(p, cfg, W):
-            ctx.set(dut.w_load.valid, 1)
-            for k, v in b.items():
-                if isinstance(v, list):
-                    for i, x in enumerate(v):
-                        ctx.set(dut.w_load.payload.data[i], x)
-                else:
-                    ctx.set(getattr(dut.w_load.payload, k), v)
-            await ctx.tick()
-        ctx.set(dut.w_load.valid, 0)
+        await _load_weights(ctx, dut, p, cfg, W)
         ctx.set(dut.psum_out.ready, 1)
         set_cfg(cfg)
         ctx.set(dut.start, 1)

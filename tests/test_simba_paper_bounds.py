@@ -15,6 +15,15 @@ ARCH = load_arch()
 NET = {l.name: l for l in load_network("resnet50")}
 
 
+def _fig7_far_over_adjacent(**kw):
+    """res4a_branch1 on 4 chiplets: the best tiling for adjacent chiplets, then the same
+    tiling on far-apart ones; returns (mapping, far / adjacent latency)."""
+    l = NET["res4a_branch1"]
+    adj, far = (0, 1, 6, 7), (0, 5, 30, 35)
+    b = search(l, ARCH, 4, samples=1000, seed=7, binding=adj, **kw)
+    return b.mapping, evaluate(l, ARCH, b.mapping, binding=far).latency_cycles / b.latency_cycles
+
+
 @pytest.mark.parametrize("name", ["res2a_branch2a", "res2b_branch2c", "res4a_branch2a", "res5a_branch1", "fc1000"])
 def test_optimisation_gain_per_layer_at_most_20_percent(name):
     """Sec. 5: non-uniform partitioning and data placement each gain at most ~15-16 % on a
@@ -108,11 +117,8 @@ def test_fig7_far_over_adjacent_in_paper_range_with_the_chiplets_split_over_k_c(
     the tiling is searched on the adjacent chiplets and kept.  The slowdown is the per-tile credit
     round trip of the 1-output-pixel tiles the search picks (with 2-pixel tiles, found by smaller
     searches, it is ~1.26x), so the search budget is the bench's."""
-    l = NET["res4a_branch1"]
-    adj, far = (0, 1, 6, 7), (0, 5, 30, 35)
-    b = search(l, ARCH, 4, samples=1000, seed=7, binding=adj, chip_pq=False)
-    r = evaluate(l, ARCH, b.mapping, binding=far).latency_cycles / b.latency_cycles
-    assert 2.0 <= r <= 3.0, (b.mapping.short(), r)
+    mapping, r = _fig7_far_over_adjacent(chip_pq=False)
+    assert 2.0 <= r <= 3.0, (mapping.short(), r)
 
 
 @pytest.mark.xfail(strict=True, reason="issue 14 premise table (bench/simba_premises.py): under the "
@@ -120,11 +126,8 @@ def test_fig7_far_over_adjacent_in_paper_range_with_the_chiplets_split_over_k_c(
                    "chiplets, keeps every input local and exchanges nothing, so distance costs ~1.01x")
 def test_fig7_far_over_adjacent_in_paper_range_under_the_headline_dataflow():
     """Fig 7 under the one premise the headline uses (free P/Q + K/C at both levels): 2.0-3.0x."""
-    l = NET["res4a_branch1"]
-    adj, far = (0, 1, 6, 7), (0, 5, 30, 35)
-    b = search(l, ARCH, 4, samples=1000, seed=7, binding=adj)
-    r = evaluate(l, ARCH, b.mapping, binding=far).latency_cycles / b.latency_cycles
-    assert 2.0 <= r <= 3.0, (b.mapping.short(), r)
+    mapping, r = _fig7_far_over_adjacent()
+    assert 2.0 <= r <= 3.0, (mapping.short(), r)
 
 
 @pytest.mark.xfail(strict=True, reason="issue 14 premise table (bench/simba_premises.py): with the chiplets "
