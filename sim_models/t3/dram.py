@@ -111,6 +111,20 @@ def arb_replay(trace: dict, policy: int, thr: int, starve_limit: int, wait_max: 
 
 
 @njit(cache=True)
+def mcq_remove(pick, qn, q_src, q_slot, q_bank, q_id, q_u):
+    """Take entry ``pick`` out of the ordered MC queue of ``qn`` entries (the older ones keep
+    their order); returns True if it was a read (GEMM read or DMA read)."""
+    read = q_src[pick] == SRC_GREAD or q_src[pick] == SRC_DMA
+    for k in range(pick, qn - 1):
+        q_src[k] = q_src[k + 1]
+        q_slot[k] = q_slot[k + 1]
+        q_bank[k] = q_bank[k + 1]
+        q_id[k] = q_id[k + 1]
+        q_u[k] = q_u[k + 1]
+    return read
+
+
+@njit(cache=True)
 def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     """Cycle loop.  C: stage compute cycles, R: stage read requests, SB[j, s]: output requests of
     slot s in stage j, slot_req[s]: total requests of slot s.  Returns (scalars, arrays...)."""
@@ -513,16 +527,10 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                 mrq_src[b] = q_src[pick]
                 mrq_slot[b] = q_slot[pick]
                 mrq_ok[b] = ok
-                if q_src[pick] == SRC_GREAD or q_src[pick] == SRC_DMA:
+                if mcq_remove(pick, qn, q_src, q_slot, q_bank, q_id, q_u):
                     nreads_q -= 1
                 else:
                     nwrites_q -= 1
-                for k in range(pick, qn - 1):
-                    q_src[k] = q_src[k + 1]
-                    q_slot[k] = q_slot[k + 1]
-                    q_bank[k] = q_bank[k + 1]
-                    q_id[k] = q_id[k + 1]
-                    q_u[k] = q_u[k + 1]
                 qn -= 1
                 prio = (prio + 1) % nb
                 break
@@ -621,16 +629,10 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                         d_ret[d_t % dcap] = t + LAT
                         d_slot[d_t % dcap] = q_slot[pick]
                         d_t += 1
-                    if sk == SRC_GREAD or sk == SRC_DMA:
+                    if mcq_remove(pick, qn, q_src, q_slot, q_bank, q_id, q_u):
                         nreads_q -= 1
                     else:
                         nwrites_q -= 1
-                    for k in range(pick, qn - 1):
-                        q_src[k] = q_src[k + 1]
-                        q_slot[k] = q_slot[k + 1]
-                        q_bank[k] = q_bank[k + 1]
-                        q_id[k] = q_id[k + 1]
-                        q_u[k] = q_u[k + 1]
                     qn -= 1
         # ---------------- bookkeeping
         t += 1
