@@ -22,16 +22,28 @@ SMALL = PEParams(K0=4, C0=2, acc_width=20, wbuf_bytes=4096, ibuf_bytes=2048,
                  abuf_entries=256, ppu_depth=4)
 
 
+def _offer(ctx, port, fields):
+    """Present one beat (``fields`` of the payload; lists fill array fields) on a stream port."""
+    ctx.set(port.valid, 1)
+    for k, v in fields.items():
+        if isinstance(v, list):
+            for i, x in enumerate(v):
+                ctx.set(getattr(port.payload, k)[i], x)
+        else:
+            ctx.set(getattr(port.payload, k), v)
+
+
+async def _beat(ctx, port, fields):
+    """One beat, then ``valid`` low (amaranth.sim testbench)."""
+    _offer(ctx, port, fields)
+    await ctx.tick()
+    ctx.set(port.valid, 0)
+
+
 async def _load_weights(ctx, dut, p, cfg, W):
-    """Drive the weight image of ``cfg`` into ``w_load`` (amaranth.sim testbench)."""
+    """Drive the weight image of ``cfg`` into ``w_load`` back to back (amaranth.sim testbench)."""
     for b in golden.weight_beats(p, cfg, W):
-        ctx.set(dut.w_load.valid, 1)
-        for k, v in b.items():
-            if isinstance(v, list):
-                for i, x in enumerate(v):
-                    ctx.set(dut.w_load.payload.data[i], x)
-            else:
-                ctx.set(getattr(dut.w_load.payload, k), v)
+        _offer(ctx, dut.w_load, b)
         await ctx.tick()
     ctx.set(dut.w_load.valid, 0)
 
@@ -265,23 +277,13 @@ def pe_tile(params: dict, cfg: PEConfig, seed: int, ready_prob: float):
     r = random.Random(seed)
 
     async def tb(ctx):
-        async def beat(port, fields):
-            ctx.set(port.valid, 1)
-            for k, v in fields.items():
-                if isinstance(v, list):
-                    for i, x in enumerate(v):
-                        ctx.set(getattr(port.payload, k)[i], x)
-                else:
-                    ctx.set(getattr(port.payload, k), v)
-            await ctx.tick()
-            ctx.set(port.valid, 0)
         for b in golden.weight_beats(p, cfg, W):
-            await beat(dut.w_load, b)
+            await _beat(ctx, dut.w_load, b)
         for b in golden.input_beats(p, cfg, X):
-            await beat(dut.i_load, b)
+            await _beat(ctx, dut.i_load, b)
         if to_ppu:
             for b in golden.ppu_beats(p, cfg, bias, scale):
-                await beat(dut.p_load, b)
+                await _beat(ctx, dut.p_load, b)
         for k, v in cfg.as_dict().items():
             ctx.set(getattr(dut.cfg, k), v)
         ctx.set(dut.start, 1)
@@ -551,20 +553,10 @@ def test_result_credits_bound_issue(extra):
     got, seen = [], {}
 
     async def tb(ctx):
-        async def beat(port, fields):
-            ctx.set(port.valid, 1)
-            for k, v in fields.items():
-                if isinstance(v, list):
-                    for i, x in enumerate(v):
-                        ctx.set(getattr(port.payload, k)[i], x)
-                else:
-                    ctx.set(getattr(port.payload, k), v)
-            await ctx.tick()
-            ctx.set(port.valid, 0)
         for b in golden.weight_beats(p, cfg, W):
-            await beat(dut.w_load, b)
+            await _beat(ctx, dut.w_load, b)
         for b in golden.input_beats(p, cfg, X):
-            await beat(dut.i_load, b)
+            await _beat(ctx, dut.i_load, b)
         for k, v in cfg.as_dict().items():
             ctx.set(getattr(dut.cfg, k), v)
         ctx.set(dut.start, 1)
