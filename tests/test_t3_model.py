@@ -269,6 +269,14 @@ def test_compute_first_starves_rs_only_the_limit_bounds_it(threshold_runs):
     assert r["rr"].max_comm_wait < 2 * q <= s.mca_starve_limit // 4
 
 
+@pytest.mark.xfail(strict=True, reason="issue 15: the first pass's bound (round-robin's longest RS wait within one "
+                   "MC queue, q = 64) at its original strength; with the 12/8 write-drain watermarks the model's "
+                   "longest wait is 68 cycles. Kept visible, not loosened")
+def test_round_robin_longest_wait_within_one_queue_original_bound(threshold_runs):
+    q = config.system().mc_queue_entries
+    assert threshold_runs["rr"].max_comm_wait <= q
+
+
 @pytest.fixture(scope="module")
 def memory_intensive_runs():
     """Mega-GPT-2 FC-2 TP8: the most memory-intensive GEMM of the Fig 16 set (activation re-walked)."""
@@ -294,11 +302,9 @@ def test_mca_threshold_beats_compute_first_on_a_memory_intensive_gemm(memory_int
     assert r["mca30"].gemm_end < 1.15 * r["alone"].time
 
 
-def test_round_robin_cost_is_turnarounds_and_row_conflicts():
-    """§6.1.2 / Fig 17: in T3 the RS traffic slows the GEMM.  In the channel model round-robin mixes the
-    GEMM's NMC stores with the DMA reads and updates (read/write turnarounds) and its operand reads with
-    the chunk traffic (row conflicts between the two row groups): each take-apart switch recovers part
-    of it, both together most; MCA, which batches communication, depends on each less."""
+@pytest.fixture(scope="module")
+def turnaround_takeapart_runs():
+    """T-NLG FC-1 TP16 under round-robin and MCA with the DRAM take-apart switches (one run each)."""
     d = gemm.sublayer_dims(config.model("t-nlg"), 16, "FC-1")
     s0 = config.system(16)
     pu = gemm.plan(s0, d, cached_output=False)
@@ -309,6 +315,15 @@ def test_round_robin_cost_is_turnarounds_and_row_conflicts():
                      ("neither", dict(tRTW=0, tWTR=0, row_interference=False))):
         s = s0.scaled(**kw)
         res[name] = {p: overlap.simulate(s, pu, comm=True, policy=p) for p in ("rr", "mca")}
+    return alone, res
+
+
+def test_round_robin_cost_is_turnarounds_and_row_conflicts(turnaround_takeapart_runs):
+    """§6.1.2 / Fig 17: in T3 the RS traffic slows the GEMM.  In the channel model round-robin mixes the
+    GEMM's NMC stores with the DMA reads and updates (read/write turnarounds) and its operand reads with
+    the chunk traffic (row conflicts between the two row groups): each take-apart switch recovers part
+    of it, both together most; MCA, which batches communication, depends on each less."""
+    alone, res = turnaround_takeapart_runs
     g = {k: v["rr"].gemm_end for k, v in res.items()}
     assert g["model"] > 1.3 * alone
     assert g["no turnaround"] < 0.92 * g["model"]
@@ -317,6 +332,15 @@ def test_round_robin_cost_is_turnarounds_and_row_conflicts():
     for k in res:       # MCA depends on each less than round-robin does
         if k != "model":
             assert abs(res[k]["mca"].time / res["model"]["mca"].time - 1) < 1 - g[k] / g["model"], k
+
+
+@pytest.mark.xfail(strict=True, reason="issue 15: the first pass's claim that MCA 'barely depends' on turnarounds "
+                   "and row conflicts (< 3 % per take-apart switch) at its original strength; the model's MCA moves "
+                   "4.3 % with them. Kept visible, not loosened")
+def test_mca_barely_depends_on_turnarounds_and_row_conflicts_original_bound(turnaround_takeapart_runs):
+    _, res = turnaround_takeapart_runs
+    for k in res:
+        assert abs(res[k]["mca"].time / res["model"]["mca"].time - 1) < 0.03, k
 
 
 def test_mca_learns_threshold_from_the_isolated_first_stage():
