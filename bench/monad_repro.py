@@ -353,7 +353,7 @@ def fig7_premise_experiment(budget, sa, seed, polish, workers):
 
 FIG7_SIMBA_VARIANTS = {
     # the Simba-like baseline taken apart, one assumption at a time (everything else as used)
-    "as_before": {},                    # last stop's premise: Simba's real 36 chiplets x 4x4 x 8x8
+    "unchanged": {},                    # the premise's Simba-like (last stop's: real 36 chiplets x 4x4 x 8x8)
     "io_1mm2": {"io": 1.0},             # 125 GB/s per chiplet (>= Simba's 100 GB/s NoP) instead of 62.5
     "io_2mm2": {"io": 2.0},             # 250 GB/s per chiplet
     "16_chiplets_same_pes": {"shape": [[4, 4], [4, 4], [12, 12]]},
@@ -369,6 +369,11 @@ FIG7_SIMBA_VARIANTS = {
     "psum_reduced_on_package": {"hw": {"psum_reduction": "on_package"}},
     "links_unlimited": {"hw": {"link_bw_rule": "unlimited"}},
 }
+
+
+# the remaining overshoot, taken apart once more on the adopted premise (Simba-like at 4 chiplets)
+FIG7_SIMBA_ADOPTED_VARIANTS = ("unchanged", "io_1mm2", "io_1mm2_all_three", "pq_splits_too", "anneal_x4",
+                               "links_unlimited")
 
 
 def fig7_simba_takeapart(budget, sa, seed, polish, workers, variants=None, premise="baton_own_granularity"):
@@ -396,12 +401,12 @@ def fig7_simba_takeapart(budget, sa, seed, polish, workers, variants=None, premi
                      "never_worse_than_both": all(rows[w]["monad"]["edp"] <= max(rows[w]["simba"]["edp"],
                                                                                  rows[w]["baton"]["edp"])
                                                   for w in FIG7_LAYERS)}
-        if name != "as_before" and "as_before" in out:
-            out[name]["simba_edp_vs_as_before_gmean"] = gmean(
-                [out[name]["simba_edp"][w] / out["as_before"]["simba_edp"][w] for w in FIG7_LAYERS])
+        if name != "unchanged" and "unchanged" in out:
+            out[name]["simba_edp_vs_unchanged_gmean"] = gmean(
+                [out[name]["simba_edp"][w] / out["unchanged"]["simba_edp"][w] for w in FIG7_LAYERS])
         print(f"  Simba-like take-apart {name}: EDP reduction vs Simba {red['simba']:.1%}, vs NN-Baton "
               f"{red['baton']:.1%} (NN-Baton-like / Simba-like EDP {bs:.2f}); Simba-like EDP x"
-              f"{out[name].get('simba_edp_vs_as_before_gmean', 1.0):.3f} of as before (gmean)", flush=True)
+              f"{out[name].get('simba_edp_vs_unchanged_gmean', 1.0):.3f} of unchanged (gmean)", flush=True)
     return {"variants": out, "seed": seed, "premise": premise,
             "search": {"bo_points": budget, "sa_steps_per_hardware_point": sa, "polish_steps": polish}}
 
@@ -942,10 +947,10 @@ MODES = {
     # fig7: BO points, SA steps per hardware point, polish; fig8: BO points, SA steps; seeds
     "repro": {"fig7": (16, 80, 80), "fig8": (24, 60), "seeds": (0, 1, 2), "fig9": (16, 30, 2000),
               "tt": (16, 30), "dask": (16, 4000), "fig7_free": (8, 30, 30), "fig7_transfer": (8, 40, 40),
-              "fig7_premise": (8, 40, 40)},
+              "fig7_premise": (8, 40, 40), "fig7_simba": (8, 40, 40)},
     "quick": {"fig7": (3, 8, 8), "fig8": (4, 8), "seeds": (0,), "fig9": (8, 10, 300), "tt": (6, 10), "dask": (2, 5),
               "fig7_free": (2, 4, 4), "fig7_transfer": (2, 4, 4),
-              "fig7_premise": (2, 4, 4)},
+              "fig7_premise": (2, 4, 4), "fig7_simba": None},
 }
 
 
@@ -969,6 +974,8 @@ def main(argv=None):
         print(f"updated {path}")
         return 0
     OUT.mkdir(parents=True, exist_ok=True)
+    prev = OUT / "monad_repro.json"         # read before this run's first save (--no-dask carries its Dask entry)
+    old = json.loads(prev.read_text()) if prev.exists() else {}
     mode = "quick" if args.quick else "repro"
     M = MODES[mode]
     t0 = time.time()
@@ -985,8 +992,6 @@ def main(argv=None):
     doc["validation"] = validation()
     save()
     if M["dask"] and args.no_dask:
-        prev = OUT / "monad_repro.json"
-        old = json.loads(prev.read_text()) if prev.exists() else {}
         if "dask_speedup_2_workers" in old:
             doc["dask_speedup_2_workers"] = {**old["dask_speedup_2_workers"],
                                              "carried_over": "not re-measured in this run (--no-dask)"}
@@ -1005,6 +1010,13 @@ def main(argv=None):
                 ex, *M["fig7_free"][:2], doc["fig7"]["per_workload_seed"], M["fig7_free"][2],
                 doc["fig7"]["per_workload"])
         save()
+        if M.get("fig7_simba"):
+            doc["fig7"]["simba_takeapart"] = fig7_simba_takeapart(
+                *M["fig7_simba"][:2], doc["fig7"]["per_workload_seed"], M["fig7_simba"][2], args.workers)
+            doc["fig7"]["simba_takeapart_adopted"] = fig7_simba_takeapart(
+                *M["fig7_simba"][:2], doc["fig7"]["per_workload_seed"], M["fig7_simba"][2], args.workers,
+                variants=FIG7_SIMBA_ADOPTED_VARIANTS, premise=FIG7_PREMISE)
+            save()
         if M.get("fig7_premise"):
             doc["fig7"]["premise_experiment"] = fig7_premise_experiment(
                 *M["fig7_premise"][:2], doc["fig7"]["per_workload_seed"], M["fig7_premise"][2], args.workers)
