@@ -10,10 +10,13 @@ one-seed smoke test with tiny budgets.  Fig 7 also reruns its search with one
 transfer limit removed at a time (DRAM, die-to-die links, both, links sized to
 the hotspot as the paper does) -- the experiment behind the NN-Baton gap -- and
 under every premise of what Monad holds equal to the baselines (FIG7_PREMISES;
-used: each baseline at its own package, Monad's chiplet count free).  Fig 8's
-Pkg and Inte select the chiplets to integrate among Rand's designs (design
-selector, INTE_POOL).  The Dask section records the wall-clock speedup and the
-CPU-normalised one (the wall clock follows the CPU a shared host gives).
+used: both baselines on 4 chiplets with the same PEs and interface, Monad's
+chiplet count free), and takes the Simba-like baseline apart one assumption at a
+time (FIG7_SIMBA_VARIANTS).  Fig 8's Net/Pkg/Inte integrate Rand's own chiplets
+(INTE_POOL 1); the previous premise, a selector over 4 of Rand's random designs,
+is rerun on one seed.  The Dask section records the wall-clock speedup and the
+CPU-normalised one (the wall clock follows the CPU a shared host gives);
+``--no-dask`` skips it and carries the previous entry over.
 """
 from __future__ import annotations
 
