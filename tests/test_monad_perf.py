@@ -226,6 +226,25 @@ def test_link_bandwidth_rules_for_sensitivity():
         evaluate(wl, d)
 
 
+def test_latency_rule_path_is_the_paper_equation():
+    """hardware ``latency_rule`` "path" (a Fig 8 take-apart setting; default
+    "pipelined"): latency is §III-C's Lat = max over paths of the summed stage
+    delays of one chunk, without the (steps - 1) x longest stage of streaming all
+    chunks; the pipelined latency is that path plus (steps - 1) x the longest stage."""
+    from tessera.sim_models.monad.perf import hardware, hardware_overrides
+    wl, d = _transformer_design()
+    base = evaluate(wl, d)
+    with hardware_overrides(latency_rule="path"):
+        one = evaluate(wl, d)
+    assert "latency_rule" not in hardware() and evaluate(wl, d).latency_ns == base.latency_ns
+    longest = max(base.stages.values())          # ns
+    assert wl.pipeline_steps > 1
+    assert base.latency_ns == pytest.approx(one.latency_ns + (wl.pipeline_steps - 1) * longest)
+    assert one.energy_pj == base.energy_pj and one.cost_usd == base.cost_usd
+    with hardware_overrides(latency_rule="nope"), pytest.raises(ModelError):
+        evaluate(wl, d)
+
+
 def test_idle_chiplet_needs_no_producer_data():
     """A split with more chiplets than iterations leaves a chiplet with an empty
     region; it receives nothing (was a ZeroDivisionError in a TT search)."""

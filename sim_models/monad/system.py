@@ -33,6 +33,11 @@ reduction; a Fig 7 take-apart premise: it did not help Simba-like, x1.6 EDP).
     Lat = longest path of stage delays + (steps - 1) x longest stage
     Thr = 1 / longest stage
 
+(§III-C's Lat is the longest path alone, the delay of one outcome; the model's
+default latency is that of all ``pipeline_steps`` chunks, in which a transfer
+stage overlaps the other chunks' compute.  Hardware ``latency_rule`` "path"
+gives the paper's equation as a take-apart setting: bench/monad_fig8_takeapart.py.)
+
 Energy = MAC + SRAM (by size) + on-chip NoC + die-to-die per bit per hop (by
 packaging) + DRAM per bit.  Left out: several ops bound to one chiplet
 (sequential Bind), reshapes are handled by proportional volume split (no
@@ -284,7 +289,13 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
     path = max(end[o.name] + delays.get("out:" + o.name, 0.0) for o in wl.ops)
     stages = {**{"v:" + k: v for k, v in D.items()}, **delays}
     longest = max(stages.values())
-    latency_cycles = path + (P - 1) * longest
+    rule = hw.get("latency_rule", "pipelined")
+    if rule == "pipelined":           # all P chunks: fill the pipeline, then one chunk per longest stage
+        latency_cycles = path + (P - 1) * longest
+    elif rule == "path":              # §III-C Eq. literally: the longest path of one chunk (take-apart setting)
+        latency_cycles = path
+    else:
+        raise ModelError(f"latency_rule must be pipelined or path, got {rule!r}")
     # energy
     energy = {}
     for r in res.values():
