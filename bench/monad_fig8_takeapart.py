@@ -9,9 +9,10 @@ links + DRAM), the ceiling 1 / (1 - share), the share of (steps - 1) x the longe
 streaming of the other chunks, into which transfers enter only if a transfer stage is
 the longest), the best of an exhaustive grid over
 packaging x I/O area x network (identity placement), and for the rows marked
-``search`` Inte from a short Fig 8 search (8 BO points x 20 SA steps, seeds 0-2).
+``search`` Inte from a short Fig 8 search (8 BO points x 20 SA steps, seeds 0-2;
+``--all-settings``: every Fig 8 bar under the path latency, to show what else moves).
 
-    nice -n 10 .venv/bin/python bench/monad_fig8_takeapart.py      # ~3 min on 2 cores
+    nice -n 10 .venv/bin/python bench/monad_fig8_takeapart.py [--all-settings]   # ~1 min (+4 min) on 2 cores
 
 Prints the table and writes build/bench/monad_fig8_takeapart.json.  Left out: a
 Rand whose I/O area is drawn is shown only statically (no search)."""
@@ -119,7 +120,12 @@ ROWS = [
 ]
 
 
-def main():
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--all-settings", action="store_true",
+                    help="for the path-latency rows run every Fig 8 setting, not only Inte (~4 more min)")
+    all_settings = ap.parse_args(argv).all_settings
     t0 = time.time()
     out = {"definition": "share = 1 - latency(links unlimited) / latency of Rand (median of 9 draws); ceiling = "
                          "1 / (1 - share); grid = best latency over packaging x I/O area x network (identity "
@@ -131,16 +137,20 @@ def main():
         with hardware_overrides(**hw):
             per = [measure(wl, rand_design(wl, s, **draw)) for s in SEEDS]
             inte = None
+            bars = None
             if search:
+                only = None if all_settings and hw.get("latency_rule") == "path" else ("Inte",)
                 with make_executor(None, 2) as ex:
-                    inte = [mr.fig8_seed(ex, 8, 20, s, objectives=("latency",), only=("Inte",))["latency"]["Inte"]
-                            for s in SEEDS]
+                    bars = [mr.fig8_seed(ex, 8, 20, s, objectives=("latency",), only=only)["latency"] for s in SEEDS]
+                inte = [b["Inte"] for b in bars]
         row = {"description": desc, "paper_basis": basis, "hardware_overrides": hw, "pipeline_steps": wl.pipeline_steps,
                "rand_draw": {k: list(v) if isinstance(v, tuple) else v for k, v in draw.items()}, "per_seed": per}
         for k in ("link_share", "link_dram_share", "ceiling_x", "grid_x", "streaming_share"):
             row[k + "_median"] = statistics.median(p[k] for p in per)
         if inte:
             row["inte_x"] = inte
+            if len(bars[0]) > 2:          # every Fig 8 bar (--all-settings)
+                row["fig8_latency_bars_x"] = bars
             row["inte_x_median"] = statistics.median(inte)
 
         def f(k, pct=False):
