@@ -226,6 +226,25 @@ def test_link_bandwidth_rules_for_sensitivity():
         evaluate(wl, d)
 
 
+def test_latency_rule_path_is_the_paper_equation():
+    """hardware ``latency_rule`` "path" (a Fig 8 take-apart setting; default
+    "pipelined"): latency is §III-C's Lat = max over paths of the summed stage
+    delays of one chunk, without the (steps - 1) x longest stage of streaming all
+    chunks; the pipelined latency is that path plus (steps - 1) x the longest stage."""
+    from tessera.sim_models.monad.perf import hardware, hardware_overrides
+    wl, d = _transformer_design()
+    base = evaluate(wl, d)
+    with hardware_overrides(latency_rule="path"):
+        one = evaluate(wl, d)
+    assert "latency_rule" not in hardware() and evaluate(wl, d).latency_ns == base.latency_ns
+    longest = max(base.stages.values())          # ns
+    assert wl.pipeline_steps > 1
+    assert base.latency_ns == pytest.approx(one.latency_ns + (wl.pipeline_steps - 1) * longest)
+    assert one.energy_pj == base.energy_pj and one.cost_usd == base.cost_usd
+    with hardware_overrides(latency_rule="nope"), pytest.raises(ModelError):
+        evaluate(wl, d)
+
+
 def test_idle_chiplet_needs_no_producer_data():
     """A split with more chiplets than iterations leaves a chiplet with an empty
     region; it receives nothing (was a ZeroDivisionError in a TT search)."""
@@ -243,3 +262,29 @@ def test_idle_chiplet_needs_no_producer_data():
     assert any(hi <= lo for reg in res.regions.values() for lo, hi in reg.values())
     r = evaluate(wl, d)
     assert r.latency_ns > 0 and r.energy_pj > 0
+
+
+def test_psum_reduction_on_package_sensitivity():
+    """hardware ``psum_reduction`` "on_package" (a Fig 7 take-apart premise; default
+    "dram"): chiplets holding partial sums of the same outputs (a package-level split
+    of the reduction loop c) reduce them along a chain and only the chain's last
+    chiplet writes to DRAM (§III-A "only the final results are written to DRAM")."""
+    from tessera.sim_models.monad.perf import hardware, hardware_overrides
+    wl = load_workload("res3")
+    m = Mapping(Level((1, 2), ("k", "c")), Level((2, 2), ("k", "c")), Level((8, 8), ("c", "k")))
+    d = Design((m,))
+    base = evaluate(wl, d)
+    with hardware_overrides(psum_reduction="on_package"):
+        red = evaluate(wl, d)
+    assert "psum_reduction" not in hardware()
+    # two chiplets split c: one partial-sum hop instead of a second DRAM write
+    saved_bits = (base.energy["dram"] - red.energy["dram"]) / hardware()["dram_pj_per_bit"]
+    assert saved_bits > 0
+    # the same bits cross one die-to-die hop instead (organic UCIe 0.5 pJ/bit, neighbours)
+    assert red.energy["d2d"] - base.energy["d2d"] == pytest.approx(saved_bits * 0.5)
+    # a split of output loops only has no partial sums to reduce: nothing changes
+    m2 = Mapping(Level((1, 2), ("k", "p")), Level((2, 2), ("k", "c")), Level((8, 8), ("c", "k")))
+    a = evaluate(wl, Design((m2,)))
+    with hardware_overrides(psum_reduction="on_package"):
+        b = evaluate(wl, Design((m2,)))
+    assert (a.energy_pj, a.latency_ns) == (b.energy_pj, b.latency_ns)

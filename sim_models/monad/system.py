@@ -25,9 +25,18 @@ packaging, so packaging could not change latency -- §V-C says it does.)
 ``Design.link_bw`` overrides the bandwidth (the I/O area then follows it);
 hardware ``link_bw_rule`` "hotspot" (the paper's sizing) or "unlimited" are
 sensitivity settings (bench/monad_repro.py Fig 7 transfer sensitivity).
+Partial sums of a package-level split of a reduction loop are written to DRAM by
+every chiplet (default ``psum_reduction`` "dram"); "on_package" reduces them
+along a chain of the chiplets holding the same outputs (Simba's cross-chiplet
+reduction; a Fig 7 take-apart premise: it did not help Simba-like, x1.6 EDP).
 
     Lat = longest path of stage delays + (steps - 1) x longest stage
     Thr = 1 / longest stage
+
+(§III-C's Lat is the longest path alone, the delay of one outcome; the model's
+default latency is that of all ``pipeline_steps`` chunks, in which a transfer
+stage overlaps the other chunks' compute.  Hardware ``latency_rule`` "path"
+gives the paper's equation as a take-apart setting: bench/monad_fig8_takeapart.py.)
 
 Energy = MAC + SRAM (by size) + on-chip NoC + die-to-die per bit per hop (by
 packaging) + DRAM per bit.  Left out: several ops bound to one chiplet
@@ -218,6 +227,25 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
                 flows.append(Flow(nearest_mc(node_of[c]), node_of[c], psum, psum / D[op.name], stage_in))
         if not wl.consumers(op.name):
             v = r.ext_out / P
+            rule = hw.get("psum_reduction", "dram")
+            if rule not in ("dram", "on_package"):
+                raise ModelError(f"psum_reduction must be dram or on_package, got {rule!r}")
+            if rule == "on_package":
+                # §III-A "only the final results are written to DRAM": chiplets that hold
+                # partial sums of the same outputs (a package-level split of a reduction
+                # loop) reduce them along a chain (Simba's cross-chiplet reduction); the
+                # last chiplet of the chain writes the result
+                orel = relevant(op.output)
+                groups = {}
+                for k, c in enumerate(chips):
+                    key = tuple(sorted((l, rg) for l, rg in r.regions[k].items() if l in orel))
+                    groups.setdefault(key, []).append(c)
+                for g in groups.values():
+                    for a, b in zip(g, g[1:]):
+                        flows.append(Flow(node_of[a], node_of[b], v, v / D[op.name], "out:" + op.name))
+                    flows.append(Flow(node_of[g[-1]], nearest_mc(node_of[g[-1]]), v, v / D[op.name],
+                                      "out:" + op.name))
+                continue
             for c in chips:
                 flows.append(Flow(node_of[c], nearest_mc(node_of[c]), v, v / D[op.name], "out:" + op.name))
         else:
@@ -261,7 +289,13 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
     path = max(end[o.name] + delays.get("out:" + o.name, 0.0) for o in wl.ops)
     stages = {**{"v:" + k: v for k, v in D.items()}, **delays}
     longest = max(stages.values())
-    latency_cycles = path + (P - 1) * longest
+    rule = hw.get("latency_rule", "pipelined")
+    if rule == "pipelined":           # all P chunks: fill the pipeline, then one chunk per longest stage
+        latency_cycles = path + (P - 1) * longest
+    elif rule == "path":              # §III-C Eq. literally: the longest path of one chunk (take-apart setting)
+        latency_cycles = path
+    else:
+        raise ModelError(f"latency_rule must be pipelined or path, got {rule!r}")
     # energy
     energy = {}
     for r in res.values():
