@@ -22,7 +22,16 @@ request is a hold-until-granted handshake, so nothing is ever dropped.  Each
 bank has one round-robin arbiter for its read port and one for its write
 port; the requester granted last on that port gets the lowest priority next,
 so a held request is granted within (number of requesters) cycles of
-contention on its bank.  Requesters on different banks are granted in the
+contention on its bank.  With ``wr_first`` the write port is not round robin:
+write requester 0 is always granted at once, and the others share the cycles
+it leaves its bank idle (round robin among themselves).  The Global PE gives
+write requester 0 to the network input (RECV): its write grant then comes
+from its own request registers, not through the other writer's request
+(timing, issue 20), and a RECV word never waits, while an EWISE write waits
+only for cycles in which RECV writes the same bank (RECV never writes one
+bank in two consecutive cycles when ``banks`` >= 2: consecutive kept words
+of a packet have consecutive addresses, and packets are separated by a head
+flit, so an EWISE write waits at most 1 cycle).  Requesters on different banks are granted in the
 same cycle.  Read data appears on ``data`` with ``data_valid`` one cycle
 after the grant.
 
@@ -77,7 +86,7 @@ def round_robin(m: Module, reqs, name: str):
 class Buffer(wiring.Component):
     """Banked activation buffer with ``n_read`` read and ``n_write`` write requesters."""
 
-    def __init__(self, words=2048, width=256, banks=4, n_read=3, n_write=2):
+    def __init__(self, words=2048, width=256, banks=4, n_read=3, n_write=2, wr_first=False):
         if banks < 1 or banks & (banks - 1):
             raise ValueError("banks must be a power of two")
         if words % banks or words < banks:
@@ -85,6 +94,7 @@ class Buffer(wiring.Component):
         self.words, self.width, self.banks = words, width, banks
         self.addr_bits = max(1, (words - 1).bit_length())
         self.n_read, self.n_write = n_read, n_write
+        self.wr_first = wr_first
         super().__init__({
             "rd": In(read_req_signature(self.addr_bits, width)).array(n_read),
             "wr": In(write_req_signature(self.addr_bits, width)).array(n_write),
@@ -113,7 +123,15 @@ class Buffer(wiring.Component):
             rreq = [p.valid & (bank_of(p.addr) == k) for p in self.rd]
             gr, anyr = round_robin(m, rreq, f"rd_b{k}")
             wreq = [p.valid & (bank_of(p.addr) == k) for p in self.wr]
-            gw, anyw = round_robin(m, wreq, f"wr_b{k}")
+            if self.wr_first and self.n_write > 1:
+                # write requester 0 first; the others share what it leaves, round robin
+                # (its grant is its own request: no arbitration on its path)
+                rest, _ = round_robin(m, [r & ~wreq[0] for r in wreq[1:]], f"wr_b{k}")
+                gw = [wreq[0]] + rest
+                anyw = Signal(name=f"wr_b{k}_any")
+                m.d.comb += anyw.eq(Cat(*wreq).any())
+            else:
+                gw, anyw = round_robin(m, wreq, f"wr_b{k}")
             for i in range(self.n_read):
                 rgrant[i][k] = gr[i]
                 with m.If(gr[i]):
