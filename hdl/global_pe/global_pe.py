@@ -123,7 +123,7 @@ class GlobalPE(wiring.Component):
         for g in range(cfg.groups):
             m.d.comb += [snd.table[g].eq(mc.table[g]), dec.table[g].eq(mc.table[g])]
         for u in range(cfg.ucast_lanes):
-            m.d.comb += mc.uaddr[u].eq(snd.uaddr_q[u])
+            m.d.comb += mc.uaddr[u].eq(snd.uaddr_next[u])
 
         # unit starts
         m.d.comb += [snd.start.eq(dec.start_send), snd.tag.eq(q.tag), snd.base.eq(q.a),

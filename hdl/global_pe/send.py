@@ -101,7 +101,9 @@ class SendEngine(wiring.Component):
             "table": In(mask_layout(cfg)).array(cfg.groups),
             "lane_ready": In(cfg.lanes),
             "cons_en": Out(1), "cons_sel": Out(cfg.lanes),
-            "uaddr_q": Out(node_address_layout(cfg)).array(cfg.ucast_lanes),
+            # unicast-lane destinations as they will be next cycle (the multicast
+            # manager's member registers load them)
+            "uaddr_next": Out(node_address_layout(cfg)).array(cfg.ucast_lanes),
             # buffer and network
             "rd": Out(read_req_signature(addr_bits, cfg.word_bits)),
             "node_id": In(node_address_layout(cfg)),
@@ -143,8 +145,10 @@ class SendEngine(wiring.Component):
         base2 = lane_sigs("l{}_base2", FIELD)
         seq = lane_sigs("l{}_seq", SEQ_BITS)
         uaddr = [Signal(node_address_layout(cfg), name=f"u{u}_addr") for u in range(U)]
+        uaddr_d = [Signal(node_address_layout(cfg), name=f"u{u}_addr_next") for u in range(U)]
         for u in range(U):
-            m.d.comb += self.uaddr_q[u].eq(uaddr[u])
+            m.d.comb += self.uaddr_next[u].eq(uaddr_d[u])
+            m.d.sync += uaddr[u].eq(uaddr_d[u])
         m.d.comb += self.lane_busy.eq(Cat(*act))
         for i in range(L):
             m.d.sync += [act_d[i].eq(act[i]),
@@ -196,7 +200,9 @@ class SendEngine(wiring.Component):
                 for u in range(U):
                     with m.If(new_u == u):
                         init_lane(G + u)
-                        m.d.sync += uaddr[u].eq(self.uaddr)
+        for u in range(U):
+            m.d.comb += uaddr_d[u].eq(Mux(self.start & self.ucast & (new_u == u), self.uaddr,
+                                          uaddr[u]))
 
         # --- issue stage -----------------------------------------------------
         cur = Signal(range(L))
