@@ -39,7 +39,7 @@ Left out: ECC, power gating, byte write enables (writes are whole words).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -56,16 +56,23 @@ def write_req_signature(addr_bits, width):
                              "grant": In(1)})
 
 
-def round_robin(m: Module, reqs, name: str):
+def round_robin(m: Module, reqs, name: str, en=None):
     """Grant one of ``reqs`` (list of 1-bit values); the last grantee gets lowest priority.
 
-    Returns (grant list, any).  Pointer updates when a grant is given."""
+    Returns (grant list, any).  Pointer updates when a grant is given.  ``en`` (optional)
+    gates the result: the pick is made from ``reqs`` alone and ANDed with ``en`` last
+    (the same grants as ANDing ``en`` into every request, with a shorter path from
+    ``en``)."""
     n = len(reqs)
+    raw = [Signal(name=f"{name}_r{i}") for i in range(n)] if en is not None else None
     grants = [Signal(name=f"{name}_g{i}") for i in range(n)]
     any_req = Signal(name=f"{name}_any")
-    m.d.comb += any_req.eq(Cat(*reqs).any())
+    pick = raw if en is not None else grants
+    m.d.comb += any_req.eq(Cat(*reqs).any() if en is None else Cat(*reqs).any() & en)
+    if en is not None:
+        m.d.comb += [g.eq(r & en) for g, r in zip(grants, raw)]
     if n == 1:
-        m.d.comb += grants[0].eq(reqs[0])
+        m.d.comb += pick[0].eq(reqs[0])
         return grants, any_req
     last = Signal(range(n), name=f"{name}_last", init=n - 1)
     for p in range(n):              # if-chains, not case: lint-clean for any n
@@ -76,7 +83,7 @@ def round_robin(m: Module, reqs, name: str):
                 cond = reqs[i]
                 for h in higher:
                     cond = cond & ~h
-                m.d.comb += grants[i].eq(cond)
+                m.d.comb += pick[i].eq(cond)
     for i in range(n):
         with m.If(grants[i]):
             m.d.sync += last.eq(i)
@@ -132,15 +139,22 @@ class Buffer(wiring.Component):
                 m.d.comb += anyw.eq(Cat(*wreq).any())
             else:
                 gw, anyw = round_robin(m, wreq, f"wr_b{k}")
+            # address / data multiplexers: the grants are one-hot and the port ignores
+            # them when no one is granted, so the last requester is the default (one
+            # select fewer); the write port's first select is requester 0's own request
+            # when it goes first
+            r_addr = row_of(self.rd[-1].addr)
+            for i in reversed(range(self.n_read - 1)):
+                r_addr = Mux(gr[i], row_of(self.rd[i].addr), r_addr)
+            w_addr, w_data = row_of(self.wr[-1].addr), self.wr[-1].data
+            for i in reversed(range(self.n_write - 1)):
+                w_addr = Mux(gw[i], row_of(self.wr[i].addr), w_addr)
+                w_data = Mux(gw[i], self.wr[i].data, w_data)
+            m.d.comb += [bank.r_addr.eq(r_addr), bank.w_addr.eq(w_addr), bank.w_data.eq(w_data)]
             for i in range(self.n_read):
                 rgrant[i][k] = gr[i]
-                with m.If(gr[i]):
-                    m.d.comb += bank.r_addr.eq(row_of(self.rd[i].addr))
             for i in range(self.n_write):
                 wgrant[i][k] = gw[i]
-                with m.If(gw[i]):
-                    m.d.comb += [bank.w_addr.eq(row_of(self.wr[i].addr)),
-                                 bank.w_data.eq(self.wr[i].data)]
             m.d.comb += [bank.r_en.eq(anyr), bank.w_en.eq(anyw)]
             both = Signal(name=f"rw_b{k}")
             ra, wa = Signal.like(bank.r_addr), Signal.like(bank.w_addr)
