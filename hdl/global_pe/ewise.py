@@ -146,10 +146,14 @@ class EwiseUnit(wiring.Component):
         consume = Signal()
         m.d.comb += consume.eq(running & a_avail & b_avail & room)
 
+        # the requests, with ``consume`` expanded and ``running`` dropped (a_more / b_more
+        # imply running: both are set with it and cleared by the last read grant, before
+        # the last write completes the EWISE); ``room`` is ``~inq[2]`` (inq <= WQ_DEPTH)
+        assert WQ_DEPTH == 4
         m.d.comb += [self.rda.addr.eq(ra),
-                     self.rda.valid.eq(running & a_more & (~a_avail | consume))]
+                     self.rda.valid.eq(a_more & (~a_avail | (b_avail & ~inq[2])))]
         m.d.comb += [self.rdb.addr.eq(rb),
-                     self.rdb.valid.eq(running & b_more & (~b_avail | consume))]
+                     self.rdb.valid.eq(b_more & (~b_avail | (a_avail & ~inq[2])))]
         m.d.sync += inq.eq(inq + consume - self.wr.grant)
         for avail, port in ((a_avail, self.rda), (b_avail, self.rdb)):
             m.d.sync += avail.eq(port.grant | (avail & ~consume))

@@ -198,7 +198,7 @@ class GlobalPE(wiring.Component):
         m.d.comb += load.eq(~out_v | self.cpl.ready)
         with m.If(out_v & self.cpl.ready):
             m.d.sync += out_v.eq(0)
-        grants, _ = round_robin(m, [pend[s] & load for s in srcs], "cpl")
+        grants, _ = round_robin(m, [pend[s] for s in srcs], "cpl", en=load)
         for i, s in enumerate(srcs):
             with m.If(grants[i]):
                 m.d.sync += [pend[s].eq(0), out_v.eq(1), out_tag.eq(ptag[s]),

@@ -39,7 +39,7 @@ Left out: reconfiguring windows at run time, per-group windows.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -122,17 +122,17 @@ class MulticastManager(wiring.Component):
         for i in range(cfg.consumers):
             m.d.comb += self.credits[i].eq(credit[i])
             dec = Signal(name=f"dec{i}")
-            inc = Signal(8, name=f"inc{i}")
-            m.d.comb += dec.eq(sel[i])
-            m.d.comb += inc.eq(Const(0, 8))
-            with m.If(self.cr_en & (self.cr_consumer == i)):
-                m.d.comb += inc.eq(self.cr_count)
+            hit = Signal(name=f"ret{i}")                     # the credit return is ours
+            m.d.comb += [dec.eq(sel[i]), hit.eq(self.cr_en & (self.cr_consumer == i))]
+            # with the return added (the shared count, no per-consumer gating in front of
+            # the adder; ``hit`` selects last, in parallel with the sum)
             up = Signal(self.cbits + 9, name=f"up{i}")       # credit + returned
-            m.d.comb += up.eq(credit[i] + inc)
+            m.d.comb += up.eq(credit[i] + self.cr_count)
             ovf0, ovf1 = Signal(name=f"ovf_keep{i}"), Signal(name=f"ovf_take{i}")
             n0, n1 = Signal(self.cbits, name=f"next_keep{i}"), Signal(self.cbits, name=f"next_take{i}")
-            m.d.comb += [ovf0.eq(up > W), ovf1.eq(up > W + 1),
-                         n0.eq(Mux(ovf0, W, up)), n1.eq(Mux(ovf1, W, up - 1))]
+            m.d.comb += [ovf0.eq(hit & (up > W)), ovf1.eq(hit & (up > W + 1)),
+                         n0.eq(Mux(hit, Mux(up > W, W, up), credit[i])),
+                         n1.eq(Mux(hit, Mux(up > W + 1, W, up - 1), credit[i] - 1))]
             m.d.sync += credit[i].eq(Mux(dec, n1, n0))
             with m.If(Mux(dec, ovf1, ovf0)):
                 m.d.sync += ovf_seen[i].eq(1)
