@@ -224,10 +224,7 @@ class SendEngine(wiring.Component):
         space = Signal()
         m.d.comb += space.eq(inflight < FIFO_DEPTH)
         issue = Signal()                # a head flit or a read enters s1 this cycle
-        # both candidates from registers and the FIFO pop; ``issue`` (a lane pick or a read
-        # grant) only selects
-        pop = fifo.r_rdy & fifo.r_en
-        m.d.sync += inflight.eq(Mux(issue, inflight + 1 - pop, inflight - pop))
+        m.d.sync += inflight.eq(inflight + issue - (fifo.r_rdy & fifo.r_en))
 
         lane_dest = [Signal(flit_l["dest"].shape, name=f"l{i}_dest") for i in range(L)]
         for g in range(G):
