@@ -218,6 +218,58 @@ def test_buffer_arbitration_never_loses():
     sim.run()
 
 
+def test_buffer_write_requester_0_first():
+    """``wr_first`` (the Global PE's RECV port): write requester 0 is granted in the cycle
+    it asks, whatever the others do; writer 1 is granted exactly when writer 0 leaves its
+    bank alone (writer 1 never loses a request; it waits only behind writer 0); every
+    write lands (read back at the end)."""
+    dut = Buffer(words=32, width=16, banks=4, n_read=1, n_write=2, wr_first=True)
+    rng = random.Random(9)
+    shadow = {}
+    stats = {"w0": 0, "w1": 0, "w1_waits": 0}
+
+    async def bench(ctx):
+        pend = [None, None]
+        for cycle in range(500):
+            for i in range(2):
+                if pend[i] is None and rng.random() < (0.7 if i == 0 else 0.8):
+                    a = rng.randrange(32)
+                    if i == 1 and pend[0] is not None and rng.random() < 0.5:
+                        a = (pend[0][0] + 4 * rng.randrange(1, 8)) % 32   # same bank as 0
+                    while pend[1 - i] and pend[1 - i][0] == a:
+                        a = rng.randrange(32)
+                    pend[i] = (a, rng.getrandbits(16))
+                ctx.set(dut.wr[i].valid, pend[i] is not None)
+                if pend[i]:
+                    ctx.set(dut.wr[i].addr, pend[i][0])
+                    ctx.set(dut.wr[i].data, pend[i][1])
+            g = [ctx.get(dut.wr[i].grant) for i in range(2)]
+            assert g[0] == (pend[0] is not None), cycle
+            same = pend[0] is not None and pend[1] is not None and pend[0][0] % 4 == pend[1][0] % 4
+            assert g[1] == (pend[1] is not None and not same), cycle
+            stats["w1_waits"] += same
+            for i in range(2):
+                if g[i]:
+                    shadow[pend[i][0]] = pend[i][1]
+                    stats[f"w{i}"] += 1
+                    pend[i] = None
+            await ctx.tick()
+        ctx.set(dut.wr[0].valid, 0)
+        ctx.set(dut.wr[1].valid, 0)
+        for a, v in shadow.items():
+            ctx.set(dut.rd[0].valid, 1)
+            ctx.set(dut.rd[0].addr, a)
+            await ctx.tick()
+            assert ctx.get(dut.rd[0].data) == v, a
+        ctx.set(dut.rd[0].valid, 0)
+        assert stats["w0"] > 250 and stats["w1"] > 250 and stats["w1_waits"] > 50, stats
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+
 def test_cli_rejects_inconsistent_parameters(tmp_path):
     import subprocess
     import sys

@@ -22,7 +22,16 @@ request is a hold-until-granted handshake, so nothing is ever dropped.  Each
 bank has one round-robin arbiter for its read port and one for its write
 port; the requester granted last on that port gets the lowest priority next,
 so a held request is granted within (number of requesters) cycles of
-contention on its bank.  Requesters on different banks are granted in the
+contention on its bank.  With ``wr_first`` the write port is not round robin:
+write requester 0 is always granted at once, and the others share the cycles
+it leaves its bank idle (round robin among themselves).  The Global PE gives
+write requester 0 to the network input (RECV): its write grant then comes
+from its own request registers, not through the other writer's request
+(timing, issue 20), and a RECV word never waits, while an EWISE write waits
+only for cycles in which RECV writes the same bank (RECV never writes one
+bank in two consecutive cycles when ``banks`` >= 2: consecutive kept words
+of a packet have consecutive addresses, and packets are separated by a head
+flit, so an EWISE write waits at most 1 cycle).  Requesters on different banks are granted in the
 same cycle.  Read data appears on ``data`` with ``data_valid`` one cycle
 after the grant.
 
@@ -30,7 +39,7 @@ Left out: ECC, power gating, byte write enables (writes are whole words).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,16 +56,23 @@ def write_req_signature(addr_bits, width):
                              "grant": In(1)})
 
 
-def round_robin(m: Module, reqs, name: str):
+def round_robin(m: Module, reqs, name: str, en=None):
     """Grant one of ``reqs`` (list of 1-bit values); the last grantee gets lowest priority.
 
-    Returns (grant list, any).  Pointer updates when a grant is given."""
+    Returns (grant list, any).  Pointer updates when a grant is given.  ``en`` (optional)
+    gates the result: the pick is made from ``reqs`` alone and ANDed with ``en`` last
+    (the same grants as ANDing ``en`` into every request, with a shorter path from
+    ``en``)."""
     n = len(reqs)
+    raw = [Signal(name=f"{name}_r{i}") for i in range(n)] if en is not None else None
     grants = [Signal(name=f"{name}_g{i}") for i in range(n)]
     any_req = Signal(name=f"{name}_any")
-    m.d.comb += any_req.eq(Cat(*reqs).any())
+    pick = raw if en is not None else grants
+    m.d.comb += any_req.eq(Cat(*reqs).any() if en is None else Cat(*reqs).any() & en)
+    if en is not None:
+        m.d.comb += [g.eq(r & en) for g, r in zip(grants, raw)]
     if n == 1:
-        m.d.comb += grants[0].eq(reqs[0])
+        m.d.comb += pick[0].eq(reqs[0])
         return grants, any_req
     last = Signal(range(n), name=f"{name}_last", init=n - 1)
     for p in range(n):              # if-chains, not case: lint-clean for any n
@@ -67,7 +83,7 @@ def round_robin(m: Module, reqs, name: str):
                 cond = reqs[i]
                 for h in higher:
                     cond = cond & ~h
-                m.d.comb += grants[i].eq(cond)
+                m.d.comb += pick[i].eq(cond)
     for i in range(n):
         with m.If(grants[i]):
             m.d.sync += last.eq(i)
@@ -77,7 +93,7 @@ def round_robin(m: Module, reqs, name: str):
 class Buffer(wiring.Component):
     """Banked activation buffer with ``n_read`` read and ``n_write`` write requesters."""
 
-    def __init__(self, words=2048, width=256, banks=4, n_read=3, n_write=2):
+    def __init__(self, words=2048, width=256, banks=4, n_read=3, n_write=2, wr_first=False):
         if banks < 1 or banks & (banks - 1):
             raise ValueError("banks must be a power of two")
         if words % banks or words < banks:
@@ -85,6 +101,7 @@ class Buffer(wiring.Component):
         self.words, self.width, self.banks = words, width, banks
         self.addr_bits = max(1, (words - 1).bit_length())
         self.n_read, self.n_write = n_read, n_write
+        self.wr_first = wr_first
         super().__init__({
             "rd": In(read_req_signature(self.addr_bits, width)).array(n_read),
             "wr": In(write_req_signature(self.addr_bits, width)).array(n_write),
@@ -113,16 +130,31 @@ class Buffer(wiring.Component):
             rreq = [p.valid & (bank_of(p.addr) == k) for p in self.rd]
             gr, anyr = round_robin(m, rreq, f"rd_b{k}")
             wreq = [p.valid & (bank_of(p.addr) == k) for p in self.wr]
-            gw, anyw = round_robin(m, wreq, f"wr_b{k}")
+            if self.wr_first and self.n_write > 1:
+                # write requester 0 first; the others share what it leaves, round robin
+                # (its grant is its own request: no arbitration on its path)
+                rest, _ = round_robin(m, [r & ~wreq[0] for r in wreq[1:]], f"wr_b{k}")
+                gw = [wreq[0]] + rest
+                anyw = Signal(name=f"wr_b{k}_any")
+                m.d.comb += anyw.eq(Cat(*wreq).any())
+            else:
+                gw, anyw = round_robin(m, wreq, f"wr_b{k}")
+            # address / data multiplexers: the grants are one-hot and the port ignores
+            # them when no one is granted, so the last requester is the default (one
+            # select fewer); the write port's first select is requester 0's own request
+            # when it goes first
+            r_addr = row_of(self.rd[-1].addr)
+            for i in reversed(range(self.n_read - 1)):
+                r_addr = Mux(gr[i], row_of(self.rd[i].addr), r_addr)
+            w_addr, w_data = row_of(self.wr[-1].addr), self.wr[-1].data
+            for i in reversed(range(self.n_write - 1)):
+                w_addr = Mux(gw[i], row_of(self.wr[i].addr), w_addr)
+                w_data = Mux(gw[i], self.wr[i].data, w_data)
+            m.d.comb += [bank.r_addr.eq(r_addr), bank.w_addr.eq(w_addr), bank.w_data.eq(w_data)]
             for i in range(self.n_read):
                 rgrant[i][k] = gr[i]
-                with m.If(gr[i]):
-                    m.d.comb += bank.r_addr.eq(row_of(self.rd[i].addr))
             for i in range(self.n_write):
                 wgrant[i][k] = gw[i]
-                with m.If(gw[i]):
-                    m.d.comb += [bank.w_addr.eq(row_of(self.wr[i].addr)),
-                                 bank.w_data.eq(self.wr[i].data)]
             m.d.comb += [bank.r_en.eq(anyr), bank.w_en.eq(anyw)]
             both = Signal(name=f"rw_b{k}")
             ra, wa = Signal.like(bank.r_addr), Signal.like(bank.w_addr)

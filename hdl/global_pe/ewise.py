@@ -137,19 +137,26 @@ class EwiseUnit(wiring.Component):
 
         # operand slots: one word each, either in flight (``wait``: the SRAM returns it
         # this cycle) or parked (``full``); consumed straight from the SRAM output
-        a_avail, b_avail = Signal(), Signal()
+        # a_avail == a_full | a_wait, kept in a register (timing: the read requests
+        # start one LUT level closer to the flip-flops)
+        a_avail, b_avail = Signal(name="a_avail"), Signal(name="b_avail")
         a_val, b_val = Signal(w), Signal(w)
-        m.d.comb += [a_avail.eq(a_full | a_wait), b_avail.eq(b_full | b_wait),
-                     a_val.eq(Mux(a_full, a_data, self.rda.data)),
+        m.d.comb += [a_val.eq(Mux(a_full, a_data, self.rda.data)),
                      b_val.eq(Mux(b_full, b_data, self.rdb.data))]
         consume = Signal()
         m.d.comb += consume.eq(running & a_avail & b_avail & room)
 
+        # the requests, with ``consume`` expanded and ``running`` dropped (a_more / b_more
+        # imply running: both are set with it and cleared by the last read grant, before
+        # the last write completes the EWISE); ``room`` is ``~inq[2]`` (inq <= WQ_DEPTH)
+        assert WQ_DEPTH == 4
         m.d.comb += [self.rda.addr.eq(ra),
-                     self.rda.valid.eq(running & a_more & (~a_avail | consume))]
+                     self.rda.valid.eq(a_more & (~a_avail | (b_avail & ~inq[2])))]
         m.d.comb += [self.rdb.addr.eq(rb),
-                     self.rdb.valid.eq(running & b_more & (~b_avail | consume))]
+                     self.rdb.valid.eq(b_more & (~b_avail | (a_avail & ~inq[2])))]
         m.d.sync += inq.eq(inq + consume - self.wr.grant)
+        for avail, port in ((a_avail, self.rda), (b_avail, self.rdb)):
+            m.d.sync += avail.eq(port.grant | (avail & ~consume))
         for wait, full, data, port in ((a_wait, a_full, a_data, self.rda),
                                        (b_wait, b_full, b_data, self.rdb)):
             with m.If(consume):

@@ -16,7 +16,8 @@ Simba §3.1 "Simba global PE".  Interfaces (all ``amaranth.lib.stream``):
 * ``status`` (out): sticky error flags (:func:`packets.status_layout`).
 
 Buffer requesters: read 0 = SEND, read 1/2 = EWISE operands A/B; write 0 =
-network in (RECV), write 1 = EWISE result.  Up to ``send_slots`` SENDs,
+network in (RECV, first on the write port: it never waits), write 1 = EWISE
+result.  Up to ``send_slots`` SENDs,
 one EWISE, ``recv_slots`` RECVs and one decoder completion (rejected
 command or GROUP) are in flight at once (dispatch rules in
 :mod:`.decoder`).  Completions from the sources (each RECV slot, each send
@@ -95,7 +96,8 @@ class GlobalPE(wiring.Component):
     def elaborate(self, platform):
         cfg = self.cfg
         m = Module()
-        m.submodules.buffer = buf = Buffer(cfg.words, cfg.word_bits, cfg.banks, n_read=3, n_write=2)
+        m.submodules.buffer = buf = Buffer(cfg.words, cfg.word_bits, cfg.banks, n_read=3, n_write=2,
+                                            wr_first=True)
         m.submodules.decoder = dec = Decoder(cfg)
         m.submodules.mcast = mc = MulticastManager(cfg)
         m.submodules.send = snd = SendEngine(cfg, self.addr_bits)
@@ -121,7 +123,7 @@ class GlobalPE(wiring.Component):
         for g in range(cfg.groups):
             m.d.comb += [snd.table[g].eq(mc.table[g]), dec.table[g].eq(mc.table[g])]
         for u in range(cfg.ucast_lanes):
-            m.d.comb += mc.uaddr[u].eq(snd.uaddr_q[u])
+            m.d.comb += mc.uaddr[u].eq(snd.uaddr_next[u])
 
         # unit starts
         m.d.comb += [snd.start.eq(dec.start_send), snd.tag.eq(q.tag), snd.base.eq(q.a),
@@ -196,7 +198,7 @@ class GlobalPE(wiring.Component):
         m.d.comb += load.eq(~out_v | self.cpl.ready)
         with m.If(out_v & self.cpl.ready):
             m.d.sync += out_v.eq(0)
-        grants, _ = round_robin(m, [pend[s] & load for s in srcs], "cpl")
+        grants, _ = round_robin(m, [pend[s] for s in srcs], "cpl", en=load)
         for i, s in enumerate(srcs):
             with m.If(grants[i]):
                 m.d.sync += [pend[s].eq(0), out_v.eq(1), out_tag.eq(ptag[s]),

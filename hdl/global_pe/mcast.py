@@ -17,18 +17,29 @@ sticky ``overflow`` flag (a protocol error of the consumer).
 
 Timing (for >= 100 MHz on ECP5): ``lane_ready`` is a register (each lane's
 "all members have credit" of the previous cycle), so the SEND engine's lane
-picker starts from flip-flops; the take (``cons_en``, one-hot ``cons_sel``)
-still updates the counters in the cycle of the pick.  That is exact because
-a lane is picked at most every second cycle (a head flit, then at least one
-word) and a newly started lane waits one cycle (see :mod:`.send`); a credit
-return shows one cycle later (conservative).  A unicast lane's member is
+picker starts from flip-flops.  The take (``cons_en``, one-hot ``cons_sel``)
+is registered here and reaches the counters one cycle after the pick, so
+the pick's grant ends in flip-flops (no path from the lane picker to the
+consumer counters); ``lane_ready`` subtracts that pending take, so it is the
+same, cycle for cycle, as if the counters had been updated in the cycle of
+the pick.  That is exact because a lane is picked at most every second cycle
+(a head flit, then at least one word) and a newly started lane waits one
+cycle (see :mod:`.send`); a credit return shows one cycle later
+(conservative).  The member bitmaps are registers, loaded from the next
+value of the group table and of the unicast destinations (``uaddr`` is the
+value the SEND engine's unicast-lane registers take next), so they equal
+the combinational decode of the current values.  A unicast lane's member is
 decoded by comparing the node's coordinates (no index arithmetic).
+Overflow is checked on the counter with the pending take applied: legal
+returns never overflow; a return beyond the window in the cycle of a pick
+is flagged (the unregistered version let that one pass).  ``credits``
+(observability) shows a take one cycle later.
 
 Left out: reconfiguring windows at run time, per-group windows.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -44,7 +55,7 @@ class MulticastManager(wiring.Component):
             # group table write (from the command decoder)
             "tw_en": In(1), "tw_idx": In(range(max(2, cfg.groups))), "tw_mask": In(ml),
             "table": Out(ml).array(cfg.groups),
-            # unicast lane destinations (latched by the SEND engine)
+            # unicast lane destinations: the value the SEND engine's registers take next
             "uaddr": In(node_address_layout(cfg)).array(cfg.ucast_lanes),
             # credit return (from the network-in unit)
             "cr_en": In(1), "cr_consumer": In(range(cfg.consumers)), "cr_count": In(8),
@@ -59,18 +70,20 @@ class MulticastManager(wiring.Component):
         cfg = self.cfg
         m = Module()
         table = [Signal(mask_layout(cfg), name=f"group{g}") for g in range(cfg.groups)]
+        table_d = [Signal(mask_layout(cfg), name=f"group{g}_next") for g in range(cfg.groups)]
         for g in range(cfg.groups):
-            m.d.comb += self.table[g].eq(table[g])
-            with m.If(self.tw_en & (self.tw_idx == g)):
-                m.d.sync += table[g].eq(self.tw_mask)
+            m.d.comb += [self.table[g].eq(table[g]),
+                         table_d[g].eq(Mux(self.tw_en & (self.tw_idx == g), self.tw_mask, table[g]))]
+            m.d.sync += table[g].eq(table_d[g])
 
-        # member bitmaps per lane
+        # member bitmaps per lane: registers, decoded from the next table / destinations
         members = []
         for g in range(cfg.groups):
             bits = Signal(cfg.consumers, name=f"members{g}")
             for c in range(cfg.chiplets):
                 for n in range(cfg.nodes):
-                    m.d.comb += bits[c * cfg.nodes + n].eq(table[g].chiplets[c] & table[g].nodes[n])
+                    m.d.sync += bits[c * cfg.nodes + n].eq(table_d[g].chiplets[c]
+                                                           & table_d[g].nodes[n])
             members.append(bits)
         for k in range(cfg.ucast_lanes):
             ubits = Signal(cfg.consumers, name=f"members_ucast{k}")
@@ -80,42 +93,46 @@ class MulticastManager(wiring.Component):
                     for ny in range(cfg.node_mesh_y):
                         for nx in range(cfg.node_mesh_x):
                             i = (cy * cfg.chiplet_mesh_x + cx) * cfg.nodes + ny * cfg.node_mesh_x + nx
-                            m.d.comb += ubits[i].eq((u.chiplet.x == cx) & (u.chiplet.y == cy)
+                            m.d.sync += ubits[i].eq((u.chiplet.x == cx) & (u.chiplet.y == cy)
                                                     & (u.node.x == nx) & (u.node.y == ny))
             members.append(ubits)
 
         credit = [Signal(self.cbits, init=cfg.credit_window, name=f"credit{i}")
                   for i in range(cfg.consumers)]
         ovf_seen = [Signal(name=f"overflow{i}") for i in range(cfg.consumers)]   # sticky
-        has = Signal(cfg.consumers)
-        m.d.comb += has.eq(Cat(*[c.any() for c in credit]))
-        for lane in range(cfg.lanes):
-            m.d.sync += self.lane_ready[lane].eq(~(members[lane] & ~has).any())
-
+        # the take, registered: applied to the counters one cycle after the pick
+        take = Signal(cfg.lanes, name="take_q")
+        m.d.sync += take.eq(self.cons_sel & self.cons_en.replicate(cfg.lanes))
         sel = Signal(cfg.consumers)
-        terms = [members[lane] & self.cons_sel[lane].replicate(cfg.consumers)
+        terms = [members[lane] & take[lane].replicate(cfg.consumers)
                  for lane in range(cfg.lanes)]
         or_all = terms[0]
         for t in terms[1:]:
             or_all = or_all | t
         m.d.comb += sel.eq(or_all)
-        # per consumer: both candidate next values (with and without this cycle's take)
-        # are computed from registers only; the take (from the lane pick) just selects
+        # credit left once the pending take is applied: >= 2, or 1 and not taken now
+        has = Signal(cfg.consumers)
+        m.d.comb += has.eq(Cat(*[Mux(sel[i], credit[i] > 1, credit[i].any())
+                                 for i, _ in enumerate(credit)]))
+        for lane in range(cfg.lanes):
+            m.d.sync += self.lane_ready[lane].eq(~(members[lane] & ~has).any())
+        # per consumer: both candidate next values (with and without the pending take)
+        # are computed from registers only; the registered take just selects
         W = cfg.credit_window
         for i in range(cfg.consumers):
             m.d.comb += self.credits[i].eq(credit[i])
             dec = Signal(name=f"dec{i}")
-            inc = Signal(8, name=f"inc{i}")
-            m.d.comb += dec.eq(self.cons_en & sel[i])
-            m.d.comb += inc.eq(Const(0, 8))
-            with m.If(self.cr_en & (self.cr_consumer == i)):
-                m.d.comb += inc.eq(self.cr_count)
+            hit = Signal(name=f"ret{i}")                     # the credit return is ours
+            m.d.comb += [dec.eq(sel[i]), hit.eq(self.cr_en & (self.cr_consumer == i))]
+            # with the return added (the shared count, no per-consumer gating in front of
+            # the adder; ``hit`` selects last, in parallel with the sum)
             up = Signal(self.cbits + 9, name=f"up{i}")       # credit + returned
-            m.d.comb += up.eq(credit[i] + inc)
+            m.d.comb += up.eq(credit[i] + self.cr_count)
             ovf0, ovf1 = Signal(name=f"ovf_keep{i}"), Signal(name=f"ovf_take{i}")
             n0, n1 = Signal(self.cbits, name=f"next_keep{i}"), Signal(self.cbits, name=f"next_take{i}")
-            m.d.comb += [ovf0.eq(up > W), ovf1.eq(up > W + 1),
-                         n0.eq(Mux(ovf0, W, up)), n1.eq(Mux(ovf1, W, up - 1))]
+            m.d.comb += [ovf0.eq(hit & (up > W)), ovf1.eq(hit & (up > W + 1)),
+                         n0.eq(Mux(hit, Mux(up > W, W, up), credit[i])),
+                         n1.eq(Mux(hit, Mux(up > W + 1, W, up - 1), credit[i] - 1))]
             m.d.sync += credit[i].eq(Mux(dec, n1, n0))
             with m.If(Mux(dec, ovf1, ovf0)):
                 m.d.sync += ovf_seen[i].eq(1)

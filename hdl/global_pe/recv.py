@@ -25,7 +25,11 @@ The network input is back-pressured only while a write waits for its bank
 windows as it is accepted and then waits in a one-word write stage, so the
 write request starts from registers; a word is counted (and its RECV may
 complete) when its write is granted, one cycle after it was accepted at
-the earliest.  ``recv_slots`` RECVs can be open
+the earliest.  In the Global PE this unit is the buffer's first write
+requester (``wr_first``): its writes are granted in the cycle they are
+requested, so it never back-pressures the network and a word is counted
+exactly one cycle after it was accepted; the grant comes from this unit's
+own write-stage registers (no path from the EWISE unit's write request).  ``recv_slots`` RECVs can be open
 at once (e.g. the next layer's window while the current one fills); the
 controller must issue a RECV before it triggers the producers (a word that
 arrives earlier is a stray) and keep open windows of the same producers

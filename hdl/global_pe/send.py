@@ -101,7 +101,9 @@ class SendEngine(wiring.Component):
             "table": In(mask_layout(cfg)).array(cfg.groups),
             "lane_ready": In(cfg.lanes),
             "cons_en": Out(1), "cons_sel": Out(cfg.lanes),
-            "uaddr_q": Out(node_address_layout(cfg)).array(cfg.ucast_lanes),
+            # unicast-lane destinations as they will be next cycle (the multicast
+            # manager's member registers load them)
+            "uaddr_next": Out(node_address_layout(cfg)).array(cfg.ucast_lanes),
             # buffer and network
             "rd": Out(read_req_signature(addr_bits, cfg.word_bits)),
             "node_id": In(node_address_layout(cfg)),
@@ -143,8 +145,10 @@ class SendEngine(wiring.Component):
         base2 = lane_sigs("l{}_base2", FIELD)
         seq = lane_sigs("l{}_seq", SEQ_BITS)
         uaddr = [Signal(node_address_layout(cfg), name=f"u{u}_addr") for u in range(U)]
+        uaddr_d = [Signal(node_address_layout(cfg), name=f"u{u}_addr_next") for u in range(U)]
         for u in range(U):
-            m.d.comb += self.uaddr_q[u].eq(uaddr[u])
+            m.d.comb += self.uaddr_next[u].eq(uaddr_d[u])
+            m.d.sync += uaddr[u].eq(uaddr_d[u])
         m.d.comb += self.lane_busy.eq(Cat(*act))
         for i in range(L):
             m.d.sync += [act_d[i].eq(act[i]),
@@ -196,26 +200,48 @@ class SendEngine(wiring.Component):
                 for u in range(U):
                     with m.If(new_u == u):
                         init_lane(G + u)
-                        m.d.sync += uaddr[u].eq(self.uaddr)
+        for u in range(U):
+            m.d.comb += uaddr_d[u].eq(Mux(self.start & self.ucast & (new_u == u), self.uaddr,
+                                          uaddr[u]))
 
         # --- issue stage -----------------------------------------------------
-        cur = Signal(range(L))
+        # Timing (cycle-identical restructuring, issue 20): the current lane is one-hot
+        # (``cur_oh``); the read address of the current lane is kept in ``raddr`` (no lane
+        # multiplexer in front of the bank arbiters); the FIFO room test reads one bit of
+        # ``inflight`` (= FIFO level + ``s1_valid``, counted in a register); the head
+        # flit's fields (tag, seq, size, destination) are selected by ``cur_oh`` in the
+        # s1 cycle, so the lane pick ends in registers.
+        cur_oh = Signal(L)
         left = Signal(TILE_BITS)        # words of the current tile still to issue
-        cur_mcast = Signal()
-        cur_dest = Signal(flit_l["dest"].shape)
+        raddr = Signal(self.addr_bits)  # == addr[current lane] while in DATA
 
         s1_valid = Signal()
         s1_head = Signal()
         s1_tail = Signal()
         s1_mark = Signal()
         s1_slot = Signal(SB)
+        inflight = Signal(range(FIFO_DEPTH + 2))
+        space = Signal()
+        m.d.comb += space.eq(inflight < FIFO_DEPTH)
+        issue = Signal()                # a head flit or a read enters s1 this cycle
+        m.d.sync += inflight.eq(inflight + issue - (fifo.r_rdy & fifo.r_en))
+
+        lane_dest = [Signal(flit_l["dest"].shape, name=f"l{i}_dest") for i in range(L)]
+        for g in range(G):
+            m.d.comb += lane_dest[g].mcast.eq(self.table[g])
+        for u in range(U):
+            m.d.comb += lane_dest[G + u].ucast.eq(uaddr[u])
+        # the current lane's fields (stable while it is current, see above)
         s1_hdr = Signal(data_header_layout())
         s1_mcast = Signal()
         s1_dest = Signal(flit_l["dest"].shape)
-        space = Signal()
-        m.d.comb += space.eq(fifo.w_level + s1_valid < FIFO_DEPTH)
+        m.d.comb += [s1_mcast.eq((cur_oh[:G]).any()),
+                     s1_dest.as_value().eq(onehot_mux(cur_oh, lane_dest)),
+                     s1_hdr.kind.eq(KIND_DATA), s1_hdr.tag.eq(onehot_mux(cur_oh, l_tag)),
+                     s1_hdr.seq.eq(onehot_mux(cur_oh, seq)),
+                     s1_hdr.nwords.eq(onehot_mux(cur_oh, nw_next))]
 
-        m.d.sync += s1_valid.eq(0)
+        m.d.sync += s1_valid.eq(issue)
         flit = Signal(flit_l)
         m.d.comb += [flit.head.eq(s1_head), flit.tail.eq(s1_tail), flit.mclass.eq(DATA_CLASS),
                      flit.mcast.eq(s1_mcast), flit.dest.eq(s1_dest), flit.src.eq(self.node_id),
@@ -225,69 +251,59 @@ class SendEngine(wiring.Component):
 
         PICK, DATA = range(2)
         state = Signal(1)
-        m.d.comb += self.rd.addr.eq(_sel(addr, cur)[:self.addr_bits])
+        m.d.comb += self.rd.addr.eq(raddr)
 
-        lane_dest = [Signal(flit_l["dest"].shape, name=f"l{i}_dest") for i in range(L)]
-        for g in range(G):
-            m.d.comb += lane_dest[g].mcast.eq(self.table[g])
-        for u in range(U):
-            m.d.comb += lane_dest[G + u].ucast.eq(uaddr[u])
+        # next address of every lane's generator (from registers; a grant only selects)
+        nxt_addr = [Signal(FIELD, name=f"l{i}_addr_next") for i in range(L)]
+        for i in range(L):
+            m.d.comb += nxt_addr[i].eq(Mux(k0[i] != 0, addr[i] + l_str[0][i],
+                                           Mux(k1[i] != 0, base1[i] + l_str[1][i],
+                                               base2[i] + l_str[2][i])))
 
         with m.If(state == PICK):
             # a lane is eligible from the second cycle it is active: the multicast
             # manager's registered ``lane_ready`` then covers its members, and its
             # ``nw_next`` its first tile; picks are >= 2 cycles apart (head + words), so
-            # ``lane_ready`` and ``nw_next`` always include the previous pick
-            eligible = [act[i] & act_d[i] & self.lane_ready[i] & space for i in range(L)]
-            grants, any_g = round_robin(m, eligible, "lane")
+            # ``lane_ready`` and ``nw_next`` always include the previous pick.  The round
+            # robin runs on registers; the FIFO room gates its result.
+            ready = [act[i] & act_d[i] & self.lane_ready[i] for i in range(L)]
+            grants, any_g = round_robin(m, ready, "lane", en=space)
             with m.If(any_g):
-                lane = Signal(range(L))
                 nw = Signal(TILE_BITS)
-                tag = Signal(TAG_BITS)
-                sq = Signal(SEQ_BITS)
-                m.d.comb += [lane.eq(onehot_mux(grants, [Const(i, len(lane)) for i in range(L)])),
-                             nw.eq(onehot_mux(grants, nw_next)), tag.eq(onehot_mux(grants, l_tag)),
-                             sq.eq(onehot_mux(grants, seq))]
+                m.d.comb += nw.eq(onehot_mux(grants, nw_next))
                 for i in range(L):
                     with m.If(grants[i]):
                         m.d.sync += rowleft[i].eq(Mux(rowleft[i] == nw_next[i], l_cnt[0][i],
                                                       rowleft[i] - nw_next[i]))
-                m.d.comb += [self.cons_en.eq(1), self.cons_sel.eq(Cat(*grants))]
-                dest = Signal(flit_l["dest"].shape)
-                mc = Signal()
-                m.d.comb += [dest.as_value().eq(onehot_mux(grants, lane_dest)),
-                             mc.eq(Cat(*grants[:G]).any())]
-                m.d.sync += [cur.eq(lane), left.eq(nw), cur_mcast.eq(mc), cur_dest.eq(dest),
-                             s1_valid.eq(1), s1_head.eq(1), s1_tail.eq(0), s1_mark.eq(0),
-                             s1_mcast.eq(mc), s1_dest.eq(dest),
-                             s1_hdr.kind.eq(KIND_DATA), s1_hdr.tag.eq(tag),
-                             s1_hdr.seq.eq(sq), s1_hdr.nwords.eq(nw)]
+                m.d.comb += [self.cons_en.eq(1), self.cons_sel.eq(Cat(*grants)), issue.eq(1)]
+                m.d.sync += [cur_oh.eq(Cat(*grants)), left.eq(nw),
+                             raddr.eq(onehot_mux(grants, addr)[:self.addr_bits]),
+                             s1_head.eq(1), s1_tail.eq(0), s1_mark.eq(0)]
                 m.d.sync += state.eq(DATA)
         with m.Else():   # DATA
             m.d.comb += self.rd.valid.eq(space)
             with m.If(self.rd.grant):
                 last = left == 1
-                m.d.sync += [s1_valid.eq(1), s1_head.eq(0), s1_tail.eq(last), s1_mark.eq(0),
-                             s1_mcast.eq(cur_mcast), s1_dest.eq(cur_dest),
-                             left.eq(left - 1)]
+                m.d.comb += issue.eq(1)
+                m.d.sync += [s1_head.eq(0), s1_tail.eq(last), s1_mark.eq(0),
+                             left.eq(left - 1),
+                             raddr.eq(onehot_mux(cur_oh, nxt_addr)[:self.addr_bits])]
                 # advance the 3-level address generator of the current lane
                 for i in range(L):
-                    with m.If(cur == i):
+                    with m.If(cur_oh[i]):
                         cnt = [l_cnt[k][i] for k in range(3)]
-                        stride = [l_str[k][i] for k in range(3)]
                         w0 = k0[i] == 0
                         w1 = k1[i] == 0
+                        m.d.sync += addr[i].eq(nxt_addr[i])
                         with m.If(~w0):
-                            m.d.sync += [k0[i].eq(k0[i] - 1), addr[i].eq(addr[i] + stride[0])]
+                            m.d.sync += k0[i].eq(k0[i] - 1)
                         with m.Elif(~w1):
-                            nxt = (base1[i] + stride[1])[:FIELD]
                             m.d.sync += [k0[i].eq(cnt[0] - 1), k1[i].eq(k1[i] - 1),
-                                         addr[i].eq(nxt), base1[i].eq(nxt)]
+                                         base1[i].eq(nxt_addr[i])]
                         with m.Else():
-                            nxt = (base2[i] + stride[2])[:FIELD]
                             m.d.sync += [k0[i].eq(cnt[0] - 1), k1[i].eq(cnt[1] - 1),
                                          k2[i].eq(k2[i] - 1),
-                                         addr[i].eq(nxt), base1[i].eq(nxt), base2[i].eq(nxt)]
+                                         base1[i].eq(nxt_addr[i]), base2[i].eq(nxt_addr[i])]
                         with m.If(last):
                             m.d.sync += seq[i].eq(seq[i] + 1)
                             with m.If(w0 & w1 & (k2[i] == 0)):   # region done
