@@ -89,6 +89,8 @@ rather than evicting); over-count detection sees only the entry, not a tile's vi
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -136,10 +138,12 @@ class _RegSets(wiring.Component):
         ab = max(1, (max(2, depth) - 1).bit_length())
         super().__init__({"w_en": In(1), "w_addr": In(ab), "w_data": In(width), "r_en": In(1),
                           "r_addr": In(ab), "r_data": Out(width)})
+        # state (not ports; the formal harness reads it)
+        self.regs = [Signal(width, name=f"set{i}", reset_less=True) for i in range(depth)]
 
     def elaborate(self, platform):
         m = Module()
-        regs = [Signal(len(self.w_data), name=f"set{i}", reset_less=True) for i in range(self.depth)]
+        regs = self.regs
         with m.If(self.r_en):
             with m.Switch(self.r_addr):
                 for i, r in enumerate(regs):
@@ -159,10 +163,11 @@ class _RegFIFO(wiring.Component):
         self.width, self.depth = width, depth
         super().__init__({"w_en": In(1), "w_data": In(width), "r_en": In(1), "r_data": Out(width),
                           "r_rdy": Out(1), "level": Out(range(depth + 1))})
+        self.q = [Signal(width, name=f"q{i}") for i in range(depth)]    # state (formal reads it)
 
     def elaborate(self, platform):
         m = Module()
-        q = [Signal(self.width, name=f"q{i}") for i in range(self.depth)]
+        q = self.q
         pop = self.r_en & self.r_rdy
         m.d.comb += [self.r_rdy.eq(self.level != 0), self.r_data.eq(q[0])]
         after = self.level - pop                 # entries kept
@@ -195,19 +200,25 @@ class _VictimFIFO(wiring.Component):
                           # r_data.wg from a register (timing: the Tracker's set-memory
                           # read address, routed to every block RAM, starts here)
                           "r_wg": Out(layout["wg"].width)})
+        # state (not ports; the formal harness reads it)
+        D = depth
+        self.q = [Signal(layout, name=f"q{i}") for i in range(D)]
+        self.valid = Signal(D, name="valid")
+        self.head, self.tail = Signal(range(D), name="head"), Signal(range(D), name="tail")
+        self.used = Signal(range(D + 1), name="used")
+        # the registered push: record, it merges into slot pm (one-hot) or appends (pa)
+        self.pe, self.pa = Signal(name="pe"), Signal(name="pa")
+        self.pd = Signal(layout, name="pd")
+        self.pm = Signal(D, name="pm")
+        self.plt = Signal(D, name="plt")
+        self.hwg = Signal(layout["wg"].width, name="hwg")
 
     def elaborate(self, platform):
         m = Module()
         D = self.depth
-        q = [Signal(self.layout, name=f"q{i}") for i in range(D)]
-        valid = Signal(D)
-        head, tail = Signal(range(D)), Signal(range(D))
-        used = Signal(range(D + 1))
+        q, valid, head, tail, used = self.q, self.valid, self.head, self.tail, self.used
         w = self.w_data
-        # the registered push: record, it merges into slot pm (one-hot) or appends (pa)
-        pe, pa = Signal(), Signal()
-        pd = Signal(self.layout)
-        pm = Signal(D)
+        pe, pa, pd, pm = self.pe, self.pa, self.pd, self.pm
         head_1h, tail_1h = Signal(D), Signal(D)
         for i in range(D):
             m.d.comb += [head_1h[i].eq(head == i), tail_1h[i].eq(tail == i)]
@@ -227,7 +238,7 @@ class _VictimFIFO(wiring.Component):
         # will be next cycle -- slot i then holds the landing record (append), the merge
         # of it (min: both compares), or what it holds now
         lt_p = w.addr < pd.addr
-        plt = Signal(D)
+        plt = self.plt
         for i in range(D):
             lt_q = w.addr < q[i].addr
             m.d.sync += plt[i].eq(Mux(pe & pa & tail_1h[i], lt_p,
@@ -258,7 +269,7 @@ class _VictimFIFO(wiring.Component):
                     m.d.sync += valid[i].eq(0)
         # the head slot's wg as a register: the next head (head + 1 on a pop) is the slot
         # the landing record appends to, or keeps its wg (a merge does not change it)
-        hwg = Signal(len(q[0].wg))
+        hwg = self.hwg
         head1_1h = Cat(head_1h[-1], head_1h[:-1]) if D > 1 else head_1h
         wg_at = Const(0, len(hwg))
         wg_at1 = Const(0, len(hwg))
@@ -279,7 +290,10 @@ class _VictimFIFO(wiring.Component):
 
 
 def _fifo(width, depth):
-    return _RegFIFO(width, depth) if depth <= 4 else fifo.SyncFIFO(width=width, depth=depth)
+    # tiny FIFOs (<= 4 entries, or <= 64 bits in all) in registers, others in (LUT) RAM
+    if depth <= 4 or width * depth <= 64:
+        return _RegFIFO(width, depth)
+    return fifo.SyncFIFO(width=width, depth=depth)
 
 
 class Tracker(wiring.Component):
@@ -507,8 +521,9 @@ class Tracker(wiring.Component):
         s3_room = Signal(self.count_width)          # threshold - n (when n <= threshold)
         s3_n_over = Signal()                        # n > threshold: over-count even on a miss
         m.d.sync += [s3_room.eq(self.threshold - s2.n), s3_n_over.eq(s2.n > self.threshold)]
-        m.d.sync += [v3.eq(v2 & ~clearing), s3.eq(s2), s3_base.eq(ent2), s3_hit.eq(hit2),
-                     s3_free.eq(free2), s3_ohit.eq(ohit2), s3_ofree.eq(ofree2),
+        # (s3_hit / s3_free / s3_ohit / s3_ofree are registered below, after the S3 decision:
+        # already corrected for the write of the item now in S3)
+        m.d.sync += [v3.eq(v2 & ~clearing), s3.eq(s2), s3_base.eq(ent2),
                      s3_count.eq(sel_count), s3_addr.eq(sel_addr),
                      s3_same_set.eq(same_set2), s3_same_tile.eq(same_tile2)]
 
@@ -516,20 +531,9 @@ class Tracker(wiring.Component):
         idx3, tag3 = set_index(s3.wg), tag_of(s3)
         ss = s3_same_set & w4_set_wr
         fwd = s3_same_tile & (w4_set_wr | w4_ovf_wr) & w4_ent.valid  # ahead left this tile live
-        wb_live = w4_ent.valid
-        hit_v, free_v = Signal(W), Signal(W)
-        ohit_v, ofree_v = Signal(Pv), Signal(Pv)
-        with m.If(ss):
-            m.d.comb += [hit_v.eq((s3_hit & ~w4_way) | Mux(s3_same_tile & wb_live, w4_way, 0)),
-                         free_v.eq((s3_free & ~w4_way) | Mux(wb_live, 0, w4_way))]
-        with m.Else():
-            m.d.comb += [hit_v.eq(s3_hit), free_v.eq(s3_free)]
-        if P:
-            with m.If(w4_ovf_wr):
-                m.d.comb += [ohit_v.eq((s3_ohit & ~w4_ovf) | Mux(s3_same_tile & wb_live, w4_ovf, 0)),
-                             ofree_v.eq((s3_ofree & ~w4_ovf) | Mux(wb_live, 0, w4_ovf))]
-            with m.Else():
-                m.d.comb += [ohit_v.eq(s3_ohit), ofree_v.eq(s3_ofree)]
+        # the hit / free vectors as they are now (the S4 write already applied: registered so,
+        # see below; timing: the decision starts from registers)
+        hit_v, free_v, ohit_v, ofree_v = s3_hit, s3_free, s3_ohit, s3_ofree
         base = Signal(set_layout)            # the set as it is now
         for i in range(W):
             m.d.comb += base[i].eq(Mux(ss & w4_way[i], w4_ent, s3_base[i]))
@@ -597,6 +601,19 @@ class Tracker(wiring.Component):
                                     else victim.tag[self.wf_width:]),
                          vrec.addr.eq(victim.addr), vrec.n.eq(victim.count),
                          vrec.src.eq(SRC_VICTIM)]
+        # the item in S2 enters S3 with its hit / free vectors corrected for this item's write
+        # (which is S4's when it is in S3; same values as correcting them there from w4_*,
+        # one cycle earlier -- timing: w4_way -> hit -> decision was the critical path)
+        nx_ss = same_set2 & set_wr & ~clearing          # this write is to the S2 item's set
+        nx_live = same_tile2 & live                     # ... and leaves its tile in the way
+        m.d.sync += [
+            s3_hit.eq(Mux(nx_ss, (hit2 & ~way_1h) | Mux(nx_live, way_1h, 0), hit2)),
+            s3_free.eq(Mux(nx_ss, (free2 & ~way_1h) | Mux(live, 0, way_1h), free2))]
+        if P:
+            nx_ow = ovf_wr & ~clearing
+            m.d.sync += [
+                s3_ohit.eq(Mux(nx_ow, (ohit2 & ~ovf_1h) | Mux(nx_live, ovf_1h, 0), ohit2)),
+                s3_ofree.eq(Mux(nx_ow, (ofree2 & ~ovf_1h) | Mux(live, 0, ovf_1h), ofree2))]
         with m.If(act_evict):
             m.d.sync += vptr.eq(Cat(vptr[-1], vptr[:-1]) if W > 1 else vptr)
         trig_word = Signal(self.tlayout)
@@ -644,4 +661,11 @@ class Tracker(wiring.Component):
         m.d.comb += [self.f_idle.eq(~v1 & ~v2 & ~v3 & ~v4 & ~tf.r_rdy & ~vf.r_rdy & ~vf.pending),
                      self.f_apply_valid.eq(v3), self.f_vfifo_level.eq(vf.level),
                      self.f_vfifo_pop.eq(take_vic)]
+        # the state and pipeline, for the formal harness's invariants (hdl/t3/formal.py)
+        self.fv = SimpleNamespace(
+            mem=mem, tf=tf, vf=vf, ovf=ovf, clearing=clearing, vptr=vptr, v=(v1, v2, v3, v4),
+            s=(s1, s2, s3), w4_set_wr=w4_set_wr, w4_ovf_wr=w4_ovf_wr, w4_idx=w4_idx,
+            w4_ovf=w4_ovf, w4_ent=w4_ent, full4=full4, w4_trig=w4_trig, w4_err=w4_err,
+            w4_evict=w4_evict, w4_requeue=w4_requeue, w4_tword=w4_tword, w4_vrec=w4_vrec,
+            tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of)
         return m
