@@ -13,9 +13,10 @@
   conflicts, overflow allocation, evictions and victim re-entry.  Unbounded: k-induction with
   the invariant of :func:`_invariant` (a conservation law over every place a tile's elements
   can be, plus the FIFOs' structure); it closes at depth 4 (depth 3: the induction
-  counterexample starts from S4 decision registers that describe no real write, e.g. an
-  overflow write with no entry selected -- pipeline registers that 4 steps rebuild from the
-  state the invariant constrains).  Replaces the BMC runs of earlier (depth 20 with
+  counterexample starts from pipeline registers with no real history -- a set word in S2's
+  read register the memory never held, an S4 overflow write with no entry selected -- and
+  breaks the conservation law at step 3; 4 steps rebuild every such register from the state
+  the invariant constrains).  Replaces the BMC runs of earlier (depth 20 with
   ``trig.ready`` high, 268 s; depth 15 with it free and ``src`` 0, 127 s).
 * ``tracker_bounded_response``: with ``trig.ready`` high, every accepted update is applied in S3
   exactly three cycles later (the pipeline never stalls), a victim record waits at most 3 cycles
@@ -259,27 +260,24 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
     some_min = Const(0, 1)
     for c, _n, a in places:
         some_min = some_min | (c & (a == amin))
-    A = []
 
-    class _A(list):                          # each invariant asserted at its own source line
-        def append(self, e):
-            m.d.comb += Assert(f.clearing | e, src_loc_at=1)   # (memory unswept: anything)
-    A = _A()
-    A.append(acc == held + thr * ntr)
-    A.append(sum(c.as_unsigned() for c in ent_t) <= 1)
+    def inv(e):                              # asserted at the caller's line (in the log)
+        m.d.comb += Assert(f.clearing | e, src_loc_at=1)   # (memory unswept: anything)
+    inv(acc == held + thr * ntr)
+    inv(sum(c.as_unsigned() for c in ent_t) <= 1)
     for c, n, a in places[:n_ent]:
-        A.append(~c | ((n >= 1) & (n < thr)))
+        inv(~c | ((n >= 1) & (n < thr)))
     for c, n, a in places:
-        A.append(~c | ((n >= 1) & (a >= amin)))
+        inv(~c | ((n >= 1) & (a >= amin)))
     for c, a in trigs:
-        A.append(~c | (a == amin))
-    A.append((acc == 0) | (ntr != 0) | some_min)
-    A.append((acc != 0) | (amin == 1))
+        inv(~c | (a == amin))
+    inv((acc == 0) | (ntr != 0) | some_min)
+    inv((acc != 0) | (amin == 1))
     # victim FIFO structure
-    A.append(vf.head < D)
-    A.append(vf.tail < D)
-    A.append(vf.used <= D)
-    A.append(vf.used == sum(vf.valid[i].as_unsigned() for i in range(D)))
+    inv(vf.head < D)
+    inv(vf.tail < D)
+    inv(vf.used <= D)
+    inv(vf.used == sum(vf.valid[i].as_unsigned() for i in range(D)))
     for j in range(D):
         for i in range(D):
             with m.If(vf.head == i):
@@ -294,16 +292,16 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
         return (a.wg == b.wg) & (a.wf == b.wf)
     for i in range(D):
         for k in range(i + 1, D):
-            A.append(~(vf.valid[i] & vf.valid[k] & same(vf.q[i], vf.q[k])))
-        A.append(vf.plt[i] == (vf.pd.addr < vf.q[i].addr))
+            inv(~(vf.valid[i] & vf.valid[k] & same(vf.q[i], vf.q[k])))
+        inv(vf.plt[i] == (vf.pd.addr < vf.q[i].addr))
         with m.If(vf.pe):
             m.d.comb += Assert(vf.pm[i] == (vf.valid[i] & same(vf.q[i], vf.pd)))
     with m.If(vf.pe):
         m.d.comb += Assert(vf.pa == ~vf.pm.any())
     inflight = v1.as_unsigned() + v2 + v3 + v4
-    A.append(tf.level + inflight <= tf.depth)
-    A.append(vf.level + inflight <= D)
-    A.append(f.vptr.any() & ((f.vptr & (f.vptr - 1)) == 0))
+    inv(tf.level + inflight <= tf.depth)
+    inv(vf.level + inflight <= D)
+    inv(f.vptr.any() & ((f.vptr & (f.vptr - 1)) == 0))
     with m.If(f.clearing):
         m.d.comb += [Assert(acc == 0), Assert(ntrig == 0), Assert(vf.used == 0),
                      Assert(~vf.pe), Assert(tf.level == 0), Assert(~v1 & ~v2 & ~v3 & ~v4)]

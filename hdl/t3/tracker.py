@@ -438,6 +438,7 @@ class Tracker(wiring.Component):
         rd2 = Signal(set_layout)
         f_log, f_w4, t_w4 = Signal(), Signal(), Signal()
         log_set = Signal(set_layout)         # the newest write-log set, for S2
+        h_mem = Signal(W)                    # hits(rd2, S2's tag), registered with rd2
         h_logr, fr_log = Signal(W), Signal(W)
         # in S2, the write log's wl1 / wl0 are today's wl0 / S4 write, S4 is today's S3 item;
         # the newer of the two that wrote this set is selected here (timing: S2 sees one
@@ -446,6 +447,9 @@ class Tracker(wiring.Component):
         n_wl0 = w4_set_wr & (w4_idx == idx1)
         m.d.sync += [
             rd2.eq(mem.r_data),
+            # the memory word's tag compares, made on the read data as it arrives (timing:
+            # S2's count select then starts from registered hit bits)
+            h_mem.eq(hits(set_layout(mem.r_data), tag1)),
             f_log.eq(n_wl0 | n_wl1),
             log_set.eq(Mux(n_wl0, full4, wl0_set)),
             h_logr.eq(Mux(n_wl0, hits(full4, tag1), hits(wl0_set, tag1))),
@@ -467,7 +471,7 @@ class Tracker(wiring.Component):
         with m.If(f_log):                    # (also the read that collided with that write)
             m.d.comb += [base2.eq(log_set), hit_b.eq(h_logr), free_b.eq(fr_log)]
         with m.Else():
-            m.d.comb += [base2.eq(rd2), hit_b.eq(hits(rd2, tag2)), free_b.eq(frees(rd2))]
+            m.d.comb += [base2.eq(rd2), hit_b.eq(h_mem), free_b.eq(frees(rd2))]
         c4 = f_w4 & w4_set_wr                # this cycle's write is to this set
         ent2 = Signal(set_layout)
         hit2, free2 = Signal(W), Signal(W)
@@ -493,7 +497,7 @@ class Tracker(wiring.Component):
         ov_w = Signal(W)                     # ways this cycle's S4 write replaces
         m.d.comb += ov_w.eq(Mux(c4, w4_way, 0))
         h_rd = Signal(W)                     # hits in the memory word (when it is the newest)
-        m.d.comb += h_rd.eq(hits(rd2, tag2) & ~ov_w & Mux(f_log, 0, (1 << W) - 1))
+        m.d.comb += h_rd.eq(h_mem & ~ov_w & Mux(f_log, 0, (1 << W) - 1))
         h_log = Signal(W)                    # hits in the write log's newest set
         m.d.comb += h_log.eq(h_logr & ~ov_w & Mux(f_log, (1 << W) - 1, 0))
         w4_hit2 = c4 & w4_ent.valid & t_w4   # the S4 write leaves this tile in a way
