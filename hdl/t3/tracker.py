@@ -24,27 +24,36 @@ multiplexer -> S0's set index -> the 17 block RAMs' read address, mostly routing
 ``wg`` is now a register of its own, ``r_wg``: 88.0 MHz, the critical path S2's set correction
 and way select into ``s3_addr``; S2's hit select split by source: 88.6 MHz, the write-log
 select; that select moved into S1 (``log_set``): 91.0 MHz, the overflow entries' tag compare
--> select -> ``s3_count``; that compare is now registered in S1 (``ohit_r``), not measured
-yet -- every step cycle-identical, about 9 of the ~11 ns are routing of nets that fan out to
-a 608-bit set word):
+-> select -> ``s3_count``; that compare registered in S1 (``ohit_r``): 88.3 MHz (placement
+variance), the critical path ``w4_way`` -> S3's hit/free correction for the S4 write -> count
+compare -> decision -> ``w4_ovf_wr``; those vectors now enter S3 already corrected (computed
+from the S3 decision of the item ahead, one cycle earlier): 89.1 MHz, the critical path S2's
+tag compare of the memory word -> count select -> ``s3_count``; that compare now made in S1 on
+the arriving read data (``h_mem``): 95.5 MHz (8,779 LUT4), the critical path ``s3_room`` ->
+the count compare carry chain -> over/done -> the eviction decision -> the victim pointer's
+enable, 2.6 ns logic + 7.9 ns routing -- every step cycle-identical; next: decide the miss
+actions (alloc / overflow / evict / requeue) without the hit-count compares, which they do
+not need, and make the compares in S2):
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
 * S0: an *item* -- an input update or a victim record (below) -- enters and its set is read.
-* S1: the set word arrives and is registered as it is; against that register S2 will need the
+* S1: the set word arrives and is registered as it is, with its ways' tag compares against
+  the item's tag; against that register S2 will need the
   sets written one and two cycles before (a *write log*, which also covers the read that
   collided with a write) and this cycle's S3 item: the newer of the two logged sets that wrote
   this item's set is selected here into one register (``log_set``) with its tag compares, and
   the S3 item's set/tag matches are registered.
 * S2: the set as it is now: ``log_set`` or the memory word, with the way the S4 write of
-  this cycle changes replaced; the tag is compared with every way and with ``overflow``
-  fully-associative overflow entries (registers shared by all sets, tagged by set index and tag,
-  also corrected for this cycle's write), and the hit entry's count and address are selected --
-  split by source, so that only the memory word's tag compare and an AND-OR over its ways lie
-  between ``rd2`` and the S3 registers (the log / S4-write / overflow terms, all from
-  registers, are OR-ed in last).
-* S3: the result is corrected for the write of the item one ahead (in S4 now; same set / same
-  tile, from registers), then: hit -> add the element count; the count reaching ``threshold``
+  this cycle changes replaced; the hits in every way (the memory word's compared in S1) and in
+  ``overflow`` fully-associative overflow entries (registers shared by all sets, tagged by set
+  index and tag, compared in S1, also corrected for this cycle's write), and the hit entry's
+  count and address are selected -- split by source, so that only an AND-OR over the memory
+  word's ways lies between ``rd2`` and the S3 registers (the log / S4-write / overflow terms,
+  all from registers, are OR-ed in last).  The hit / free vectors are registered for S3
+  already corrected for the write of the item now in S3 (its decision, made this cycle).
+* S3: the count and address are corrected for the write of the item one ahead (in S4 now;
+  same tile, from registers), then: hit -> add the element count; the count reaching ``threshold``
   triggers and frees the entry; exceeding it is an over-count: the item is discarded, the error
   counter/flag is raised and the entry is unchanged.  Miss -> an item that alone reaches the
   threshold triggers without allocating, one that exceeds it is an over-count; otherwise it
