@@ -572,29 +572,25 @@ class Tracker(wiring.Component):
         vptr = Signal(W, init=1)             # round-robin victim way (one-hot)
         act_trig, act_err, act_free, act_upd = Signal(), Signal(), Signal(), Signal()
         act_alloc, act_oalloc, act_evict, act_requeue = Signal(), Signal(), Signal(), Signal()
-        with m.If(v3):
-            with m.If(over):
-                m.d.comb += act_err.eq(1)
-            with m.Elif(done):
-                m.d.comb += [act_trig.eq(1), act_free.eq(hit)]
-            with m.Elif(hit):
-                m.d.comb += act_upd.eq(1)
-            with m.Elif(free_v.any()):
-                m.d.comb += act_alloc.eq(1)
-            with m.Elif(ofree_v.any() & (P > 0)):
-                m.d.comb += act_oalloc.eq(1)
-            with m.Elif(s3.src == SRC_VICTIM):   # a record does not evict: back to the FIFO
-                m.d.comb += act_requeue.eq(1)
-            with m.Else():
-                m.d.comb += act_evict.eq(1)
+        # the decision, flat: one term per action (timing: the miss actions -- allocate,
+        # overflow-allocate, requeue, evict -- need none of the hit-count compares)
+        miss_go = v3 & ~hit & ~s3_n_over & (s3_room != 0)   # a miss that neither triggers nor errs
+        h_ok = v3 & hit & ~over                             # a hit applied (trigger or update)
+        fa, foa = free_v.any(), ofree_v.any() & (P > 0)
+        is_rec = s3.src == SRC_VICTIM                       # a record does not evict: requeued
+        m.d.comb += [act_err.eq(v3 & over), act_trig.eq(v3 & ~over & done),
+                     act_free.eq(h_ok & done), act_upd.eq(h_ok & ~done),
+                     act_alloc.eq(miss_go & fa), act_oalloc.eq(miss_go & ~fa & foa),
+                     act_requeue.eq(miss_go & ~fa & ~foa & is_rec),
+                     act_evict.eq(miss_go & ~fa & ~foa & ~is_rec)]
         # which slot this item writes (from the hit/free vectors only; the victim way when no
         # way is free -- written only on an eviction)
         way_1h = Signal(W)
         ovf_1h = Signal(Pv)
         m.d.comb += [way_1h.eq(Mux(shit, hit_v, Mux(free_v.any(), free_1h, vptr))),
                      ovf_1h.eq(Mux(ohit, ohit_v, ofree_1h))]
-        set_wr = ((act_free | act_upd) & shit) | act_alloc | act_evict
-        ovf_wr = ((act_free | act_upd) & ohit & ~shit) | act_oalloc
+        set_wr = (h_ok & shit) | act_alloc | act_evict          # (h_ok = act_free | act_upd)
+        ovf_wr = (h_ok & ohit & ~shit) | act_oalloc
         live = ~act_free
         new_entry = Signal(E)
         m.d.comb += [new_entry.valid.eq(live), new_entry.tag.eq(tag3),
