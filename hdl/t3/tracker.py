@@ -31,9 +31,11 @@ from the S3 decision of the item ahead, one cycle earlier): 89.1 MHz, the critic
 tag compare of the memory word -> count select -> ``s3_count``; that compare now made in S1 on
 the arriving read data (``h_mem``): 95.5 MHz (8,779 LUT4), the critical path ``s3_room`` ->
 the count compare carry chain -> over/done -> the eviction decision -> the victim pointer's
-enable, 2.6 ns logic + 7.9 ns routing -- every step cycle-identical; next: decide the miss
-actions (alloc / overflow / evict / requeue) without the hit-count compares, which they do
-not need, and make the compares in S2):
+enable, 2.6 ns logic + 7.9 ns routing; the decision is now flat, one term per action, the
+miss actions (alloc / overflow / evict / requeue) without the hit-count compares they do not
+need: not measured here (P&R budget), in ``t3_node`` 104.4 -> 109.6 MHz, whose critical path
+is then ``s3_room`` -> count compare -> applied-hit -> overflow write -> ``s3_ofree`` (9.1 ns)
+-- every step cycle-identical; next: make the count compares in S2):
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
