@@ -223,6 +223,10 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
         e = arch[i]
         ent_t.append(e.valid & (e.tag == tagT))
         places.append((ent_t[-1], e.count, e.addr))
+    for i in range(W):                   # no tile in two ways of its set
+        for k in range(i + 1, W):
+            a, b = arch[i], arch[k]
+            m.d.comb += Assert(~(a.valid & b.valid & (a.tag == b.tag)))
     for j in range(P):
         o = f.ovf[j]
         wr = f.w4_ovf_wr & f.w4_ovf[j]
