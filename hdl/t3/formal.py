@@ -16,7 +16,10 @@
   counterexample starts from pipeline registers with no real history -- a set word in S2's
   read register the memory never held, an S4 overflow write with no entry selected -- and
   breaks the conservation law at step 3; 4 steps rebuild every such register from the state
-  the invariant constrains).  Replaces the BMC runs of earlier (depth 20 with
+  the invariant constrains).  The invariant is written for any ways / overflow entries, but
+  with 2 ways induction does not close (depth 6 and 10): its counterexample ends with one tile
+  in a way and in the overflow entry at once -- a start state not excluded yet.  Replaces the
+  BMC runs of earlier (depth 20 with
   ``trig.ready`` high, 268 s; depth 15 with it free and ``src`` 0, 127 s).
 * ``tracker_bounded_response``: with ``trig.ready`` high, every accepted update is applied in S3
   exactly three cycles later (the pipeline never stalls), a victim record waits at most 3 cycles
