@@ -467,6 +467,8 @@ class Tracker(wiring.Component):
             fr_log.eq(Mux(n_wl0, frees(full4), frees(wl0_set))),
             f_w4.eq(v3 & (set_index(s3.wg) == idx1)), t_w4.eq(tag_of(s3) == tag1),
             v2.eq(v1 & ~clearing), s2.eq(s1)]
+        nsum2 = Signal(len(s1.n) + 1)        # n + the n of the item one ahead, for S2's compares
+        m.d.sync += nsum2.eq(s1.n + s2.n)
         # overflow-entry tag compares for S2, against the entries as they will be then (this
         # cycle's S4 write applied; timing: off the S2 select path)
         ohit_r = Signal(Pv)
@@ -532,10 +534,13 @@ class Tracker(wiring.Component):
         s3_ohit, s3_ofree = Signal(Pv), Signal(Pv)
         s3_count, s3_addr = Signal(self.count_width), Signal(self.addr_width)
         s3_same_set, s3_same_tile = Signal(), Signal()
-        # threshold - n, so that S3 compares the old count instead of adding first
-        s3_room = Signal(self.count_width)          # threshold - n (when n <= threshold)
         s3_n_over = Signal()                        # n > threshold: over-count even on a miss
-        m.d.sync += [s3_room.eq(self.threshold - s2.n), s3_n_over.eq(s2.n > self.threshold)]
+        m.d.sync += s3_n_over.eq(s2.n > self.threshold)
+        # the count compares, made in S2 (registered below): the old count against threshold - n
+        # for the count selected here (_s) and for the new count of the item ahead (_f, when
+        # fwd); s3_rz: n == threshold
+        s3_gt_s, s3_eq_s, s3_gt_f, s3_eq_f, s3_rz = (Signal(name=f"s3_{n}") for n in (
+            "gt_s", "eq_s", "gt_f", "eq_f", "rz"))
         # (s3_hit / s3_free / s3_ohit / s3_ofree are registered below, after the S3 decision:
         # already corrected for the write of the item now in S3)
         m.d.sync += [v3.eq(v2 & ~clearing), s3.eq(s2), s3_base.eq(ent2),
@@ -563,10 +568,10 @@ class Tracker(wiring.Component):
         new_min = Signal(self.addr_width)
         m.d.comb += new_min.eq(Mux(hit & ~Mux(fwd, lt_f, lt_s), Mux(fwd, w4_ent.addr, s3_addr),
                                    s3.addr))
-        old_gt = Mux(fwd, cnt_f > s3_room, cnt_s > s3_room)
-        old_eq = Mux(fwd, cnt_f == s3_room, cnt_s == s3_room)
+        old_gt = Mux(fwd, s3_gt_f, s3_gt_s)                  # cnt_old > threshold - n
+        old_eq = Mux(fwd, s3_eq_f, s3_eq_s)                  # cnt_old == threshold - n
         over = s3_n_over | (hit & old_gt)                     # cnt_old + n > threshold
-        done = ~s3_n_over & Mux(hit, old_eq, s3_room == 0)    # cnt_old + n == threshold
+        done = ~s3_n_over & Mux(hit, old_eq, s3_rz)           # cnt_old + n == threshold
         free_1h = Signal(W)
         m.d.comb += free_1h.eq(free_v & -free_v)            # lowest free way
         ofree_1h = Signal(Pv)
@@ -576,7 +581,7 @@ class Tracker(wiring.Component):
         act_alloc, act_oalloc, act_evict, act_requeue = Signal(), Signal(), Signal(), Signal()
         # the decision, flat: one term per action (timing: the miss actions -- allocate,
         # overflow-allocate, requeue, evict -- need none of the hit-count compares)
-        miss_go = v3 & ~hit & ~s3_n_over & (s3_room != 0)   # a miss that neither triggers nor errs
+        miss_go = v3 & ~hit & ~s3_n_over & ~s3_rz           # a miss that neither triggers nor errs
         h_ok = v3 & hit & ~over                             # a hit applied (trigger or update)
         fa, foa = free_v.any(), ofree_v.any() & (P > 0)
         is_rec = s3.src == SRC_VICTIM                       # a record does not evict: requeued
@@ -625,6 +630,23 @@ class Tracker(wiring.Component):
             m.d.sync += [
                 s3_ohit.eq(Mux(nx_ow, (ohit2 & ~ovf_1h) | Mux(nx_live, ovf_1h, 0), ohit2)),
                 s3_ofree.eq(Mux(nx_ow, (ofree2 & ~ovf_1h) | Mux(live, 0, ovf_1h), ofree2))]
+        # S2's count compares for S3 (timing: S3's decision starts from registers; the same
+        # values as comparing there: room = threshold - n, taken in this cycle as before).  The
+        # selected count: sel_count > room.  The item ahead (in S3 now) leaves this tile live
+        # (fwd in S3) with the new count cnt + n_y (hit; cnt its old count, forwarded or
+        # selected) or n_y (miss), exactly (live: < threshold); with n <= threshold (else
+        # over-count regardless) new > room <=> cnt + (n + n_y) > threshold.
+        thr = self.threshold
+        room2 = Signal(self.count_width)
+        m.d.comb += room2.eq(thr - s2.n)
+        sum_ff = Signal(len(nsum2) + 1)
+        sum_fs = Signal(len(nsum2) + 1)
+        m.d.comb += [sum_ff.eq(cnt_f + nsum2), sum_fs.eq(cnt_s + nsum2)]
+        m.d.sync += [
+            s3_gt_s.eq(sel_count > room2), s3_eq_s.eq(sel_count == room2),
+            s3_gt_f.eq(Mux(hit, Mux(fwd, sum_ff > thr, sum_fs > thr), nsum2 > thr)),
+            s3_eq_f.eq(Mux(hit, Mux(fwd, sum_ff == thr, sum_fs == thr), nsum2 == thr)),
+            s3_rz.eq(room2 == 0)]
         with m.If(act_evict):
             m.d.sync += vptr.eq(Cat(vptr[-1], vptr[:-1]) if W > 1 else vptr)
         trig_word = Signal(self.tlayout)
