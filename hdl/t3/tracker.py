@@ -449,7 +449,13 @@ class Tracker(wiring.Component):
         rd2 = Signal(set_layout)
         f_log, f_w4, t_w4 = Signal(), Signal(), Signal()
         log_set = Signal(set_layout)         # the newest write-log set, for S2
-        h_mem = Signal(W)                    # hits(rd2, S2's tag), registered with rd2
+        # hits(rd2, S2's tag): the memory word's ways compared with the tag in pairs of bits
+        # (valid, tag) as the read data arrives -- one LUT level after the block RAM's slow
+        # clock-to-out -- registered with rd2 (h_pair); S2 ANDs each way's pairs (h_mem)
+        tb = Cat(Const(1, 1), tag1)          # (valid, tag) as a hit sees it
+        C = (len(tb) + 1) // 2               # pairs per way
+        h_pair = Signal(W * C)
+        mrd = set_layout(mem.r_data)
         h_logr, fr_log = Signal(W), Signal(W)
         # in S2, the write log's wl1 / wl0 are today's wl0 / S4 write, S4 is today's S3 item;
         # the newer of the two that wrote this set is selected here (timing: S2 sees one
@@ -458,9 +464,9 @@ class Tracker(wiring.Component):
         n_wl0 = w4_set_wr & (w4_idx == idx1)
         m.d.sync += [
             rd2.eq(mem.r_data),
-            # the memory word's tag compares, made on the read data as it arrives (timing:
-            # S2's count select then starts from registered hit bits)
-            h_mem.eq(hits(set_layout(mem.r_data), tag1)),
+            # (timing: S2's count select starts from registered compares)
+            h_pair.eq(Cat(*[Cat(mrd[i].valid, mrd[i].tag)[2 * k:2 * k + 2] == tb[2 * k:2 * k + 2]
+                            for i in range(W) for k in range(C)])),
             f_log.eq(n_wl0 | n_wl1),
             log_set.eq(Mux(n_wl0, full4, wl0_set)),
             h_logr.eq(Mux(n_wl0, hits(full4, tag1), hits(wl0_set, tag1))),
@@ -478,6 +484,8 @@ class Tracker(wiring.Component):
                                          ovf[j].valid & (ovf[j].set == idx1) & (ovf[j].tag == tag1)))
 
         # ---- S2: the set as it is (write log, then the S4 write), tag compare, hit selection ---
+        h_mem = Signal(W)                    # hits(rd2, S2's tag), from S1's pair compares
+        m.d.comb += h_mem.eq(Cat(*[h_pair[i * C:(i + 1) * C].all() for i in range(W)]))
         idx2, tag2 = set_index(s2.wg), tag_of(s2)
         base2 = Signal(set_layout)           # every write before this cycle's
         hit_b, free_b = Signal(W), Signal(W)
