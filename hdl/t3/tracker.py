@@ -34,8 +34,17 @@ the count compare carry chain -> over/done -> the eviction decision -> the victi
 enable, 2.6 ns logic + 7.9 ns routing; the decision is now flat, one term per action, the
 miss actions (alloc / overflow / evict / requeue) without the hit-count compares they do not
 need: not measured here (P&R budget), in ``t3_node`` 104.4 -> 109.6 MHz, whose critical path
-is then ``s3_room`` -> count compare -> applied-hit -> overflow write -> ``s3_ofree`` (9.1 ns)
--- every step cycle-identical; next: make the count compares in S2):
+is then ``s3_room`` -> count compare -> applied-hit -> overflow write -> ``s3_ofree`` (9.1 ns);
+measured here at this state: 91.0 MHz (8,661 LUT4, 4,844 FF), the critical path the block
+RAM -> S1's tag compare -> ``h_mem`` (5.8 ns DP16KD clock-to-out + 2.5 ns routing + 3 LUT
+levels; 11.0 ns) -- every step cycle-identical.  Tried and reverted (cycle-identical, in the
+branch history): the count compares made in S2 after the count select (``s3_gt``/``s3_eq``)
+plus S1's tag compare in pairs of bits (one LUT level after the block RAM, S2 ANDs the
+pairs): 85.4 MHz, the critical path ``f_log`` -> the pair AND -> count select -> compare
+carry chain -> ``s3_gt_s`` (11.7 ns, 8.5 of it routing): a compare after the select lengthens
+S2 more than it shortens S3.  Next: the DP16KD output register (read latency 2: one more
+stage, trigger at t+6, a write log one deeper) or the pair compare alone; count compares per
+candidate (each way's count against a room registered in S1) rather than after the select):
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
@@ -449,13 +458,7 @@ class Tracker(wiring.Component):
         rd2 = Signal(set_layout)
         f_log, f_w4, t_w4 = Signal(), Signal(), Signal()
         log_set = Signal(set_layout)         # the newest write-log set, for S2
-        # hits(rd2, S2's tag): the memory word's ways compared with the tag in pairs of bits
-        # (valid, tag) as the read data arrives -- one LUT level after the block RAM's slow
-        # clock-to-out -- registered with rd2 (h_pair); S2 ANDs each way's pairs (h_mem)
-        tb = Cat(Const(1, 1), tag1)          # (valid, tag) as a hit sees it
-        C = (len(tb) + 1) // 2               # pairs per way
-        h_pair = Signal(W * C)
-        mrd = set_layout(mem.r_data)
+        h_mem = Signal(W)                    # hits(rd2, S2's tag), registered with rd2
         h_logr, fr_log = Signal(W), Signal(W)
         # in S2, the write log's wl1 / wl0 are today's wl0 / S4 write, S4 is today's S3 item;
         # the newer of the two that wrote this set is selected here (timing: S2 sees one
@@ -464,17 +467,15 @@ class Tracker(wiring.Component):
         n_wl0 = w4_set_wr & (w4_idx == idx1)
         m.d.sync += [
             rd2.eq(mem.r_data),
-            # (timing: S2's count select starts from registered compares)
-            h_pair.eq(Cat(*[Cat(mrd[i].valid, mrd[i].tag)[2 * k:2 * k + 2] == tb[2 * k:2 * k + 2]
-                            for i in range(W) for k in range(C)])),
+            # the memory word's tag compares, made on the read data as it arrives (timing:
+            # S2's count select then starts from registered hit bits)
+            h_mem.eq(hits(set_layout(mem.r_data), tag1)),
             f_log.eq(n_wl0 | n_wl1),
             log_set.eq(Mux(n_wl0, full4, wl0_set)),
             h_logr.eq(Mux(n_wl0, hits(full4, tag1), hits(wl0_set, tag1))),
             fr_log.eq(Mux(n_wl0, frees(full4), frees(wl0_set))),
             f_w4.eq(v3 & (set_index(s3.wg) == idx1)), t_w4.eq(tag_of(s3) == tag1),
             v2.eq(v1 & ~clearing), s2.eq(s1)]
-        nsum2 = Signal(len(s1.n) + 1)        # n + the n of the item one ahead, for S2's compares
-        m.d.sync += nsum2.eq(s1.n + s2.n)
         # overflow-entry tag compares for S2, against the entries as they will be then (this
         # cycle's S4 write applied; timing: off the S2 select path)
         ohit_r = Signal(Pv)
@@ -484,8 +485,6 @@ class Tracker(wiring.Component):
                                          ovf[j].valid & (ovf[j].set == idx1) & (ovf[j].tag == tag1)))
 
         # ---- S2: the set as it is (write log, then the S4 write), tag compare, hit selection ---
-        h_mem = Signal(W)                    # hits(rd2, S2's tag), from S1's pair compares
-        m.d.comb += h_mem.eq(Cat(*[h_pair[i * C:(i + 1) * C].all() for i in range(W)]))
         idx2, tag2 = set_index(s2.wg), tag_of(s2)
         base2 = Signal(set_layout)           # every write before this cycle's
         hit_b, free_b = Signal(W), Signal(W)
@@ -542,13 +541,10 @@ class Tracker(wiring.Component):
         s3_ohit, s3_ofree = Signal(Pv), Signal(Pv)
         s3_count, s3_addr = Signal(self.count_width), Signal(self.addr_width)
         s3_same_set, s3_same_tile = Signal(), Signal()
+        # threshold - n, so that S3 compares the old count instead of adding first
+        s3_room = Signal(self.count_width)          # threshold - n (when n <= threshold)
         s3_n_over = Signal()                        # n > threshold: over-count even on a miss
-        m.d.sync += s3_n_over.eq(s2.n > self.threshold)
-        # the count compares, made in S2 (registered below): the old count against threshold - n
-        # for the count selected here (_s) and for the new count of the item ahead (_f, when
-        # fwd); s3_rz: n == threshold
-        s3_gt_s, s3_eq_s, s3_gt_f, s3_eq_f, s3_rz = (Signal(name=f"s3_{n}") for n in (
-            "gt_s", "eq_s", "gt_f", "eq_f", "rz"))
+        m.d.sync += [s3_room.eq(self.threshold - s2.n), s3_n_over.eq(s2.n > self.threshold)]
         # (s3_hit / s3_free / s3_ohit / s3_ofree are registered below, after the S3 decision:
         # already corrected for the write of the item now in S3)
         m.d.sync += [v3.eq(v2 & ~clearing), s3.eq(s2), s3_base.eq(ent2),
@@ -576,10 +572,10 @@ class Tracker(wiring.Component):
         new_min = Signal(self.addr_width)
         m.d.comb += new_min.eq(Mux(hit & ~Mux(fwd, lt_f, lt_s), Mux(fwd, w4_ent.addr, s3_addr),
                                    s3.addr))
-        old_gt = Mux(fwd, s3_gt_f, s3_gt_s)                  # cnt_old > threshold - n
-        old_eq = Mux(fwd, s3_eq_f, s3_eq_s)                  # cnt_old == threshold - n
+        old_gt = Mux(fwd, cnt_f > s3_room, cnt_s > s3_room)
+        old_eq = Mux(fwd, cnt_f == s3_room, cnt_s == s3_room)
         over = s3_n_over | (hit & old_gt)                     # cnt_old + n > threshold
-        done = ~s3_n_over & Mux(hit, old_eq, s3_rz)           # cnt_old + n == threshold
+        done = ~s3_n_over & Mux(hit, old_eq, s3_room == 0)    # cnt_old + n == threshold
         free_1h = Signal(W)
         m.d.comb += free_1h.eq(free_v & -free_v)            # lowest free way
         ofree_1h = Signal(Pv)
@@ -589,7 +585,7 @@ class Tracker(wiring.Component):
         act_alloc, act_oalloc, act_evict, act_requeue = Signal(), Signal(), Signal(), Signal()
         # the decision, flat: one term per action (timing: the miss actions -- allocate,
         # overflow-allocate, requeue, evict -- need none of the hit-count compares)
-        miss_go = v3 & ~hit & ~s3_n_over & ~s3_rz           # a miss that neither triggers nor errs
+        miss_go = v3 & ~hit & ~s3_n_over & (s3_room != 0)   # a miss that neither triggers nor errs
         h_ok = v3 & hit & ~over                             # a hit applied (trigger or update)
         fa, foa = free_v.any(), ofree_v.any() & (P > 0)
         is_rec = s3.src == SRC_VICTIM                       # a record does not evict: requeued
@@ -638,23 +634,6 @@ class Tracker(wiring.Component):
             m.d.sync += [
                 s3_ohit.eq(Mux(nx_ow, (ohit2 & ~ovf_1h) | Mux(nx_live, ovf_1h, 0), ohit2)),
                 s3_ofree.eq(Mux(nx_ow, (ofree2 & ~ovf_1h) | Mux(live, 0, ovf_1h), ofree2))]
-        # S2's count compares for S3 (timing: S3's decision starts from registers; the same
-        # values as comparing there: room = threshold - n, taken in this cycle as before).  The
-        # selected count: sel_count > room.  The item ahead (in S3 now) leaves this tile live
-        # (fwd in S3) with the new count cnt + n_y (hit; cnt its old count, forwarded or
-        # selected) or n_y (miss), exactly (live: < threshold); with n <= threshold (else
-        # over-count regardless) new > room <=> cnt + (n + n_y) > threshold.
-        thr = self.threshold
-        room2 = Signal(self.count_width)
-        m.d.comb += room2.eq(thr - s2.n)
-        sum_ff = Signal(len(nsum2) + 1)
-        sum_fs = Signal(len(nsum2) + 1)
-        m.d.comb += [sum_ff.eq(cnt_f + nsum2), sum_fs.eq(cnt_s + nsum2)]
-        m.d.sync += [
-            s3_gt_s.eq(sel_count > room2), s3_eq_s.eq(sel_count == room2),
-            s3_gt_f.eq(Mux(hit, Mux(fwd, sum_ff > thr, sum_fs > thr), nsum2 > thr)),
-            s3_eq_f.eq(Mux(hit, Mux(fwd, sum_ff == thr, sum_fs == thr), nsum2 == thr)),
-            s3_rz.eq(room2 == 0)]
         with m.If(act_evict):
             m.d.sync += vptr.eq(Cat(vptr[-1], vptr[:-1]) if W > 1 else vptr)
         trig_word = Signal(self.tlayout)
