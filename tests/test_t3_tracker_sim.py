@@ -18,16 +18,25 @@ CONFIGS = [
     (dict(sets=2, ways=1, overflow=0, trig_depth=2, victims=1), 2),    # livelocked before
     (dict(sets=1, ways=3, overflow=2, trig_depth=1, victims=1), 7),
     (dict(sets=64, ways=2, overflow=1, trig_depth=2, victims=2), 3),   # SRAM set memory (> 1 kbit)
+    # narrow fields: the trigger FIFO (<= 64 bits) in registers (_RegFIFO), as in the formal proofs
+    (dict(sets=2, ways=1, overflow=1, trig_depth=1, victims=1, wg_width=3, addr_width=2), 3),
 ]
+WIDTHS = dict(wg_width=8, wf_width=1, addr_width=10, count_width=6, n_width=3)
 
 
 def _stream(rng, c, live_max, n, thr):
     """About ``n`` updates of at most ``live_max`` live tiles, in one set of a small Tracker (so
     that it evicts); each tile gets exactly ``thr`` elements and is not reused."""
     out, live = [], {}
-    tiles = [(wg, wf) for wg in range(256) for wf in range(2) if wg % c["sets"] == 0 or c["sets"] > 8]
+    w = {**WIDTHS, **c}
+    tiles = [(wg, wf) for wg in range(1 << w["wg_width"]) for wf in range(2)
+             if wg % c["sets"] == 0 or c["sets"] > 8]
     rng.shuffle(tiles)
+    tiles_all = list(tiles)
     while len(out) < n or live:
+        if not tiles:                        # narrow: reuse the tiles that have triggered
+            tiles = [t for t in tiles_all if t not in live]
+            rng.shuffle(tiles)
         if len(out) < n and len(live) < live_max:
             live[tiles.pop()] = thr
         t = rng.choice(list(live))
@@ -35,7 +44,7 @@ def _stream(rng, c, live_max, n, thr):
         live[t] -= k
         if live[t] == 0:
             del live[t]
-        out.append((t[0], t[1], rng.randrange(1 << 10), k, rng.randrange(3)))
+        out.append((t[0], t[1], rng.randrange(1 << w["addr_width"]), k, rng.randrange(3)))
     return out
 
 
@@ -44,8 +53,8 @@ def _stream(rng, c, live_max, n, thr):
 def test_tracker_matches_golden_model(cfg, seed):
     c, live_max = CONFIGS[cfg]
     thr = 6
-    dut = Tracker(wg_width=8, wf_width=1, addr_width=10, count_width=6, n_width=3, **c)
-    model = TrackerModel(threshold=thr, **c)
+    dut = Tracker(**{**WIDTHS, **c})
+    model = TrackerModel(threshold=thr, **{k: v for k, v in c.items() if k not in WIDTHS})
     rng = random.Random(seed * 100 + cfg)
     stream = _stream(rng, c, live_max, 400, thr)
     ready_p = rng.choice([1.0, 0.6])

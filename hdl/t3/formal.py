@@ -6,28 +6,32 @@
   the effective threshold (k-induction).
 * ``tracker_exactly_once``: a small Tracker (1 set x 1 way, 1 overflow entry, 1 victim slot,
   4 tiles, 2-bit counts) -- the same RTL as the default one, only its parameters are small --
-  under any legal update stream (a tile's updates sum to at most the threshold) with
-  ``trig.ready`` high: a watched tile (any wg/wf) triggers at most once, only once all of its
-  elements are in, with its smallest address, and when the Tracker is idle with all of them in,
-  it has triggered -- through set conflicts, overflow allocation, evictions and victim re-entry
-  (BMC, depth 20: ~12 min on the shared machine; with ``trig.ready`` free it did not reach depth
-  17 in 24 min, each step ~3x the one before).
-* ``tracker_exactly_once_bp``: the same properties with ``trig.ready`` free (trigger-FIFO
-  back-pressure, which gates S0), input ``src`` fixed to 0 (the RTL tests ``src`` only against
-  ``SRC_VICTIM``, reserved for its own records; local/remote/DMA count alike), BMC depth 15.
-  Neither closes by k-induction (unreachable pipeline / FIFO / ghost-count combinations would
-  need a hand-written conservation invariant over every place a tile's elements can be).
+  under any legal update stream (a tile's updates sum to at most the threshold), any
+  ``trig.ready`` (trigger-FIFO back-pressure, which gates S0) and any ``src``: a watched tile
+  (any wg/wf) triggers at most once, only once all of its elements are in, with its smallest
+  address, and when the Tracker is idle with all of them in, it has triggered -- through set
+  conflicts, overflow allocation, evictions and victim re-entry.  Unbounded: k-induction with
+  the invariant of :func:`_invariant` (a conservation law over every place a tile's elements
+  can be, plus the FIFOs' structure); it closes at depth 4 (depth 3: the induction
+  counterexample starts from pipeline registers with no real history -- a set word in S2's
+  read register the memory never held, an S4 overflow write with no entry selected -- and
+  breaks the conservation law at step 3; 4 steps rebuild every such register from the state
+  the invariant constrains).  The invariant is written for any ways / overflow entries, but
+  with 2 ways induction does not close (depth 6 and 10): its counterexample ends with one tile
+  in a way and in the overflow entry at once -- a start state not excluded yet.  Replaces the
+  BMC runs of earlier (depth 20 with
+  ``trig.ready`` high, 268 s; depth 15 with it free and ``src`` 0, 127 s).
 * ``tracker_bounded_response``: with ``trig.ready`` high, every accepted update is applied in S3
   exactly three cycles later (the pipeline never stalls), a victim record waits at most 3 cycles
   at the head of its FIFO, and ``upd.ready`` is low for at most 2 cycles in a row unless the
-  victim FIFO is full (``stall``) (BMC; k-induction at depth 20 does not close: unreachable FIFO
-  level / in-flight combinations would need hand-written invariants).
+  victim FIFO is full (``stall``); k-induction with the same invariant (closes at depth 4;
+  without it, not at depth 20).
 
 Left out: the DMA table (covered by cocotb tests against the golden model and by mutations).
 """
 from __future__ import annotations
 
-from amaranth import Module, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.hdl import Assert, Assume, ResetSignal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
@@ -98,10 +102,11 @@ class TrackerHarness(wiring.Component):
     """Free update stream and trigger ready into a small Tracker, with ghost state for one watched
     tile.  ``which`` selects the property set."""
 
-    def __init__(self, which, trig_ready=False, src0=False, **cfg):
+    def __init__(self, which, trig_ready=False, src0=False, inv=False, **cfg):
         self.which = which
         self.force_ready = trig_ready        # trig.ready held high (else free)
         self.src0 = src0                     # input src fixed to 0 (see PROOFS)
+        self.inv = inv                       # assert the inductive invariant (_invariant)
         self.dut = Tracker(**{**TR_SMALL, **cfg})
         super().__init__({"upd_valid": In(1), "upd_payload": In(self.dut.ulayout),
                           "trig_ready": In(1), "threshold": In(2), "watch_wg": In(1),
@@ -109,7 +114,10 @@ class TrackerHarness(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.dut = d = self.dut
+        d = self.dut
+        # elaborated here (not by the converter) so that its state (d.fv) can be named
+        m.submodules.dut = d.elaborate(platform)
+        d._MustUse__silence = True           # (the component itself is not converted)
         init = _reset_first_cycle(m)
         u = self.upd_payload
         m.d.comb += [d.upd.valid.eq(self.upd_valid), d.upd.payload.eq(u),
@@ -174,23 +182,150 @@ class TrackerHarness(wiring.Component):
                 m.d.comb += [Assert(vwait <= 3), Assert(nready <= 2)]
             with m.Else():
                 m.d.comb += [Assume(vwait == 0), Assume(nready == 0)]
+        if self.inv:
+            with m.If(init):
+                _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig)
         return m
+
+
+def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
+    """The inductive invariant of ``tracker_exactly_once`` (asserted; k-induction then assumes
+    it in the steps before the one it checks).  It links the watched tile's ghost state to every
+    place the Tracker can hold its elements -- the architectural set word and overflow entry
+    (memory / registers with this cycle's S4 write applied), the items in S1..S3, the record S4
+    pushes, the victim FIFO's slots and its landing push -- and its triggers (S4's, the trigger
+    FIFO's, fired): ``acc == held + thr * triggers``; a live entry holds 1..thr-1 elements and
+    the tile is in at most one entry; every place has the tile's elements >= 1 and address >=
+    ``amin``, and one of them has ``amin`` (until it triggers, with ``amin``).  Structure: the
+    victim FIFO is a ring (``used`` contiguous valid slots from ``head``) of distinct tiles, its
+    registered push's match bits and address compares agree with the slots, its head ``wg``
+    register with the head slot; both FIFOs have room for every item in flight; the victim
+    pointer is one-hot; during the clear sweep nothing is in."""
+    f = d.fv
+    W, P = d.ways, d.n_ovf
+    v1, v2, v3, v4 = f.v
+    vf, tf = f.vf, f.tf
+    tagT = Cat(wwf, wwg[d.set_bits:])
+    idxT = wwg[:d.set_bits] if d.set_bits else Const(0, 1)
+
+    def is_t(it):
+        return (it.wg == wwg) & (it.wf == wwf)
+
+    def amt(c, n):
+        return Mux(c, n, 0)
+
+    places = []                          # (holds the tile, elements, address)
+    # set word of the tile's set, with this cycle's S4 write applied
+    regs = f.mem.regs
+    word = regs[0]
+    for k in range(1, len(regs)):
+        word = Mux(idxT == k, regs[k], word)
+    arch = f.set_layout(Mux(f.w4_set_wr & (f.w4_idx == idxT), f.full4.as_value(), word))
+    ent_t = []
+    for i in range(W):
+        e = arch[i]
+        ent_t.append(e.valid & (e.tag == tagT))
+        places.append((ent_t[-1], e.count, e.addr))
+    for i in range(W):                   # no tile in two ways of its set
+        for k in range(i + 1, W):
+            a, b = arch[i], arch[k]
+            m.d.comb += Assert(~(a.valid & b.valid & (a.tag == b.tag)))
+    for j in range(P):
+        o = f.ovf[j]
+        wr = f.w4_ovf_wr & f.w4_ovf[j]
+        ov = Mux(wr, f.w4_ent.valid, o.valid)
+        os_ = Mux(wr, f.w4_idx, o.set)
+        ot = Mux(wr, f.w4_ent.tag, o.tag)
+        oc = Mux(wr, f.w4_ent.count, o.count)
+        oa = Mux(wr, f.w4_ent.addr, o.addr)
+        ent_t.append(ov & (os_ == idxT) & (ot == tagT))
+        places.append((ent_t[-1], oc, oa))
+        # no other tile in a way of its set and in an overflow entry at once
+        for i in range(W):
+            e = arch[i]
+            m.d.comb += Assert(~(ov & e.valid & (os_ == idxT) & (ot == e.tag)))
+    n_ent = len(ent_t)
+    for vi, si in ((v1, f.s[0]), (v2, f.s[1]), (v3, f.s[2])):
+        places.append((vi & is_t(si), si.n, si.addr))
+    rec = f.w4_vrec
+    places.append(((f.w4_evict | f.w4_requeue) & is_t(rec), rec.n, rec.addr))
+    D = vf.depth
+    for i in range(D):
+        places.append((vf.valid[i] & is_t(vf.q[i]), vf.q[i].n, vf.q[i].addr))
+    places.append((vf.pe & is_t(vf.pd), vf.pd.n, vf.pd.addr))
+
+    trigs = [(f.w4_trig & is_t(f.w4_tword), f.w4_tword.addr)]
+    tl = d.tlayout
+    for i in range(tf.depth):
+        tq = tl(tf.q[i])
+        trigs.append(((i < tf.level) & is_t(tq), tq.addr))
+
+    held = Const(0, 8)
+    for c, n, _a in places:
+        held = held + amt(c, n)
+    ntr = ntrig.as_unsigned() + sum(c.as_unsigned() for c, _a in trigs)
+    some_min = Const(0, 1)
+    for c, _n, a in places:
+        some_min = some_min | (c & (a == amin))
+
+    def inv(e):                              # asserted at the caller's line (in the log)
+        m.d.comb += Assert(f.clearing | e, src_loc_at=1)   # (memory unswept: anything)
+    inv(acc == held + thr * ntr)
+    inv(sum(c.as_unsigned() for c in ent_t) <= 1)
+    for c, n, a in places[:n_ent]:
+        inv(~c | ((n >= 1) & (n < thr)))
+    for c, n, a in places:
+        inv(~c | ((n >= 1) & (a >= amin)))
+    for c, a in trigs:
+        inv(~c | (a == amin))
+    inv((acc == 0) | (ntr != 0) | some_min)
+    inv((acc != 0) | (amin == 1))
+    # victim FIFO structure
+    inv(vf.head < D)
+    inv(vf.tail < D)
+    inv(vf.used <= D)
+    inv(vf.used == sum(vf.valid[i].as_unsigned() for i in range(D)))
+    for j in range(D):
+        for i in range(D):
+            with m.If(vf.head == i):
+                m.d.comb += Assert(vf.valid[(i + j) % D] == (vf.used > j))
+    for i in range(D):
+        with m.If(vf.head == i):
+            m.d.comb += Assert(vf.tail == (i + vf.used) % D)
+            with m.If(vf.used != 0):
+                m.d.comb += Assert(vf.hwg == vf.q[i].wg)
+
+    def same(a, b):
+        return (a.wg == b.wg) & (a.wf == b.wf)
+    for i in range(D):
+        for k in range(i + 1, D):
+            inv(~(vf.valid[i] & vf.valid[k] & same(vf.q[i], vf.q[k])))
+        inv(vf.plt[i] == (vf.pd.addr < vf.q[i].addr))
+        with m.If(vf.pe):
+            m.d.comb += Assert(vf.pm[i] == (vf.valid[i] & same(vf.q[i], vf.pd)))
+    with m.If(vf.pe):
+        m.d.comb += Assert(vf.pa == ~vf.pm.any())
+    inflight = v1.as_unsigned() + v2 + v3 + v4
+    inv(tf.level + inflight <= tf.depth)
+    inv(vf.level + inflight <= D)
+    inv(f.vptr.any() & ((f.vptr & (f.vptr - 1)) == 0))
+    with m.If(f.clearing):
+        m.d.comb += [Assert(acc == 0), Assert(ntrig == 0), Assert(vf.used == 0),
+                     Assert(~vf.pe), Assert(tf.level == 0), Assert(~v1 & ~v2 & ~v3 & ~v4)]
 
 
 PROOFS = [
     Proof(name="mca_starvation_bound", build=MCAHarness, depth=20, mode="prove", fast=True,
           doc="MCA: offered communication waits <= starve_limit cycles with out.ready high; no "
               "non-starving grant at/above the threshold"),
-    Proof(name="tracker_exactly_once", build=lambda: TrackerHarness("once", trig_ready=True),
-          depth=20, mode="bmc", fast=False,
-          doc="Tracker (1 set x 1 way, 1 overflow, 1 victim, 4 tiles), trig.ready high: a watched "
-              "tile triggers at most once, only with all elements in, with its smallest address, "
-              "and has triggered when the Tracker is idle with all elements in"),
-    Proof(name="tracker_exactly_once_bp", build=lambda: TrackerHarness("once", src0=True),
-          depth=15, mode="bmc", fast=False,
-          doc="tracker_exactly_once with trig.ready free (trigger back-pressure), src 0"),
-    Proof(name="tracker_bounded_response", build=lambda: TrackerHarness("response"), depth=20,
-          mode="bmc", fast=True,
+    Proof(name="tracker_exactly_once", build=lambda: TrackerHarness("once", inv=True),
+          depth=6, mode="prove", fast=True,
+          doc="Tracker (1 set x 1 way, 1 overflow, 1 victim, 4 tiles), any trig.ready and src: a "
+              "watched tile triggers at most once, only with all elements in, with its smallest "
+              "address, and has triggered when the Tracker is idle with all elements in "
+              "(k-induction with the conservation invariant; closes at depth 4)"),
+    Proof(name="tracker_bounded_response", build=lambda: TrackerHarness("response", inv=True),
+          depth=6, mode="prove", fast=True,
           doc="Tracker with trig.ready high: accepted update applied 3 cycles later, victim "
               "record re-enters within 3 cycles, upd.ready low <= 2 cycles in a row unless victims full"),
 ]

@@ -24,27 +24,47 @@ multiplexer -> S0's set index -> the 17 block RAMs' read address, mostly routing
 ``wg`` is now a register of its own, ``r_wg``: 88.0 MHz, the critical path S2's set correction
 and way select into ``s3_addr``; S2's hit select split by source: 88.6 MHz, the write-log
 select; that select moved into S1 (``log_set``): 91.0 MHz, the overflow entries' tag compare
--> select -> ``s3_count``; that compare is now registered in S1 (``ohit_r``), not measured
-yet -- every step cycle-identical, about 9 of the ~11 ns are routing of nets that fan out to
-a 608-bit set word):
+-> select -> ``s3_count``; that compare registered in S1 (``ohit_r``): 88.3 MHz (placement
+variance), the critical path ``w4_way`` -> S3's hit/free correction for the S4 write -> count
+compare -> decision -> ``w4_ovf_wr``; those vectors now enter S3 already corrected (computed
+from the S3 decision of the item ahead, one cycle earlier): 89.1 MHz, the critical path S2's
+tag compare of the memory word -> count select -> ``s3_count``; that compare now made in S1 on
+the arriving read data (``h_mem``): 95.5 MHz (8,779 LUT4), the critical path ``s3_room`` ->
+the count compare carry chain -> over/done -> the eviction decision -> the victim pointer's
+enable, 2.6 ns logic + 7.9 ns routing; the decision is now flat, one term per action, the
+miss actions (alloc / overflow / evict / requeue) without the hit-count compares they do not
+need: not measured here (P&R budget), in ``t3_node`` 104.4 -> 109.6 MHz, whose critical path
+is then ``s3_room`` -> count compare -> applied-hit -> overflow write -> ``s3_ofree`` (9.1 ns);
+measured here at this state: 91.0 MHz (8,661 LUT4, 4,844 FF), the critical path the block
+RAM -> S1's tag compare -> ``h_mem`` (5.8 ns DP16KD clock-to-out + 2.5 ns routing + 3 LUT
+levels; 11.0 ns) -- every step cycle-identical.  Tried and reverted (cycle-identical, in the
+branch history): the count compares made in S2 after the count select (``s3_gt``/``s3_eq``)
+plus S1's tag compare in pairs of bits (one LUT level after the block RAM, S2 ANDs the
+pairs): 85.4 MHz, the critical path ``f_log`` -> the pair AND -> count select -> compare
+carry chain -> ``s3_gt_s`` (11.7 ns, 8.5 of it routing): a compare after the select lengthens
+S2 more than it shortens S3.  Next: the DP16KD output register (read latency 2: one more
+stage, trigger at t+6, a write log one deeper) or the pair compare alone; count compares per
+candidate (each way's count against a room registered in S1) rather than after the select):
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
 * S0: an *item* -- an input update or a victim record (below) -- enters and its set is read.
-* S1: the set word arrives and is registered as it is; against that register S2 will need the
+* S1: the set word arrives and is registered as it is, with its ways' tag compares against
+  the item's tag; against that register S2 will need the
   sets written one and two cycles before (a *write log*, which also covers the read that
   collided with a write) and this cycle's S3 item: the newer of the two logged sets that wrote
   this item's set is selected here into one register (``log_set``) with its tag compares, and
   the S3 item's set/tag matches are registered.
 * S2: the set as it is now: ``log_set`` or the memory word, with the way the S4 write of
-  this cycle changes replaced; the tag is compared with every way and with ``overflow``
-  fully-associative overflow entries (registers shared by all sets, tagged by set index and tag,
-  also corrected for this cycle's write), and the hit entry's count and address are selected --
-  split by source, so that only the memory word's tag compare and an AND-OR over its ways lie
-  between ``rd2`` and the S3 registers (the log / S4-write / overflow terms, all from
-  registers, are OR-ed in last).
-* S3: the result is corrected for the write of the item one ahead (in S4 now; same set / same
-  tile, from registers), then: hit -> add the element count; the count reaching ``threshold``
+  this cycle changes replaced; the hits in every way (the memory word's compared in S1) and in
+  ``overflow`` fully-associative overflow entries (registers shared by all sets, tagged by set
+  index and tag, compared in S1, also corrected for this cycle's write), and the hit entry's
+  count and address are selected -- split by source, so that only an AND-OR over the memory
+  word's ways lies between ``rd2`` and the S3 registers (the log / S4-write / overflow terms,
+  all from registers, are OR-ed in last).  The hit / free vectors are registered for S3
+  already corrected for the write of the item now in S3 (its decision, made this cycle).
+* S3: the count and address are corrected for the write of the item one ahead (in S4 now;
+  same tile, from registers), then: hit -> add the element count; the count reaching ``threshold``
   triggers and frees the entry; exceeding it is an over-count: the item is discarded, the error
   counter/flag is raised and the entry is unchanged.  Miss -> an item that alone reaches the
   threshold triggers without allocating, one that exceeds it is an over-count; otherwise it
@@ -88,6 +108,8 @@ the same, §4.2.1; ``src`` = 3 is reserved for victim records: an input carrying
 rather than evicting); over-count detection sees only the entry, not a tile's victim records.
 """
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
@@ -136,10 +158,12 @@ class _RegSets(wiring.Component):
         ab = max(1, (max(2, depth) - 1).bit_length())
         super().__init__({"w_en": In(1), "w_addr": In(ab), "w_data": In(width), "r_en": In(1),
                           "r_addr": In(ab), "r_data": Out(width)})
+        # state (not ports; the formal harness reads it)
+        self.regs = [Signal(width, name=f"set{i}", reset_less=True) for i in range(depth)]
 
     def elaborate(self, platform):
         m = Module()
-        regs = [Signal(len(self.w_data), name=f"set{i}", reset_less=True) for i in range(self.depth)]
+        regs = self.regs
         with m.If(self.r_en):
             with m.Switch(self.r_addr):
                 for i, r in enumerate(regs):
@@ -159,10 +183,11 @@ class _RegFIFO(wiring.Component):
         self.width, self.depth = width, depth
         super().__init__({"w_en": In(1), "w_data": In(width), "r_en": In(1), "r_data": Out(width),
                           "r_rdy": Out(1), "level": Out(range(depth + 1))})
+        self.q = [Signal(width, name=f"q{i}") for i in range(depth)]    # state (formal reads it)
 
     def elaborate(self, platform):
         m = Module()
-        q = [Signal(self.width, name=f"q{i}") for i in range(self.depth)]
+        q = self.q
         pop = self.r_en & self.r_rdy
         m.d.comb += [self.r_rdy.eq(self.level != 0), self.r_data.eq(q[0])]
         after = self.level - pop                 # entries kept
@@ -195,19 +220,25 @@ class _VictimFIFO(wiring.Component):
                           # r_data.wg from a register (timing: the Tracker's set-memory
                           # read address, routed to every block RAM, starts here)
                           "r_wg": Out(layout["wg"].width)})
+        # state (not ports; the formal harness reads it)
+        D = depth
+        self.q = [Signal(layout, name=f"q{i}") for i in range(D)]
+        self.valid = Signal(D, name="valid")
+        self.head, self.tail = Signal(range(D), name="head"), Signal(range(D), name="tail")
+        self.used = Signal(range(D + 1), name="used")
+        # the registered push: record, it merges into slot pm (one-hot) or appends (pa)
+        self.pe, self.pa = Signal(name="pe"), Signal(name="pa")
+        self.pd = Signal(layout, name="pd")
+        self.pm = Signal(D, name="pm")
+        self.plt = Signal(D, name="plt")
+        self.hwg = Signal(layout["wg"].width, name="hwg")
 
     def elaborate(self, platform):
         m = Module()
         D = self.depth
-        q = [Signal(self.layout, name=f"q{i}") for i in range(D)]
-        valid = Signal(D)
-        head, tail = Signal(range(D)), Signal(range(D))
-        used = Signal(range(D + 1))
+        q, valid, head, tail, used = self.q, self.valid, self.head, self.tail, self.used
         w = self.w_data
-        # the registered push: record, it merges into slot pm (one-hot) or appends (pa)
-        pe, pa = Signal(), Signal()
-        pd = Signal(self.layout)
-        pm = Signal(D)
+        pe, pa, pd, pm = self.pe, self.pa, self.pd, self.pm
         head_1h, tail_1h = Signal(D), Signal(D)
         for i in range(D):
             m.d.comb += [head_1h[i].eq(head == i), tail_1h[i].eq(tail == i)]
@@ -227,7 +258,7 @@ class _VictimFIFO(wiring.Component):
         # will be next cycle -- slot i then holds the landing record (append), the merge
         # of it (min: both compares), or what it holds now
         lt_p = w.addr < pd.addr
-        plt = Signal(D)
+        plt = self.plt
         for i in range(D):
             lt_q = w.addr < q[i].addr
             m.d.sync += plt[i].eq(Mux(pe & pa & tail_1h[i], lt_p,
@@ -258,7 +289,7 @@ class _VictimFIFO(wiring.Component):
                     m.d.sync += valid[i].eq(0)
         # the head slot's wg as a register: the next head (head + 1 on a pop) is the slot
         # the landing record appends to, or keeps its wg (a merge does not change it)
-        hwg = Signal(len(q[0].wg))
+        hwg = self.hwg
         head1_1h = Cat(head_1h[-1], head_1h[:-1]) if D > 1 else head_1h
         wg_at = Const(0, len(hwg))
         wg_at1 = Const(0, len(hwg))
@@ -279,7 +310,10 @@ class _VictimFIFO(wiring.Component):
 
 
 def _fifo(width, depth):
-    return _RegFIFO(width, depth) if depth <= 4 else fifo.SyncFIFO(width=width, depth=depth)
+    # tiny FIFOs (<= 4 entries, or <= 64 bits in all) in registers, others in (LUT) RAM
+    if depth <= 4 or width * depth <= 64:
+        return _RegFIFO(width, depth)
+    return fifo.SyncFIFO(width=width, depth=depth)
 
 
 class Tracker(wiring.Component):
@@ -424,6 +458,7 @@ class Tracker(wiring.Component):
         rd2 = Signal(set_layout)
         f_log, f_w4, t_w4 = Signal(), Signal(), Signal()
         log_set = Signal(set_layout)         # the newest write-log set, for S2
+        h_mem = Signal(W)                    # hits(rd2, S2's tag), registered with rd2
         h_logr, fr_log = Signal(W), Signal(W)
         # in S2, the write log's wl1 / wl0 are today's wl0 / S4 write, S4 is today's S3 item;
         # the newer of the two that wrote this set is selected here (timing: S2 sees one
@@ -432,6 +467,9 @@ class Tracker(wiring.Component):
         n_wl0 = w4_set_wr & (w4_idx == idx1)
         m.d.sync += [
             rd2.eq(mem.r_data),
+            # the memory word's tag compares, made on the read data as it arrives (timing:
+            # S2's count select then starts from registered hit bits)
+            h_mem.eq(hits(set_layout(mem.r_data), tag1)),
             f_log.eq(n_wl0 | n_wl1),
             log_set.eq(Mux(n_wl0, full4, wl0_set)),
             h_logr.eq(Mux(n_wl0, hits(full4, tag1), hits(wl0_set, tag1))),
@@ -453,7 +491,7 @@ class Tracker(wiring.Component):
         with m.If(f_log):                    # (also the read that collided with that write)
             m.d.comb += [base2.eq(log_set), hit_b.eq(h_logr), free_b.eq(fr_log)]
         with m.Else():
-            m.d.comb += [base2.eq(rd2), hit_b.eq(hits(rd2, tag2)), free_b.eq(frees(rd2))]
+            m.d.comb += [base2.eq(rd2), hit_b.eq(h_mem), free_b.eq(frees(rd2))]
         c4 = f_w4 & w4_set_wr                # this cycle's write is to this set
         ent2 = Signal(set_layout)
         hit2, free2 = Signal(W), Signal(W)
@@ -479,7 +517,7 @@ class Tracker(wiring.Component):
         ov_w = Signal(W)                     # ways this cycle's S4 write replaces
         m.d.comb += ov_w.eq(Mux(c4, w4_way, 0))
         h_rd = Signal(W)                     # hits in the memory word (when it is the newest)
-        m.d.comb += h_rd.eq(hits(rd2, tag2) & ~ov_w & Mux(f_log, 0, (1 << W) - 1))
+        m.d.comb += h_rd.eq(h_mem & ~ov_w & Mux(f_log, 0, (1 << W) - 1))
         h_log = Signal(W)                    # hits in the write log's newest set
         m.d.comb += h_log.eq(h_logr & ~ov_w & Mux(f_log, (1 << W) - 1, 0))
         w4_hit2 = c4 & w4_ent.valid & t_w4   # the S4 write leaves this tile in a way
@@ -507,8 +545,9 @@ class Tracker(wiring.Component):
         s3_room = Signal(self.count_width)          # threshold - n (when n <= threshold)
         s3_n_over = Signal()                        # n > threshold: over-count even on a miss
         m.d.sync += [s3_room.eq(self.threshold - s2.n), s3_n_over.eq(s2.n > self.threshold)]
-        m.d.sync += [v3.eq(v2 & ~clearing), s3.eq(s2), s3_base.eq(ent2), s3_hit.eq(hit2),
-                     s3_free.eq(free2), s3_ohit.eq(ohit2), s3_ofree.eq(ofree2),
+        # (s3_hit / s3_free / s3_ohit / s3_ofree are registered below, after the S3 decision:
+        # already corrected for the write of the item now in S3)
+        m.d.sync += [v3.eq(v2 & ~clearing), s3.eq(s2), s3_base.eq(ent2),
                      s3_count.eq(sel_count), s3_addr.eq(sel_addr),
                      s3_same_set.eq(same_set2), s3_same_tile.eq(same_tile2)]
 
@@ -516,20 +555,9 @@ class Tracker(wiring.Component):
         idx3, tag3 = set_index(s3.wg), tag_of(s3)
         ss = s3_same_set & w4_set_wr
         fwd = s3_same_tile & (w4_set_wr | w4_ovf_wr) & w4_ent.valid  # ahead left this tile live
-        wb_live = w4_ent.valid
-        hit_v, free_v = Signal(W), Signal(W)
-        ohit_v, ofree_v = Signal(Pv), Signal(Pv)
-        with m.If(ss):
-            m.d.comb += [hit_v.eq((s3_hit & ~w4_way) | Mux(s3_same_tile & wb_live, w4_way, 0)),
-                         free_v.eq((s3_free & ~w4_way) | Mux(wb_live, 0, w4_way))]
-        with m.Else():
-            m.d.comb += [hit_v.eq(s3_hit), free_v.eq(s3_free)]
-        if P:
-            with m.If(w4_ovf_wr):
-                m.d.comb += [ohit_v.eq((s3_ohit & ~w4_ovf) | Mux(s3_same_tile & wb_live, w4_ovf, 0)),
-                             ofree_v.eq((s3_ofree & ~w4_ovf) | Mux(wb_live, 0, w4_ovf))]
-            with m.Else():
-                m.d.comb += [ohit_v.eq(s3_ohit), ofree_v.eq(s3_ofree)]
+        # the hit / free vectors as they are now (the S4 write already applied: registered so,
+        # see below; timing: the decision starts from registers)
+        hit_v, free_v, ohit_v, ofree_v = s3_hit, s3_free, s3_ohit, s3_ofree
         base = Signal(set_layout)            # the set as it is now
         for i in range(W):
             m.d.comb += base[i].eq(Mux(ss & w4_way[i], w4_ent, s3_base[i]))
@@ -555,29 +583,25 @@ class Tracker(wiring.Component):
         vptr = Signal(W, init=1)             # round-robin victim way (one-hot)
         act_trig, act_err, act_free, act_upd = Signal(), Signal(), Signal(), Signal()
         act_alloc, act_oalloc, act_evict, act_requeue = Signal(), Signal(), Signal(), Signal()
-        with m.If(v3):
-            with m.If(over):
-                m.d.comb += act_err.eq(1)
-            with m.Elif(done):
-                m.d.comb += [act_trig.eq(1), act_free.eq(hit)]
-            with m.Elif(hit):
-                m.d.comb += act_upd.eq(1)
-            with m.Elif(free_v.any()):
-                m.d.comb += act_alloc.eq(1)
-            with m.Elif(ofree_v.any() & (P > 0)):
-                m.d.comb += act_oalloc.eq(1)
-            with m.Elif(s3.src == SRC_VICTIM):   # a record does not evict: back to the FIFO
-                m.d.comb += act_requeue.eq(1)
-            with m.Else():
-                m.d.comb += act_evict.eq(1)
+        # the decision, flat: one term per action (timing: the miss actions -- allocate,
+        # overflow-allocate, requeue, evict -- need none of the hit-count compares)
+        miss_go = v3 & ~hit & ~s3_n_over & (s3_room != 0)   # a miss that neither triggers nor errs
+        h_ok = v3 & hit & ~over                             # a hit applied (trigger or update)
+        fa, foa = free_v.any(), ofree_v.any() & (P > 0)
+        is_rec = s3.src == SRC_VICTIM                       # a record does not evict: requeued
+        m.d.comb += [act_err.eq(v3 & over), act_trig.eq(v3 & ~over & done),
+                     act_free.eq(h_ok & done), act_upd.eq(h_ok & ~done),
+                     act_alloc.eq(miss_go & fa), act_oalloc.eq(miss_go & ~fa & foa),
+                     act_requeue.eq(miss_go & ~fa & ~foa & is_rec),
+                     act_evict.eq(miss_go & ~fa & ~foa & ~is_rec)]
         # which slot this item writes (from the hit/free vectors only; the victim way when no
         # way is free -- written only on an eviction)
         way_1h = Signal(W)
         ovf_1h = Signal(Pv)
         m.d.comb += [way_1h.eq(Mux(shit, hit_v, Mux(free_v.any(), free_1h, vptr))),
                      ovf_1h.eq(Mux(ohit, ohit_v, ofree_1h))]
-        set_wr = ((act_free | act_upd) & shit) | act_alloc | act_evict
-        ovf_wr = ((act_free | act_upd) & ohit & ~shit) | act_oalloc
+        set_wr = (h_ok & shit) | act_alloc | act_evict          # (h_ok = act_free | act_upd)
+        ovf_wr = (h_ok & ohit & ~shit) | act_oalloc
         live = ~act_free
         new_entry = Signal(E)
         m.d.comb += [new_entry.valid.eq(live), new_entry.tag.eq(tag3),
@@ -597,6 +621,19 @@ class Tracker(wiring.Component):
                                     else victim.tag[self.wf_width:]),
                          vrec.addr.eq(victim.addr), vrec.n.eq(victim.count),
                          vrec.src.eq(SRC_VICTIM)]
+        # the item in S2 enters S3 with its hit / free vectors corrected for this item's write
+        # (which is S4's when it is in S3; same values as correcting them there from w4_*,
+        # one cycle earlier -- timing: w4_way -> hit -> decision was the critical path)
+        nx_ss = same_set2 & set_wr & ~clearing          # this write is to the S2 item's set
+        nx_live = same_tile2 & live                     # ... and leaves its tile in the way
+        m.d.sync += [
+            s3_hit.eq(Mux(nx_ss, (hit2 & ~way_1h) | Mux(nx_live, way_1h, 0), hit2)),
+            s3_free.eq(Mux(nx_ss, (free2 & ~way_1h) | Mux(live, 0, way_1h), free2))]
+        if P:
+            nx_ow = ovf_wr & ~clearing
+            m.d.sync += [
+                s3_ohit.eq(Mux(nx_ow, (ohit2 & ~ovf_1h) | Mux(nx_live, ovf_1h, 0), ohit2)),
+                s3_ofree.eq(Mux(nx_ow, (ofree2 & ~ovf_1h) | Mux(live, 0, ovf_1h), ofree2))]
         with m.If(act_evict):
             m.d.sync += vptr.eq(Cat(vptr[-1], vptr[:-1]) if W > 1 else vptr)
         trig_word = Signal(self.tlayout)
@@ -644,4 +681,11 @@ class Tracker(wiring.Component):
         m.d.comb += [self.f_idle.eq(~v1 & ~v2 & ~v3 & ~v4 & ~tf.r_rdy & ~vf.r_rdy & ~vf.pending),
                      self.f_apply_valid.eq(v3), self.f_vfifo_level.eq(vf.level),
                      self.f_vfifo_pop.eq(take_vic)]
+        # the state and pipeline, for the formal harness's invariants (hdl/t3/formal.py)
+        self.fv = SimpleNamespace(
+            mem=mem, tf=tf, vf=vf, ovf=ovf, clearing=clearing, vptr=vptr, v=(v1, v2, v3, v4),
+            s=(s1, s2, s3), w4_set_wr=w4_set_wr, w4_ovf_wr=w4_ovf_wr, w4_idx=w4_idx,
+            w4_ovf=w4_ovf, w4_ent=w4_ent, full4=full4, w4_trig=w4_trig, w4_err=w4_err,
+            w4_evict=w4_evict, w4_requeue=w4_requeue, w4_tword=w4_tword, w4_vrec=w4_vrec,
+            tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of)
         return m
