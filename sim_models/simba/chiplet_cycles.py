@@ -337,14 +337,17 @@ def noc_flits(ps, cfg, cc: ChipletCycles) -> int:
 # ---------------------------------------------------------------------- mapper adapter
 def chiplet_arch(cfg, bench_dir=None):
     """The package model's Arch for one chiplet of ``cfg``: its PE count, PE buffers, 64-bit
-    NoC flits (8 B per cycle); the Global PE capacity is not a mapper constraint (the compiler
+    NoC flits (8 B per cycle), DATA packet size, PSUM packet beats and both credit windows;
+    the Global PE capacity is not a mapper constraint (the compiler
     splits a layer into passes that fit it)."""
     from .arch import load_arch
     pe = cfg.pe
     return load_arch(bench_dir=bench_dir, pes_per_chiplet=cfg.npes, k0=pe.K0, c0=pe.C0,
                      weight_buffer_bytes=pe.wbuf_bytes, input_buffer_bytes=pe.ibuf_bytes,
                      accum_entries=pe.abuf_entries, gpe_buffer_bytes=1 << 40,
-                     noc_link_bytes_per_cycle=cfg.word_bits // 8)
+                     noc_link_bytes_per_cycle=cfg.word_bits // 8, max_tile_words=cfg.max_tile,
+                     psum_packet_beats=cfg.psum_beats, credit_window_packets=cfg.credit_window,
+                     psum_window_packets=cfg.psum_window)
 
 
 def map_for_chiplet(layer, cfg, samples: int = 300, seed: int = 0, bench_dir=None):

@@ -417,6 +417,7 @@ def _prepare(st: Structure, arch: Arch) -> dict:
     trees = np.zeros((F, nl)); m_out = np.zeros((F, m.n)); m_in = np.zeros((F, m.n)); m_rem = np.zeros((F, m.n))
     pairs = []                      # (flow, logical chiplet, kind, route)
     lat_in = np.zeros(N); lat_ps = np.zeros(N); lat_oa = np.zeros(N)
+    ct_routers = np.zeros(N); ct_mc = np.zeros(N, bool)
     noc_hops = np.zeros(F)
     for f, (src, dests, kind, owner, iam, c0_) in enumerate(flows):
         if iam is not None:
@@ -438,6 +439,11 @@ def _prepare(st: Structure, arch: Arch) -> dict:
             pairs.append((f, i, kind, m.path[src, d]))
             if kind == "ia":
                 lat_in[i] = max(lat_in[i], lat(src, d, (noc.gpe_to_pe_max, noc.gpe_to_nop), noc.nop_to_pe_max))
+                # cut-through multicast: routers that hold a whole packet before it moves on
+                # (the consumer chiplet's NoC routers; across the NoP also the NoP routers)
+                ct_routers[i] = max(ct_routers[i], noc.gpe_to_pe_max if src == d
+                                    else m.hops[src, d] + noc.nop_to_pe_max + 1)
+                ct_mc[i] |= len(dests) > 1
             elif kind == "ps":
                 lat_ps[i] = lat(src, d, (1, noc.nop_to_pe_max), noc.nop_to_pe_max)
             else:
@@ -467,10 +473,18 @@ def _prepare(st: Structure, arch: Arch) -> dict:
         G[g, members] = True
         Gps[g, members[:-1]] = 1
         last.append(members[-1])
+    # package barrier (RTL package: ARRIVE to the master over controller -> gateway -> NoP
+    # hops, barrier_cycles there, RELEASE back; NoC legs (2 g + 2) hops each, g = controller
+    # to the NoP router, taken as the Global PE's distance)
+    bar = 0.0
+    if N > 1:
+        bar = (arch.barrier_cycles * arch.pe_clock_ghz / arch.noc_clock_ghz
+               + 2 * (2 * noc.gpe_to_nop + 2) * h_noc)
     sync = (arch.layer_sync_cycles + arch.chiplet_sync_ns * arch.pe_clock_ghz * N
-            + 2 * h_nop * m.hops[phys[0], phys].max())
+            + 2 * h_nop * m.hops[phys[0], phys].max() + bar)
     prep = dict(W_ia=W_ia, b0=b0, trees=trees, m_out=m_out, m_in=m_in, m_rem=m_rem, seg=seg, lat_in=lat_in, lat_ps=lat_ps, lat_oa=lat_oa, G=G, Gps=Gps,
-                last=np.array(last, int), sync=sync, noc_hops=noc_hops, F=F,
+                last=np.array(last, int), sync=sync, noc_hops=noc_hops, F=F, ct_routers=ct_routers,
+                ct_mc=ct_mc, barrier=bar,
                 is_ia=np.array([f[2] == "ia" for f in flows]), is_oa=np.array([f[2] == "oa" for f in flows]),
                 ntree=trees.sum(axis=1))
     st.extras["prep"] = (arch, prep)
@@ -500,6 +514,17 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     last_in_chain = (st.idx[:, 1] == st.cc - 1)[None, :]
     tile_ovh = np.where(last_in_chain, arch.pe_overhead_ppu, arch.pe_overhead_psum)
     comp = cyc + (tile_ovh + arch.pe_weight_switch_cycles * L.R * L.S * K1 * C1) * P2 * Q2
+    # RTL PE-node terms per tile (chiplet_cycles.pass_cycles pe_tile): the tile start, and for
+    # a reduction-chain member (not the chain's last PE) the partial-sum drain at the NoC link
+    # rate: K1 P1 Q1 beats of K0 x psum_bytes, ceil(.. / flit) flits each + a head per packet
+    tile_pe = np.full(comp.shape, float(arch.pe_tile_start_cycles))
+    if arch.psum_drain_in_tile:
+        beats = K1 * p1e * q1e
+        fpb = cdiv(arch.k0 * arch.psum_bytes, int(arch.noc_link_bytes_per_cycle))
+        drain = (beats * fpb + cdiv(beats, arch.psum_packet_beats)) * arch.pe_clock_ghz / arch.noc_clock_ghz
+        member = (cp > 1) | ~last_in_chain
+        tile_pe = tile_pe + np.where(member, np.maximum(0.0, drain - beats), 0.0)
+    comp = comp + tile_pe * P2 * Q2
     # input bytes per PE over all steps (halo re-fetch between temporal tiles counted)
     lastp, lastq = ppe - (P2 - 1) * p1e, qpe - (Q2 - 1) * q1e
     rows_tot = (P2 - 1) * rows1 + rpt(lastp, L.stride, L.R)
@@ -540,10 +565,37 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     busy = np.maximum.reduce([comp, t_in, t_ps, t_oa, t_pechain, np.broadcast_to(ctrl_step * steps, comp.shape)])
     lat_in = pr["lat_in"]
     period = np.maximum(busy / steps, (2 * lat_in + t_in / steps) / arch.input_buffer_slots)
+    # RTL credit loops (chiplet_cycles.pass_cycles lane rate, package_cycles psum_round):
+    # DATA: a set's lane keeps credit_window_packets packets in flight per consumer, each
+    # credit back one round trip after its packet left (route both ways + the packet in + its
+    # words into the PE + credit_fixed_cycles); PSUM across chiplets: psum_window packets per
+    # chain link, ceil(packets / window) round trips per tile
+    noc_pe = arch.pe_clock_ghz / arch.noc_clock_ghz
+    if arch.credit_window_packets > 0:
+        words = np.minimum(arch.max_tile_words, cols1)
+        pk_tile = C1 * rows1 * cdiv(cols1, arch.max_tile_words)
+        pkt_t = (words * arch.c0 * arch.act_bytes + arch.noc_link_bytes_per_cycle) / noc_bw
+        rtt = 2 * lat_in[None, :] + pkt_t + words + arch.credit_fixed_cycles * noc_pe
+        period = np.maximum(period, pk_tile * rtt / arch.credit_window_packets)
+    if arch.psum_window_packets > 0 and st.cc > 1:
+        beats = K1 * p1e * q1e
+        npk = cdiv(beats, arch.psum_packet_beats)
+        fpb = cdiv(arch.k0 * arch.psum_bytes, int(arch.noc_link_bytes_per_cycle))
+        ps_pkt = arch.psum_packet_beats * (fpb * noc_pe) + noc_pe + arch.psum_packet_beats
+        rtt_ps = 2 * pr["lat_ps"][None, :] + ps_pkt + arch.credit_fixed_cycles * noc_pe
+        sender = (st.idx[:, 1] < st.cc - 1)[None, :]
+        period = np.maximum(period, np.where(sender, cdiv(npk, arch.psum_window_packets) * rtt_ps, 0.0))
     # pipeline of (deliver input tile, compute, send results) over `steps` tiles: fill with the
     # first tile's delivery and compute, then one period per further tile; the last tile's
     # results are sent in the chain drain below
-    own = lat_in + t_in / steps + comp / steps + (steps - 1) * period
+    lat_first = lat_in
+    if arch.mcast_cut_through:
+        # a multicast packet (several consumer chiplets, or kp > 1 PEs) is whole in every
+        # router before it moves on: + one packet (min(max_tile, tile columns) words) per router
+        mc = pr["ct_mc"][None, :] | (kp > 1)
+        pkt = np.minimum(arch.max_tile_words, cols1) * arch.c0 * arch.act_bytes / noc_bw
+        lat_first = lat_in + np.where(mc, pr["ct_routers"][None, :] * pkt, 0.0)
+    own = lat_first + t_in / steps + comp / steps + (steps - 1) * period
     # reduction chains: slowest member + psum hops + PE-chain drain + output delivery
     h_noc = arch.noc_hop_pe_cycles
     pe_drain = np.where(cp > 1, (cp - 1) * (h_noc + ps_pe_step / noc_bw), 0.0)
