@@ -23,8 +23,11 @@ last release to the last PE done (Simba: first tile + steady state + chain / out
 RTL rules that are not in the Simba model at the Simba operating point (16-PE chiplets, 1.03 GHz,
 11 Gb/s GRS, 20 ns NoP hop): the NoP multicast router rule with the RTL's minimum NoP buffer.
 
+``--figures N``: the take-apart of the figures (premise ``free``, ``simba_premises.figures``:
+headline, Fig 5/6/7/10/12) with the stop-21 terms off, each alone, all on, N samples per layer.
 Writes ``build/bench/simba_overheads.json``.  Run: ``.venv/bin/python bench/simba_overheads.py
-[--package-json PATH]`` (a few seconds; no RTL run, it reads the RTL results).
+[--package-json PATH] [--figures N]`` (a few seconds without ``--figures``; no RTL run, it
+reads the RTL results).
 """
 from __future__ import annotations
 
@@ -148,10 +151,58 @@ def operating_point() -> dict:
                    "second max packet at a 20 ns hop; not added to the Simba model"}}
 
 
+#: the take-apart: one changed term at a time from the model without the stop-21 terms
+TERM_ROWS = [
+    ("before (stop-21 terms off)", dict(TERMS_OFF)),
+    ("+ barrier master (barrier_cycles 10, NoC legs)", {**TERMS_OFF, "barrier_cycles": None}),
+    ("+ tile start (pe_tile_start_cycles 4)", {**TERMS_OFF, "pe_tile_start_cycles": None}),
+    ("+ psum drain in the tile (psum_drain_in_tile)", {**TERMS_OFF, "psum_drain_in_tile": None}),
+    ("+ multicast cut-through (first tile)", {**TERMS_OFF, "mcast_cut_through": None}),
+    ("+ DATA credit window (credit_window_packets 32)", {**TERMS_OFF, "credit_window_packets": None}),
+    ("+ PSUM credit window (psum_window_packets 2)", {**TERMS_OFF, "psum_window_packets": None}),
+    ("after (all stop-21 terms, committed)", {}),
+    ("after + NoC 8 B/cycle (RTL 64-bit flit; experiment)", {"noc_link_bytes_per_cycle": 8.0}),
+]
+FIG_KEYS = [("headline ms", "headline ms (paper 0.50)", lambda v: round(v, 4)),
+            ("uniform ms", "uniform ms", lambda v: round(v, 4)),
+            ("fig5 res2a_branch2b", "fig5 res2a_br2b best n; t32/t8 (8; >1)", lambda v: [v["best_n"], round(v["t32/t8"], 3)]),
+            ("fig5 res2a_branch1", "fig5 res2a_br1 best n; t32/t8 (8-32; ~1)", lambda v: [v["best_n"], round(v["t32/t8"], 3)]),
+            ("fig5 res5a_branch2b", "fig5 res5a_br2b best n; t32/t8 (32; <1)", lambda v: [v["best_n"], round(v["t32/t8"], 3)]),
+            ("fig6 res3a_branch1", "fig6 res3a_branch1 (0.27)", lambda v: round(v, 4)),
+            ("fig6 res3a_branch2b", "fig6 res3a_branch2b (0.05)", lambda v: round(v, 4)),
+            ("fig7 res4a_branch1", "fig7 far/adjacent (2.0-3.0)", lambda v: round(v, 3)),
+            ("fig10 max", "fig10 max (0.08-0.20)", lambda v: [v[0], round(v[1], 4)]),
+            ("fig12 max", "fig12 max from seq fill (0.08-0.20)", lambda v: [v[0], round(v[1], 3)]),
+            ("fig12 res4a_branch1 (K over 32)", "fig12 res4a_br1 K over 32 (0.03-0.08)",
+             lambda v: None if v is None else round(v, 4))]
+
+
+def figure_takeapart(samples: int, jobs: int) -> list:
+    """Every figure of simba_premises.figures (premise ``free``, runtime baseline) per row of
+    TERM_ROWS (None = the committed value)."""
+    import simba_premises as SP
+    from tessera.sim_models.simba.layers import load_network
+    base = load_arch(bench_dir=OUT)
+    net = {l.name: l for l in load_network("resnet50")}
+    rows = []
+    for label, kw in TERM_ROWS:
+        arch = base.with_(**{k: v for k, v in kw.items() if v is not None}) if any(
+            v is not None for v in kw.values()) else base
+        r = SP.figures("free", arch, net, samples, jobs)
+        row = {"row": label, **{name: fmt(r[key]) for key, name, fmt in FIG_KEYS},
+               "search_seconds": round(r["search_seconds"], 1)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--package-json", default=str(OUT / "package_layer.json"))
     ap.add_argument("--out", default=str(OUT / "simba_overheads.json"))
+    ap.add_argument("--figures", type=int, default=0, metavar="SAMPLES",
+                    help="also the figure take-apart (one term at a time, SAMPLES per layer; ~1 min per row at 1000)")
+    ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args(argv)
     src = json.loads(Path(a.package_json).read_text())
     net = PL.layers()
@@ -190,6 +241,13 @@ def main(argv=None) -> int:
     doc = {"doc": __doc__, "nop_hop_cycles": nop_hop, "terms_off_for_before": TERMS_OFF, "rows": rows,
            "ratio_to_rtl_geomean": summ, "operating_point": operating_point()}
     out = Path(a.out)
+    if a.figures:
+        doc["figure_takeapart"] = {"samples_per_layer": a.figures, "premise": "free (runtime baseline)",
+                                   "rows": figure_takeapart(a.figures, a.jobs)}
+    elif out.exists():                                   # keep the last take-apart
+        old = json.loads(out.read_text())
+        if "figure_takeapart" in old:
+            doc["figure_takeapart"] = old["figure_takeapart"]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1, default=float) + "\n")
     f = lambda v: "-" if v is None else f"{v:7.0f}"

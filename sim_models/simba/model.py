@@ -475,9 +475,10 @@ def _prepare(st: Structure, arch: Arch) -> dict:
         last.append(members[-1])
     # package barrier (RTL package: ARRIVE to the master over controller -> gateway -> NoP
     # hops, barrier_cycles there, RELEASE back; NoC legs (2 g + 2) hops each, g = controller
-    # to the NoP router, taken as the Global PE's distance)
+    # to the NoP router, taken as the Global PE's distance); barrier_cycles = 0 is the ablation
+    # (NoP round trip only, the model before stop 21)
     bar = 0.0
-    if N > 1:
+    if N > 1 and arch.barrier_cycles > 0:
         bar = (arch.barrier_cycles * arch.pe_clock_ghz / arch.noc_clock_ghz
                + 2 * (2 * noc.gpe_to_nop + 2) * h_noc)
     sync = (arch.layer_sync_cycles + arch.chiplet_sync_ns * arch.pe_clock_ghz * N
