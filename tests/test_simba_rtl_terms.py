@@ -120,3 +120,19 @@ def test_overheads_bench_terms_move_the_model_toward_the_rtl(tmp_path):
     for ph in ("window", "barrier"):
         assert abs(np.log(g["simba_after"][ph])) < abs(np.log(g["simba_before"][ph]))
     assert 0.85 <= g["simba_after"]["barrier"] <= 1.15
+
+
+def test_rtl_copies_in_simba_arch_are_checked_for_drift(tmp_path):
+    """simba_arch.json's copies of RTL values (barrier master, tile start, credit loop, RTL
+    chiplet defaults) are checked by rtl_constants.drift(): a changed copy is reported."""
+    from tessera.sim_models.simba import rtl_constants as rc
+    from tessera.sim_models.simba.arch import DATA
+    assert rc.drift(None) == []
+    src = json.loads((DATA / "simba_arch.json").read_text())
+    for k, v in (("barrier_cycles", 20.0), ("pe_tile_start_cycles", 6.0), ("credit_fixed_cycles", 4.0),
+                 ("psum_packet_beats", 4), ("credit_window_packets", 16)):
+        bad = json.loads(json.dumps(src))
+        bad["params"][k]["value"] = v
+        f = tmp_path / f"{k}.json"
+        f.write_text(json.dumps(bad))
+        assert any(x.startswith(k) for x in rc.drift(None, arch_path=f)), k
