@@ -56,7 +56,7 @@ from tessera.sim_models.simba.package_cycles import (_op_words, default_constant
 OUT = Path(os.environ.get("TESSERA_BUILD", Path(__file__).resolve().parent.parent / "build")) / "bench"
 #: the stop-21 RTL terms of the Simba model, switched off for the "before" column
 TERMS_OFF = dict(barrier_cycles=0.0, pe_tile_start_cycles=0.0, psum_drain_in_tile=0, mcast_cut_through=0,
-                 credit_window_packets=0, psum_window_packets=0)
+                 credit_window_packets=0, psum_window_packets=0, packet_heads=0, credit_batch=0)
 
 
 def parse_mapping(text: str, e: dict) -> Mapping:
@@ -160,6 +160,8 @@ TERM_ROWS = [
     ("+ multicast cut-through (first tile)", {**TERMS_OFF, "mcast_cut_through": None}),
     ("+ DATA credit window (credit_window_packets 32)", {**TERMS_OFF, "credit_window_packets": None}),
     ("+ PSUM credit window (psum_window_packets 2)", {**TERMS_OFF, "psum_window_packets": None}),
+    ("+ DATA packet heads (packet_heads)", {**TERMS_OFF, "packet_heads": None}),
+    ("+ Global PE ejection: CREDIT flits (credit_batch 4)", {**TERMS_OFF, "credit_batch": None}),
     ("after (all stop-21 terms, committed)", {}),
     ("after + NoC 8 B/cycle (RTL 64-bit flit; experiment)", {"noc_link_bytes_per_cycle": 8.0}),
 ]

@@ -13,7 +13,7 @@ from tessera.sim_models.simba.model import _prepare, build_structure, evaluate_b
 from tessera.sim_models.simba.topology import chiplet_noc
 
 OFF = dict(barrier_cycles=0.0, pe_tile_start_cycles=0.0, psum_drain_in_tile=0, mcast_cut_through=0,
-           credit_window_packets=0, psum_window_packets=0)
+           credit_window_packets=0, psum_window_packets=0, packet_heads=0, credit_batch=0)
 A0 = load_arch(**OFF)                           # every stop-21 term off
 SMALL = Layer("t", C=16, K=16, R=3, S=3, H=6, W=6, stride=1, pad=1)
 HOP = 3                                         # NoC cycles per hop (RTL), NoC clock = PE clock
@@ -27,7 +27,8 @@ def run(arch, kc, cc, pe, placement="local"):
 def test_committed_terms_are_on():
     a = load_arch()
     assert (a.barrier_cycles, a.pe_tile_start_cycles, a.psum_drain_in_tile, a.mcast_cut_through,
-            a.credit_window_packets, a.psum_window_packets) == (10.0, 4.0, 1, 1, 32, 2)
+            a.credit_window_packets, a.psum_window_packets, a.packet_heads, a.credit_batch) == (
+        10.0, 4.0, 1, 1, 32, 2, 1, 4)
 
 
 def test_rtl_term_tile_start_per_tile():
@@ -102,6 +103,27 @@ def test_rtl_term_psum_window_across_chiplets():
     assert r1.own[0, 0] - r2.own[0, 0] == pytest.approx(3 * 2 * rtt)
     _, r0 = run(A0, 1, 2, (1, 1, 1, 1, 3, 3))
     assert r2.own[0, 0] > r0.own[0, 0]                 # window 2 binds too (2 x rtt > 648 / 4)
+
+
+def test_rtl_term_packet_heads_on_the_input_delivery():
+    """One PE, 4 tiles of 2 C0 blocks x 5 rows x 5 columns: 10 packets of 5 words per tile, a
+    16-B head each -> 4 x 10 x 16 = 640 B more through the Global PE port (1600 -> 2240 B at
+    16 B/cycle): the first tile arrives (2240 - 1600) / 16 / 4 = 10 cycles later."""
+    _, r0 = run(A0, 1, 1, (1, 1, 1, 1, 3, 3))
+    _, r1 = run(A0.with_(packet_heads=1), 1, 1, (1, 1, 1, 1, 3, 3))
+    assert r1.own[0, 0] - r0.own[0, 0] == pytest.approx(10)
+
+
+def test_rtl_term_global_pe_ejection_credits():
+    """kp = 8 PEs share each input tile (multicast); P1 = Q1 = 1: 36 tiles of 2 x 3 rows = 6
+    one-column packets.  With one CREDIT per packet the Global PE's ejection port takes 8 x 6
+    = 48 credit flits + 576 / 16 / 36 = 1 OUT per tile: period 49 instead of the controller's
+    14 SEND words x 3 = 42 (the bound without the term)."""
+    _, r0 = run(A0, 1, 1, (8, 1, 1, 1, 1, 1))
+    _, r1 = run(A0.with_(credit_batch=1), 1, 1, (8, 1, 1, 1, 1, 1))
+    assert r1.own[0, 0] - r0.own[0, 0] == pytest.approx(35 * (49 - 42))
+    _, r4 = run(A0.with_(credit_batch=4), 1, 1, (8, 1, 1, 1, 1, 1))    # 12 + 1 < 42: no bound
+    assert r4.own[0, 0] == pytest.approx(r0.own[0, 0])
 
 
 BENCH = Path(__file__).resolve().parents[1] / "build" / "bench" / "package_layer.json"

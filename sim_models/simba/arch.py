@@ -21,7 +21,9 @@ RTL chiplet/package terms (issue 14, stop 21; bench/simba_overheads.py compares 
 package RTL): ``barrier_cycles`` (the package barrier's master), ``pe_tile_start_cycles`` and
 ``psum_drain_in_tile`` / ``psum_packet_beats`` (per-tile PE-node costs), ``max_tile_words`` and
 ``mcast_cut_through`` (a multicast packet is whole in each router before it moves on), the
-credit loops ``credit_window_packets`` / ``psum_window_packets`` / ``credit_fixed_cycles``.
+credit loops ``credit_window_packets`` / ``psum_window_packets`` / ``credit_fixed_cycles``, the
+DATA packets' head flits ``packet_heads`` and the CREDIT flits at the Global PE's ejection port
+``credit_batch``.
 Left out: separate Global PE / RISC-V clocks (taken as the NoC clock).
 """
 from __future__ import annotations
@@ -87,6 +89,8 @@ class Arch:
     credit_window_packets: int
     psum_window_packets: int
     credit_fixed_cycles: float
+    packet_heads: int
+    credit_batch: int
     energy_ref_voltage: float
     e_mac_pj: float
     e_input_buffer_pj_per_byte: float
@@ -113,7 +117,8 @@ class Arch:
                      "pe_weight_switch_cycles", "layer_sync_cycles", "ctrl_instr_cycles",
                      "pe_config_regs", "gpe_cmd_words", "ctrl_fixed_instr", "barrier_cycles",
                      "pe_tile_start_cycles", "psum_drain_in_tile", "mcast_cut_through",
-                     "credit_window_packets", "psum_window_packets", "credit_fixed_cycles", "e_mac_pj",
+                     "credit_window_packets", "psum_window_packets", "credit_fixed_cycles",
+                     "packet_heads", "credit_batch", "e_mac_pj",
                      "e_input_buffer_pj_per_byte", "e_weight_buffer_pj_per_byte",
                      "e_accum_pj_per_access", "e_gpe_pj_per_byte", "e_noc_pj_per_bit_hop",
                      "nop_pj_per_bit_at_11", "nop_pj_per_bit_at_25"]:

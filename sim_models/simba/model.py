@@ -417,7 +417,7 @@ def _prepare(st: Structure, arch: Arch) -> dict:
     trees = np.zeros((F, nl)); m_out = np.zeros((F, m.n)); m_in = np.zeros((F, m.n)); m_rem = np.zeros((F, m.n))
     pairs = []                      # (flow, logical chiplet, kind, route)
     lat_in = np.zeros(N); lat_ps = np.zeros(N); lat_oa = np.zeros(N)
-    ct_routers = np.zeros(N); ct_mc = np.zeros(N, bool)
+    ct_routers = np.zeros(N); ct_mc = np.zeros(N, bool); ia_ndest = np.ones(N)
     noc_hops = np.zeros(F)
     for f, (src, dests, kind, owner, iam, c0_) in enumerate(flows):
         if iam is not None:
@@ -444,6 +444,7 @@ def _prepare(st: Structure, arch: Arch) -> dict:
                 ct_routers[i] = max(ct_routers[i], noc.gpe_to_pe_max if src == d
                                     else m.hops[src, d] + noc.nop_to_pe_max + 1)
                 ct_mc[i] |= len(dests) > 1
+                ia_ndest[i] = max(ia_ndest[i], len(dests))
             elif kind == "ps":
                 lat_ps[i] = lat(src, d, (1, noc.nop_to_pe_max), noc.nop_to_pe_max)
             else:
@@ -485,7 +486,7 @@ def _prepare(st: Structure, arch: Arch) -> dict:
             + 2 * h_nop * m.hops[phys[0], phys].max() + bar)
     prep = dict(W_ia=W_ia, b0=b0, trees=trees, m_out=m_out, m_in=m_in, m_rem=m_rem, seg=seg, lat_in=lat_in, lat_ps=lat_ps, lat_oa=lat_oa, G=G, Gps=Gps,
                 last=np.array(last, int), sync=sync, noc_hops=noc_hops, F=F, ct_routers=ct_routers,
-                ct_mc=ct_mc, barrier=bar,
+                ct_mc=ct_mc, barrier=bar, ia_ndest=ia_ndest,
                 is_ia=np.array([f[2] == "ia" for f in flows]), is_oa=np.array([f[2] == "oa" for f in flows]),
                 ntree=trees.sum(axis=1))
     st.extras["prep"] = (arch, prep)
@@ -531,7 +532,11 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     rows_tot = (P2 - 1) * rows1 + rpt(lastp, L.stride, L.R)
     cols_tot = (Q2 - 1) * cols1 + rpt(lastq, L.stride, L.S)
     ia_pe = cpe * rows_tot * cols_tot * arch.act_bytes                      # [S, N]
-    ia_chip = ia_pe * (cp * pp * qp)                                       # distinct PE tiles, multicast over kp
+    # RTL packets (hdl/chiplet compiler / Global PE SEND): one DATA packet per input row of a
+    # C0 block, up to max_tile_words words, each with a head flit
+    pk_tile = C1 * rows1 * cdiv(cols1, arch.max_tile_words)                  # packets per PE tile
+    ia_wire = ia_pe + (pk_tile * steps * arch.noc_link_bytes_per_cycle if arch.packet_heads else 0)
+    ia_chip = ia_wire * (cp * pp * qp)                                     # distinct PE tiles, multicast over kp
     S = ia_pe.shape[0]
     noc_bw, nop_bw = arch.noc_bytes_per_pe_cycle, arch.nop_link_bytes_per_cycle
     B = ia_chip @ pr["W_ia"] + pr["b0"][None, :]                          # [S, F] bytes per flow
@@ -554,7 +559,7 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     t_ps = per_chiplet("ps")
     t_oa = per_chiplet("oa", gpe_in, "dst")
     phys = np.asarray(st.phys)
-    t_in = np.maximum.reduce([t_in, nop_in[:, phys] / noc_bw, ia_pe / noc_bw])
+    t_in = np.maximum.reduce([t_in, nop_in[:, phys] / noc_bw, ia_wire / noc_bw])
     ps_pe_step = arch.psum_bytes * kpe * p1e * q1e                          # one step, one PE
     t_pechain = np.where(cp > 1, ps_pe_step * steps / noc_bw, 0.0)
     # controller (RTL chiplet program): one Global PE SEND command per tile per multicast set
@@ -574,10 +579,15 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     noc_pe = arch.pe_clock_ghz / arch.noc_clock_ghz
     if arch.credit_window_packets > 0:
         words = np.minimum(arch.max_tile_words, cols1)
-        pk_tile = C1 * rows1 * cdiv(cols1, arch.max_tile_words)
         pkt_t = (words * arch.c0 * arch.act_bytes + arch.noc_link_bytes_per_cycle) / noc_bw
         rtt = 2 * lat_in[None, :] + pkt_t + words + arch.credit_fixed_cycles * noc_pe
         period = np.maximum(period, pk_tile * rtt / arch.credit_window_packets)
+    if arch.credit_batch > 0:
+        # the IA home Global PE's ejection port (one flit per NoC cycle) takes a CREDIT flit per
+        # credit_batch DATA packets per member PE (kp PEs on each of the block's consumer
+        # chiplets, every set) besides the OUT traffic (chiplet_cycles.pass_cycles gpe_eject)
+        cred = pr["ia_ndest"][None, :] * kp * (cp * pp * qp) * pk_tile / arch.credit_batch
+        period = np.maximum(period, cred * noc_pe + t_oa / steps)
     if arch.psum_window_packets > 0 and st.cc > 1:
         beats = K1 * p1e * q1e
         npk = cdiv(beats, arch.psum_packet_beats)
