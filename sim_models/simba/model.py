@@ -418,6 +418,7 @@ def _prepare(st: Structure, arch: Arch) -> dict:
     pairs = []                      # (flow, logical chiplet, kind, route)
     lat_in = np.zeros(N); lat_ps = np.zeros(N); lat_oa = np.zeros(N)
     ct_routers = np.zeros(N); ct_mc = np.zeros(N, bool); ia_ndest = np.ones(N)
+    ia_home = np.full(N, -1, int)
     noc_hops = np.zeros(F)
     for f, (src, dests, kind, owner, iam, c0_) in enumerate(flows):
         if iam is not None:
@@ -445,6 +446,8 @@ def _prepare(st: Structure, arch: Arch) -> dict:
                                     else m.hops[src, d] + noc.nop_to_pe_max + 1)
                 ct_mc[i] |= len(dests) > 1
                 ia_ndest[i] = max(ia_ndest[i], len(dests))
+                if ia_home[i] < 0:
+                    ia_home[i] = src
             elif kind == "ps":
                 lat_ps[i] = lat(src, d, (1, noc.nop_to_pe_max), noc.nop_to_pe_max)
             else:
@@ -487,6 +490,7 @@ def _prepare(st: Structure, arch: Arch) -> dict:
     prep = dict(W_ia=W_ia, b0=b0, trees=trees, m_out=m_out, m_in=m_in, m_rem=m_rem, seg=seg, lat_in=lat_in, lat_ps=lat_ps, lat_oa=lat_oa, G=G, Gps=Gps,
                 last=np.array(last, int), sync=sync, noc_hops=noc_hops, F=F, ct_routers=ct_routers,
                 ct_mc=ct_mc, barrier=bar, ia_ndest=ia_ndest,
+                ia_home=ia_home,
                 is_ia=np.array([f[2] == "ia" for f in flows]), is_oa=np.array([f[2] == "oa" for f in flows]),
                 ntree=trees.sum(axis=1))
     st.extras["prep"] = (arch, prep)
@@ -585,9 +589,11 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     if arch.credit_batch > 0:
         # the IA home Global PE's ejection port (one flit per NoC cycle) takes a CREDIT flit per
         # credit_batch DATA packets per member PE (kp PEs on each of the block's consumer
-        # chiplets, every set) besides the OUT traffic (chiplet_cycles.pass_cycles gpe_eject)
+        # chiplets, every set) besides the output activations written to that Global PE
+        # (chiplet_cycles.pass_cycles gpe_eject)
         cred = pr["ia_ndest"][None, :] * kp * (cp * pp * qp) * pk_tile / arch.credit_batch
-        period = np.maximum(period, cred * noc_pe + t_oa / steps)
+        oa_home = gpe_in[:, pr["ia_home"]] / noc_bw
+        period = np.maximum(period, cred * noc_pe + oa_home / steps)
     if arch.psum_window_packets > 0 and st.cc > 1:
         beats = K1 * p1e * q1e
         npk = cdiv(beats, arch.psum_packet_beats)
