@@ -31,6 +31,26 @@ Controller terms (issue 14 lead 1, counted in the project's RTL chiplet program,
   ctrl_step = gpe_cmd_words x sets words per tile step (one SEND per multicast set per tile),
               a lower bound on period; sets = cp pp qp (distinct PE input tiles)
 
+RTL package/chiplet terms (issue 14 stop 21; each from the RTL-calibrated chiplet_cycles.py /
+package_cycles.py, each switchable in simba_arch.json for the take-apart, bench/simba_overheads.py
+compares the phases with the package RTL's events):
+  comp_d   += (pe_tile_start_cycles + a chain member's psum drain beyond one beat per cycle:
+             K1 P1 Q1 beats x ceil(K0 psum_bytes / NoC flit) flits + a head per
+             psum_packet_beats) per tile  (psum_drain_in_tile)
+  t_in_d   counts a head flit per DATA packet (one input row of a C0 block, <= max_tile_words
+             words; packet_heads)
+  period_d >= DATA credit loop: packets per tile x (2 lat_in + packet + words + credit_fixed)
+             / credit_window_packets;  PSUM credit loop of a chain link across chiplets:
+             ceil(packets / psum_window_packets) x its round trip;  the IA home Global PE's
+             ejection port: consumer chiplets x kp x sets x packets / credit_batch CREDIT flits
+             + the output activations written there
+  first tile: + one packet time per router on a multicast's route (cut-through,
+             mcast_cut_through)
+  sync     += barrier_cycles at the master + the ARRIVE / RELEASE NoC legs (2 chiplets or more)
+The RTL's NoP multicast router rule (a packet waits for room for a max packet behind the previous
+one) is left out: at the Simba operating point the RTL's minimum NoP buffer (2 x link latency + 2
+flits) holds two max packets, so it does not bind (bench/simba_overheads.py operating_point).
+
 Energy (pJ): useful MACs (padded lanes are clock-gated); input/weight/accumulation buffer
 accesses of the issued cycles; Global PE reads/writes; NoC bit-hops (average hops); NoP
 bit-links (multicast counted once per tree link).  Core terms scale with (V / Vref)^2.
