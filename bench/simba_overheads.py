@@ -10,8 +10,9 @@ are evaluated three ways, phase by phase:
 * **package model** (``sim_models/simba/package_cycles.py``, within 10 % of the RTL on every
   run, no term fitted on these runs);
 * **Simba model** (``sim_models/simba/model.py``), on the package's Arch with the NoP set to the
-  RTL's (hop = measured ``nop_hop_cycles``, link = one 8-B flit per ``nop_flit_cycles``), once
-  with the stop-21 RTL terms off (``before``) and once as committed (``after``).
+  RTL's (hop = measured ``nop_hop_cycles``, link = one 8-B flit per ``nop_flit_cycles``), with
+  the stop-21 RTL terms off (``before``), as committed (``after``) and with the two terms that
+  are committed off as experiments (``exp``: DATA packet heads, CREDIT flits at the Global PE).
 
 Phases (a layer on resident data: the RTL runs' host input and read-back are left out, as the
 Simba model has no host traffic between layers): ``config`` = controller words from BAR 1's
@@ -55,6 +56,7 @@ from tessera.sim_models.simba.package_cycles import (_op_words, default_constant
 
 OUT = Path(os.environ.get("TESSERA_BUILD", Path(__file__).resolve().parent.parent / "build")) / "bench"
 #: the stop-21 RTL terms of the Simba model, switched off for the "before" column
+#: packet_heads / credit_batch are committed off (experiments): "before" has them off too
 TERMS_OFF = dict(barrier_cycles=0.0, pe_tile_start_cycles=0.0, psum_drain_in_tile=0, mcast_cut_through=0,
                  credit_window_packets=0, psum_window_packets=0, packet_heads=0, credit_batch=0)
 
@@ -160,9 +162,10 @@ TERM_ROWS = [
     ("+ multicast cut-through (first tile)", {**TERMS_OFF, "mcast_cut_through": None}),
     ("+ DATA credit window (credit_window_packets 32)", {**TERMS_OFF, "credit_window_packets": None}),
     ("+ PSUM credit window (psum_window_packets 2)", {**TERMS_OFF, "psum_window_packets": None}),
-    ("+ DATA packet heads (packet_heads)", {**TERMS_OFF, "packet_heads": None}),
-    ("+ Global PE ejection: CREDIT flits (credit_batch 4)", {**TERMS_OFF, "credit_batch": None}),
-    ("after (all stop-21 terms, committed)", {}),
+    ("+ DATA packet heads (packet_heads 1; experiment, off)", {**TERMS_OFF, "packet_heads": 1}),
+    ("+ Global PE ejection: CREDIT flits (credit_batch 4; experiment, off)", {**TERMS_OFF, "credit_batch": 4}),
+    ("after (the stop-21 terms committed on)", {}),
+    ("after + packet heads + credit batch 4 (RTL experiment)", {"packet_heads": 1, "credit_batch": 4}),
     ("after + NoC 8 B/cycle (RTL 64-bit flit; experiment)", {"noc_link_bytes_per_cycle": 8.0}),
 ]
 FIG_KEYS = [("headline ms", "headline ms (paper 0.50)", lambda v: round(v, 4)),
@@ -225,7 +228,11 @@ def main(argv=None) -> int:
         row = {"layer": e["layer"], "chiplets": e["chiplets"], "pes": e["pes"], "mapping": e["mapping"],
                "rtl": rtl_phases(e), "package_model": package_phases(pp, default_constants(pcfg)),
                "simba_before": simba_phases(L, arch.with_(**TERMS_OFF), mp, e["binding"]),
-               "simba_after": simba_phases(L, arch, mp, e["binding"])}
+               "simba_after": simba_phases(L, arch, mp, e["binding"]),
+               # + the two RTL terms committed off (packet heads; CREDIT flits at the package
+               # chiplet's batch, 1 in package mode)
+               "simba_exp": simba_phases(L, arch.with_(packet_heads=1, credit_batch=pp.target.chiplet_cfg()
+                                                       .node_credit_batch), mp, e["binding"])}
         r = row["rtl"]
         r["layer"] = (r["config"] if r["config"] is not None else row["package_model"]["config"]) + r["barrier"] + r["window"]
         r["config_source"] = "RTL" if row["rtl"]["config"] is not None else "package model (every chiplet has host input)"
@@ -234,7 +241,7 @@ def main(argv=None) -> int:
         rows.append(row)
     # summary: Simba / RTL per phase (geometric mean over runs)
     summ = {}
-    for who in ("package_model", "simba_before", "simba_after"):
+    for who in ("package_model", "simba_before", "simba_after", "simba_exp"):
         summ[who] = {}
         for ph in ("config", "barrier", "window", "layer"):
             rs = [row[who][ph] / row["rtl"][ph] for row in rows
@@ -253,11 +260,11 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1, default=float) + "\n")
     f = lambda v: "-" if v is None else f"{v:7.0f}"
-    print(f"{'run':34s} {'phase':8s} {'RTL':>7s} {'pkg':>7s} {'simba0':>7s} {'simba1':>7s}")
+    print(f"{'run':34s} {'phase':8s} {'RTL':>7s} {'pkg':>7s} {'simba0':>7s} {'simba1':>7s} {'s1+exp':>7s}")
     for row in rows:
         for ph in ("config", "barrier", "window", "layer"):
             print(f"{row['layer'][:34]:34s} {ph:8s} {f(row['rtl'][ph])} {f(row['package_model'].get(ph))} "
-                  f"{f(row['simba_before'][ph])} {f(row['simba_after'][ph])}"
+                  f"{f(row['simba_before'][ph])} {f(row['simba_after'][ph])} {f(row['simba_exp'][ph])}"
                   + (f"   pkg bound {row['package_model']['period_bound']}" if ph == "window" else ""))
     print("ratio to RTL (geomean over runs):")
     for who, v in summ.items():

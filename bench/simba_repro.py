@@ -385,7 +385,10 @@ def main():
             ("every PE tile pays the isolated fill + drain (RTL 23 / 16 cycles, pe_tile_cycles.json)",
              arch.with_(pe_overhead_ppu=23.0, pe_overhead_psum=16.0), {}),
             ("inputs on their consumers, outputs written to the Fig 11b output row", arch,
-             {"placement_start": "local-row-oa"})):
+             {"placement_start": "local-row-oa"}),
+            ("the stop-21 RTL package/chiplet terms off (bench/simba_overheads.py TERMS_OFF)",
+             arch.with_(barrier_cycles=0.0, pe_tile_start_cycles=0.0, psum_drain_in_tile=0, mcast_cut_through=0,
+                        credit_window_packets=0, psum_window_packets=0, packet_heads=0, credit_batch=0), {})):
         r2 = run_network(layers, a2, 32, "all", S4, seed=0, jobs=args.jobs, **kw2)
         doc.setdefault("headline_experiments", {})[label] = {
             "total_ms": r2["total_cycles"] / f / 1e3, "uniform_ms": r2["total_uniform_cycles"] / f / 1e3}
