@@ -70,7 +70,7 @@ def parse_mapping(text: str, e: dict) -> Mapping:
 def rtl_matched_arch(pcfg, nop_hop_cycles: float):
     """The package's Arch (package_cycles.package_arch) with the NoP of the RTL: hop latency
     = the measured NoP hop, one 8-byte flit per ``nop_flit_cycles`` per link."""
-    a = package_arch(pcfg)
+    a = package_arch(pcfg, rtl_terms=True)
     flit_b = pcfg.chiplet.word_bits / 8
     gbps = flit_b / pcfg.nop_flit_cycles * 8 * a.pe_clock_ghz / a.nop_lanes_per_link
     return a.with_(nop_hop_ns=nop_hop_cycles / a.pe_clock_ghz, grs_gbps=gbps)
@@ -223,7 +223,7 @@ def main(argv=None) -> int:
         nx, ny = map(int, e["pes"].split("x"))
         pcfg = small_package(ckx, cky) if (nx, ny) == (2, 2) else small_package(ckx, cky, nx=nx, ny=ny)
         mp = parse_mapping(e["mapping"], e)
-        pp = compile_package(L, mp, pcfg, gc.layer_tensors(L, 0), binding=e["binding"], arch=package_arch(pcfg))
+        pp = compile_package(L, mp, pcfg, gc.layer_tensors(L, 0), binding=e["binding"], arch=package_arch(pcfg, rtl_terms=True))
         arch = rtl_matched_arch(pcfg, nop_hop)
         row = {"layer": e["layer"], "chiplets": e["chiplets"], "pes": e["pes"], "mapping": e["mapping"],
                "rtl": rtl_phases(e), "package_model": package_phases(pp, default_constants(pcfg)),
