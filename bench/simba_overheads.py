@@ -48,7 +48,7 @@ from tessera.golden import chiplet as gc  # noqa: E402
 from tessera.hdl.package.compiler import compile_package, small_package  # noqa: E402
 from tessera.run_package import parse_slice  # noqa: E402
 from tessera.sim_models.simba.arch import load_arch  # noqa: E402
-from tessera.sim_models.simba.chiplet_cycles import mcast_hop_cycles  # noqa: E402
+from tessera.sim_models.simba.chiplet_cycles import PRE_STOP21_TERMS, mcast_hop_cycles  # noqa: E402
 from tessera.sim_models.simba.model import (Mapping, _prepare, build_structure,  # noqa: E402
                                             controller_setup_words, evaluate_batch)
 from tessera.sim_models.simba.package_cycles import (_op_words, default_constants,  # noqa: E402
@@ -57,8 +57,9 @@ from tessera.sim_models.simba.package_cycles import (_op_words, default_constant
 OUT = Path(os.environ.get("TESSERA_BUILD", Path(__file__).resolve().parent.parent / "build")) / "bench"
 #: the stop-21 RTL terms of the Simba model, switched off for the "before" column
 #: packet_heads / credit_batch are committed off (experiments): "before" has them off too
-TERMS_OFF = dict(barrier_cycles=0.0, pe_tile_start_cycles=0.0, psum_drain_in_tile=0, mcast_cut_through=0,
-                 credit_window_packets=0, psum_window_packets=0, packet_heads=0, credit_batch=0)
+#: (the same values the chiplet/package RTL benches map with: chiplet_cycles.PRE_STOP21_TERMS;
+#: this bench's "after" column uses package_arch(..., rtl_terms=True))
+TERMS_OFF = dict(PRE_STOP21_TERMS)
 
 
 def parse_mapping(text: str, e: dict) -> Mapping:

@@ -158,3 +158,23 @@ def test_rtl_copies_in_simba_arch_are_checked_for_drift(tmp_path):
         f = tmp_path / f"{k}.json"
         f.write_text(json.dumps(bad))
         assert any(x.startswith(k) for x in rc.drift(None, arch_path=f)), k
+
+
+def test_rtl_bench_mapping_is_pre_stop21():
+    """The archs of the chiplet/package RTL benches (chiplet_arch / package_arch default) keep
+    the stop-21 terms at PRE_STOP21_TERMS, so bench/chiplet_layer.py maps res3b_branch2b as the
+    resolved issue-17 RTL table was run (main before stop 21: P1=1 Q1=2, 4 passes, model 37,535
+    cycles for pass 0; with the terms on the mapper picks P1=3 Q1=4, 5 passes)."""
+    from tessera.hdl.chiplet.compiler import compile_layer
+    from tessera.hdl.chiplet.config import ChipletConfig
+    from tessera.sim_models.simba.chiplet_cycles import (PRE_STOP21_TERMS, chiplet_arch,
+                                                         map_for_chiplet)
+    from tessera.sim_models.simba.layers import load_network
+    cfg = ChipletConfig(nx=4, ny=4).validate()
+    a = chiplet_arch(cfg)
+    assert {k: getattr(a, k) for k in PRE_STOP21_TERMS} == PRE_STOP21_TERMS
+    assert chiplet_arch(cfg, rtl_terms=True).pe_tile_start_cycles == load_arch().pe_tile_start_cycles
+    L = {l.name: l for l in load_network("resnet50")}["res3b_branch2b"]
+    res, n = map_for_chiplet(L, cfg, samples=300, seed=0)
+    assert res.mapping.short() == "chip K1C1P1Q1 pe K16C1P1Q1 P1=1 Q1=2"
+    assert len(compile_layer(L, res.mapping, cfg)) == 4
