@@ -385,7 +385,10 @@ def main():
             ("every PE tile pays the isolated fill + drain (RTL 23 / 16 cycles, pe_tile_cycles.json)",
              arch.with_(pe_overhead_ppu=23.0, pe_overhead_psum=16.0), {}),
             ("inputs on their consumers, outputs written to the Fig 11b output row", arch,
-             {"placement_start": "local-row-oa"})):
+             {"placement_start": "local-row-oa"}),
+            ("the stop-21 RTL package/chiplet terms off (bench/simba_overheads.py TERMS_OFF)",
+             arch.with_(barrier_cycles=0.0, pe_tile_start_cycles=0.0, psum_drain_in_tile=0, mcast_cut_through=0,
+                        credit_window_packets=0, psum_window_packets=0, packet_heads=0, credit_batch=0), {})):
         r2 = run_network(layers, a2, 32, "all", S4, seed=0, jobs=args.jobs, **kw2)
         doc.setdefault("headline_experiments", {})[label] = {
             "total_ms": r2["total_cycles"] / f / 1e3, "uniform_ms": r2["total_uniform_cycles"] / f / 1e3}
@@ -407,7 +410,18 @@ def main():
     print(f"wrote {OUT / 'simba_repro.json'} and simba_fig5/6/7/fig10_fig12/resnet50_layers.png")
 
 
-NOTE = """Issue 14, second pass + the RTL/placement experiments.  Baselines: 'runtime placement' = each
+NOTE = """Stop 21 (RTL-backed overheads, bench/simba_overheads.py -> build/bench/simba_overheads.json): the
+Simba model's phases compared with the package RTL's events on the ten package_layer.json runs (config,
+barrier, compute window).  Before: window 0.61x the RTL's, barrier 0.44x (geomean).  Added from the
+RTL-calibrated chiplet / package models (each in simba_arch.json with its source, each a take-apart row):
+barrier master + NoC legs, PE-node tile start, a chain member's psum drain in its tile, multicast
+cut-through on the first tile, DATA and PSUM credit windows -> window 0.77x, barrier 0.99x, layer 1.01x.
+Config is 1.7x the RTL's on these slices (the GROUP / RECV words are counted at 14 each).  Committed OFF as
+experiments: DATA packet heads and CREDIT flits at the Global PE's ejection port (RTL-sourced; on, they turn
+four pinned paper-bound experiments red).  The NoP multicast router rule binds on the RTL bench packages
+but not at the Simba point (operating_point).  None of the terms grows with the chiplet count beyond the
+barrier's hop latency, so the headline and Fig 5 misses below stand.
+Issue 14, second pass + the RTL/placement experiments.  Baselines: 'runtime placement' = each
 layer's input tiles in the Global PE of a chiplet that consumes them, outputs on their producer, and the
 move of every layer's outputs to the next layer's input homes charged as NoP traffic with link sharing
 (interlayer.py); 'sequential fill' = the paper's Fig 11b start state (Global PEs filled from chiplet 0);

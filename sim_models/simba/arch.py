@@ -17,6 +17,13 @@ serdes + package wires + NoP router), so changing the PE clock does not change w
 Controller (issue 14 lead 1): the per-layer configuration and the per-tile SEND commands are
 counted in controller instruction words of the project's RTL chiplet (``ctrl_instr_cycles``,
 ``pe_config_regs``, ``gpe_cmd_words``, ``ctrl_fixed_instr``; see model.py), in the NoC clock.
+RTL chiplet/package terms (issue 14, stop 21; bench/simba_overheads.py compares them with the
+package RTL): ``barrier_cycles`` (the package barrier's master), ``pe_tile_start_cycles`` and
+``psum_drain_in_tile`` / ``psum_packet_beats`` (per-tile PE-node costs), ``max_tile_words`` and
+``mcast_cut_through`` (a multicast packet is whole in each router before it moves on), the
+credit loops ``credit_window_packets`` / ``psum_window_packets`` / ``credit_fixed_cycles``, the
+DATA packets' head flits ``packet_heads`` and the CREDIT flits at the Global PE's ejection port
+``credit_batch``.
 Left out: separate Global PE / RISC-V clocks (taken as the NoC clock).
 """
 from __future__ import annotations
@@ -73,6 +80,17 @@ class Arch:
     pe_config_regs: int
     gpe_cmd_words: int
     ctrl_fixed_instr: int
+    barrier_cycles: float
+    pe_tile_start_cycles: float
+    psum_drain_in_tile: int
+    psum_packet_beats: int
+    max_tile_words: int
+    mcast_cut_through: int
+    credit_window_packets: int
+    psum_window_packets: int
+    credit_fixed_cycles: float
+    packet_heads: int
+    credit_batch: int
     energy_ref_voltage: float
     e_mac_pj: float
     e_input_buffer_pj_per_byte: float
@@ -88,7 +106,8 @@ class Arch:
     def __post_init__(self):
         pos = ["mesh_rows", "mesh_cols", "pes_per_chiplet", "k0", "c0", "weight_buffer_bytes",
                "input_buffer_bytes", "accum_entries", "psum_bytes", "act_bytes", "gpe_buffer_bytes",
-               "pe_clock_ghz", "core_voltage", "grs_gbps", "nop_lanes_per_link",
+               "pe_clock_ghz", "core_voltage", "grs_gbps", "nop_lanes_per_link", "psum_packet_beats",
+               "max_tile_words",
                "noc_link_bytes_per_cycle", "noc_cols", "noc_rows", "input_buffer_slots", "noc_clock_ghz",
                "energy_ref_voltage"]
         for name in pos:
@@ -96,7 +115,10 @@ class Arch:
                 raise ArchError(f"{name} must be > 0, got {getattr(self, name)!r}")
         for name in ["nop_hop_ns", "noc_hop_cycles", "chiplet_sync_ns", "pe_overhead_ppu", "pe_overhead_psum",
                      "pe_weight_switch_cycles", "layer_sync_cycles", "ctrl_instr_cycles",
-                     "pe_config_regs", "gpe_cmd_words", "ctrl_fixed_instr", "e_mac_pj",
+                     "pe_config_regs", "gpe_cmd_words", "ctrl_fixed_instr", "barrier_cycles",
+                     "pe_tile_start_cycles", "psum_drain_in_tile", "mcast_cut_through",
+                     "credit_window_packets", "psum_window_packets", "credit_fixed_cycles",
+                     "packet_heads", "credit_batch", "e_mac_pj",
                      "e_input_buffer_pj_per_byte", "e_weight_buffer_pj_per_byte",
                      "e_accum_pj_per_access", "e_gpe_pj_per_byte", "e_noc_pj_per_bit_hop",
                      "nop_pj_per_bit_at_11", "nop_pj_per_bit_at_25"]:

@@ -31,6 +31,26 @@ Controller terms (issue 14 lead 1, counted in the project's RTL chiplet program,
   ctrl_step = gpe_cmd_words x sets words per tile step (one SEND per multicast set per tile),
               a lower bound on period; sets = cp pp qp (distinct PE input tiles)
 
+RTL package/chiplet terms (issue 14 stop 21; each from the RTL-calibrated chiplet_cycles.py /
+package_cycles.py, each switchable in simba_arch.json for the take-apart, bench/simba_overheads.py
+compares the phases with the package RTL's events):
+  comp_d   += (pe_tile_start_cycles + a chain member's psum drain beyond one beat per cycle:
+             K1 P1 Q1 beats x ceil(K0 psum_bytes / NoC flit) flits + a head per
+             psum_packet_beats) per tile  (psum_drain_in_tile)
+  t_in_d   counts a head flit per DATA packet (one input row of a C0 block, <= max_tile_words
+             words; packet_heads)
+  period_d >= DATA credit loop: packets per tile x (2 lat_in + packet + words + credit_fixed)
+             / credit_window_packets;  PSUM credit loop of a chain link across chiplets:
+             ceil(packets / psum_window_packets) x its round trip;  the IA home Global PE's
+             ejection port: consumer chiplets x kp x sets x packets / credit_batch CREDIT flits
+             + the output activations written there
+  first tile: + one packet time per router on a multicast's route (cut-through,
+             mcast_cut_through)
+  sync     += barrier_cycles at the master + the ARRIVE / RELEASE NoC legs (2 chiplets or more)
+The RTL's NoP multicast router rule (a packet waits for room for a max packet behind the previous
+one) is left out: at the Simba operating point the RTL's minimum NoP buffer (2 x link latency + 2
+flits) holds two max packets, so it does not bind (bench/simba_overheads.py operating_point).
+
 Energy (pJ): useful MACs (padded lanes are clock-gated); input/weight/accumulation buffer
 accesses of the issued cycles; Global PE reads/writes; NoC bit-hops (average hops); NoP
 bit-links (multicast counted once per tree link).  Core terms scale with (V / Vref)^2.
@@ -417,6 +437,8 @@ def _prepare(st: Structure, arch: Arch) -> dict:
     trees = np.zeros((F, nl)); m_out = np.zeros((F, m.n)); m_in = np.zeros((F, m.n)); m_rem = np.zeros((F, m.n))
     pairs = []                      # (flow, logical chiplet, kind, route)
     lat_in = np.zeros(N); lat_ps = np.zeros(N); lat_oa = np.zeros(N)
+    ct_routers = np.zeros(N); ct_mc = np.zeros(N, bool); ia_ndest = np.ones(N)
+    ia_home = np.full(N, -1, int)
     noc_hops = np.zeros(F)
     for f, (src, dests, kind, owner, iam, c0_) in enumerate(flows):
         if iam is not None:
@@ -438,6 +460,14 @@ def _prepare(st: Structure, arch: Arch) -> dict:
             pairs.append((f, i, kind, m.path[src, d]))
             if kind == "ia":
                 lat_in[i] = max(lat_in[i], lat(src, d, (noc.gpe_to_pe_max, noc.gpe_to_nop), noc.nop_to_pe_max))
+                # cut-through multicast: routers that hold a whole packet before it moves on
+                # (the consumer chiplet's NoC routers; across the NoP also the NoP routers)
+                ct_routers[i] = max(ct_routers[i], noc.gpe_to_pe_max if src == d
+                                    else m.hops[src, d] + noc.nop_to_pe_max + 1)
+                ct_mc[i] |= len(dests) > 1
+                ia_ndest[i] = max(ia_ndest[i], len(dests))
+                if ia_home[i] < 0:
+                    ia_home[i] = src
             elif kind == "ps":
                 lat_ps[i] = lat(src, d, (1, noc.nop_to_pe_max), noc.nop_to_pe_max)
             else:
@@ -467,10 +497,20 @@ def _prepare(st: Structure, arch: Arch) -> dict:
         G[g, members] = True
         Gps[g, members[:-1]] = 1
         last.append(members[-1])
+    # package barrier (RTL package: ARRIVE to the master over controller -> gateway -> NoP
+    # hops, barrier_cycles there, RELEASE back; NoC legs (2 g + 2) hops each, g = controller
+    # to the NoP router, taken as the Global PE's distance); barrier_cycles = 0 is the ablation
+    # (NoP round trip only, the model before stop 21)
+    bar = 0.0
+    if N > 1 and arch.barrier_cycles > 0:
+        bar = (arch.barrier_cycles * arch.pe_clock_ghz / arch.noc_clock_ghz
+               + 2 * (2 * noc.gpe_to_nop + 2) * h_noc)
     sync = (arch.layer_sync_cycles + arch.chiplet_sync_ns * arch.pe_clock_ghz * N
-            + 2 * h_nop * m.hops[phys[0], phys].max())
+            + 2 * h_nop * m.hops[phys[0], phys].max() + bar)
     prep = dict(W_ia=W_ia, b0=b0, trees=trees, m_out=m_out, m_in=m_in, m_rem=m_rem, seg=seg, lat_in=lat_in, lat_ps=lat_ps, lat_oa=lat_oa, G=G, Gps=Gps,
-                last=np.array(last, int), sync=sync, noc_hops=noc_hops, F=F,
+                last=np.array(last, int), sync=sync, noc_hops=noc_hops, F=F, ct_routers=ct_routers,
+                ct_mc=ct_mc, barrier=bar, ia_ndest=ia_ndest,
+                ia_home=ia_home,
                 is_ia=np.array([f[2] == "ia" for f in flows]), is_oa=np.array([f[2] == "oa" for f in flows]),
                 ntree=trees.sum(axis=1))
     st.extras["prep"] = (arch, prep)
@@ -500,12 +540,27 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     last_in_chain = (st.idx[:, 1] == st.cc - 1)[None, :]
     tile_ovh = np.where(last_in_chain, arch.pe_overhead_ppu, arch.pe_overhead_psum)
     comp = cyc + (tile_ovh + arch.pe_weight_switch_cycles * L.R * L.S * K1 * C1) * P2 * Q2
+    # RTL PE-node terms per tile (chiplet_cycles.pass_cycles pe_tile): the tile start, and for
+    # a reduction-chain member (not the chain's last PE) the partial-sum drain at the NoC link
+    # rate: K1 P1 Q1 beats of K0 x psum_bytes, ceil(.. / flit) flits each + a head per packet
+    tile_pe = np.full(comp.shape, float(arch.pe_tile_start_cycles))
+    if arch.psum_drain_in_tile:
+        beats = K1 * p1e * q1e
+        fpb = cdiv(arch.k0 * arch.psum_bytes, int(arch.noc_link_bytes_per_cycle))
+        drain = (beats * fpb + cdiv(beats, arch.psum_packet_beats)) * arch.pe_clock_ghz / arch.noc_clock_ghz
+        member = (cp > 1) | ~last_in_chain
+        tile_pe = tile_pe + np.where(member, np.maximum(0.0, drain - beats), 0.0)
+    comp = comp + tile_pe * P2 * Q2
     # input bytes per PE over all steps (halo re-fetch between temporal tiles counted)
     lastp, lastq = ppe - (P2 - 1) * p1e, qpe - (Q2 - 1) * q1e
     rows_tot = (P2 - 1) * rows1 + rpt(lastp, L.stride, L.R)
     cols_tot = (Q2 - 1) * cols1 + rpt(lastq, L.stride, L.S)
     ia_pe = cpe * rows_tot * cols_tot * arch.act_bytes                      # [S, N]
-    ia_chip = ia_pe * (cp * pp * qp)                                       # distinct PE tiles, multicast over kp
+    # RTL packets (hdl/chiplet compiler / Global PE SEND): one DATA packet per input row of a
+    # C0 block, up to max_tile_words words, each with a head flit
+    pk_tile = C1 * rows1 * cdiv(cols1, arch.max_tile_words)                  # packets per PE tile
+    ia_wire = ia_pe + (pk_tile * steps * arch.noc_link_bytes_per_cycle if arch.packet_heads else 0)
+    ia_chip = ia_wire * (cp * pp * qp)                                     # distinct PE tiles, multicast over kp
     S = ia_pe.shape[0]
     noc_bw, nop_bw = arch.noc_bytes_per_pe_cycle, arch.nop_link_bytes_per_cycle
     B = ia_chip @ pr["W_ia"] + pr["b0"][None, :]                          # [S, F] bytes per flow
@@ -528,7 +583,7 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     t_ps = per_chiplet("ps")
     t_oa = per_chiplet("oa", gpe_in, "dst")
     phys = np.asarray(st.phys)
-    t_in = np.maximum.reduce([t_in, nop_in[:, phys] / noc_bw, ia_pe / noc_bw])
+    t_in = np.maximum.reduce([t_in, nop_in[:, phys] / noc_bw, ia_wire / noc_bw])
     ps_pe_step = arch.psum_bytes * kpe * p1e * q1e                          # one step, one PE
     t_pechain = np.where(cp > 1, ps_pe_step * steps / noc_bw, 0.0)
     # controller (RTL chiplet program): one Global PE SEND command per tile per multicast set
@@ -540,10 +595,44 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     busy = np.maximum.reduce([comp, t_in, t_ps, t_oa, t_pechain, np.broadcast_to(ctrl_step * steps, comp.shape)])
     lat_in = pr["lat_in"]
     period = np.maximum(busy / steps, (2 * lat_in + t_in / steps) / arch.input_buffer_slots)
+    # RTL credit loops (chiplet_cycles.pass_cycles lane rate, package_cycles psum_round):
+    # DATA: a set's lane keeps credit_window_packets packets in flight per consumer, each
+    # credit back one round trip after its packet left (route both ways + the packet in + its
+    # words into the PE + credit_fixed_cycles); PSUM across chiplets: psum_window packets per
+    # chain link, ceil(packets / window) round trips per tile
+    noc_pe = arch.pe_clock_ghz / arch.noc_clock_ghz
+    if arch.credit_window_packets > 0:
+        words = np.minimum(arch.max_tile_words, cols1)
+        pkt_t = (words * arch.c0 * arch.act_bytes + arch.noc_link_bytes_per_cycle) / noc_bw
+        rtt = 2 * lat_in[None, :] + pkt_t + words + arch.credit_fixed_cycles * noc_pe
+        period = np.maximum(period, pk_tile * rtt / arch.credit_window_packets)
+    if arch.credit_batch > 0:
+        # the IA home Global PE's ejection port (one flit per NoC cycle) takes a CREDIT flit per
+        # credit_batch DATA packets per member PE (kp PEs on each of the block's consumer
+        # chiplets, every set) besides the output activations written to that Global PE
+        # (chiplet_cycles.pass_cycles gpe_eject)
+        cred = pr["ia_ndest"][None, :] * kp * (cp * pp * qp) * pk_tile / arch.credit_batch
+        oa_home = gpe_in[:, pr["ia_home"]] / noc_bw
+        period = np.maximum(period, cred * noc_pe + oa_home / steps)
+    if arch.psum_window_packets > 0 and st.cc > 1:
+        beats = K1 * p1e * q1e
+        npk = cdiv(beats, arch.psum_packet_beats)
+        fpb = cdiv(arch.k0 * arch.psum_bytes, int(arch.noc_link_bytes_per_cycle))
+        ps_pkt = arch.psum_packet_beats * (fpb * noc_pe) + noc_pe + arch.psum_packet_beats
+        rtt_ps = 2 * pr["lat_ps"][None, :] + ps_pkt + arch.credit_fixed_cycles * noc_pe
+        sender = (st.idx[:, 1] < st.cc - 1)[None, :]
+        period = np.maximum(period, np.where(sender, cdiv(npk, arch.psum_window_packets) * rtt_ps, 0.0))
     # pipeline of (deliver input tile, compute, send results) over `steps` tiles: fill with the
     # first tile's delivery and compute, then one period per further tile; the last tile's
     # results are sent in the chain drain below
-    own = lat_in + t_in / steps + comp / steps + (steps - 1) * period
+    lat_first = lat_in
+    if arch.mcast_cut_through:
+        # a multicast packet (several consumer chiplets, or kp > 1 PEs) is whole in every
+        # router before it moves on: + one packet (min(max_tile, tile columns) words) per router
+        mc = pr["ct_mc"][None, :] | (kp > 1)
+        pkt = np.minimum(arch.max_tile_words, cols1) * arch.c0 * arch.act_bytes / noc_bw
+        lat_first = lat_in + np.where(mc, pr["ct_routers"][None, :] * pkt, 0.0)
+    own = lat_first + t_in / steps + comp / steps + (steps - 1) * period
     # reduction chains: slowest member + psum hops + PE-chain drain + output delivery
     h_noc = arch.noc_hop_pe_cycles
     pe_drain = np.where(cp > 1, (cp - 1) * (h_noc + ps_pe_step / noc_bw), 0.0)

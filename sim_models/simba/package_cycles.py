@@ -76,11 +76,12 @@ from dataclasses import dataclass, field
 
 
 # ---------------------------------------------------------------------- mapper adapter
-def package_arch(pcfg, bench_dir=None):
+def package_arch(pcfg, bench_dir=None, rtl_terms: bool = False):
     """The Simba model's Arch for the package: ``ckx x cky`` chiplets of ``pcfg.chiplet``
-    (``chiplet_cycles.chiplet_arch`` for one chiplet, package mesh from the config)."""
+    (``chiplet_cycles.chiplet_arch`` for one chiplet, package mesh from the config).
+    ``rtl_terms=False``: the stop-21 terms off (``chiplet_cycles.PRE_STOP21_TERMS``, why there)."""
     from .chiplet_cycles import chiplet_arch
-    return chiplet_arch(pcfg.chiplet, bench_dir).with_(mesh_rows=pcfg.cky, mesh_cols=pcfg.ckx)
+    return chiplet_arch(pcfg.chiplet, bench_dir, rtl_terms).with_(mesh_rows=pcfg.cky, mesh_cols=pcfg.ckx)
 
 
 def map_for_package(layer, pcfg, samples: int = 300, seed: int = 0, counts=None,

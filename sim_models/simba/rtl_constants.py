@@ -86,9 +86,11 @@ def load(bench_dir=BENCH, path=DATA) -> RTLConstants:
     return RTLConstants(vals, prov)
 
 
-def drift(bench_dir=BENCH, path=DATA, tol: float = TOL) -> list[str]:
+def drift(bench_dir=BENCH, path=DATA, tol: float = TOL, arch_path=None) -> list[str]:
     """Constants whose committed value differs from the live RTL measurement (or from the
-    copy other data files hold) by more than ``tol`` (relative)."""
+    copy other data files hold) by more than ``tol`` (relative).  ``arch_path``: the Simba
+    model's data file (default ``data/simba_arch.json``), whose copies of RTL values (NoC hop,
+    barrier master, PE-node tile start, credit loop, RTL chiplet defaults) are checked too."""
     d = json.loads(Path(path).read_text())["constants"]
     out = []
     for name, spec in d.items():
@@ -100,12 +102,26 @@ def drift(bench_dir=BENCH, path=DATA, tol: float = TOL) -> list[str]:
             out.append(f"{name}: measured {v} by the RTL ({f}) but null in {Path(path).name}: "
                        "commit the measurement")
     from .arch import load_arch
-    a = load_arch()                                     # simba_arch.json alone
-    c = d["noc_hop_cycles"]["value"]
-    if abs(a.noc_hop_cycles - c) > tol * c:
-        out.append(f"noc_hop_cycles: simba_arch.json {a.noc_hop_cycles} vs {Path(path).name} {c}")
+    a = load_arch(arch_path)                            # simba_arch.json alone
+    for k in ("noc_hop_cycles", "barrier_cycles"):
+        c = d[k]["value"]
+        if abs(getattr(a, k) - c) > tol * c:
+            out.append(f"{k}: simba_arch.json {getattr(a, k)} vs {Path(path).name} {c}")
     from .chiplet_cycles import ChipletCycles
     cc = ChipletCycles()
+    for ak, ck in (("pe_tile_start_cycles", "tile_start_cycles"), ("credit_fixed_cycles", "credit_fixed_cycles")):
+        if abs(getattr(a, ak) - getattr(cc, ck)) > tol * max(getattr(cc, ck), 1e-9):
+            out.append(f"{ak}: simba_arch.json {getattr(a, ak)} vs chiplet_cycles.ChipletCycles.{ck} {getattr(cc, ck)}")
+    try:
+        from tessera.hdl.chiplet.config import ChipletConfig
+    except ImportError:                                  # pragma: no cover
+        ChipletConfig = None
+    if ChipletConfig is not None:
+        cfg = ChipletConfig()
+        for ak, ck in (("psum_packet_beats", "psum_beats"), ("max_tile_words", "max_tile"),
+                       ("credit_window_packets", "credit_window"), ("psum_window_packets", "psum_window")):
+            if getattr(a, ak) != getattr(cfg, ck):
+                out.append(f"{ak}: simba_arch.json {getattr(a, ak)} vs RTL ChipletConfig.{ck} {getattr(cfg, ck)}")
     for k in ("instr_cycles", "gpe_cmd_cycles", "host_flits_per_cycle", "send_flits_per_cycle"):
         if abs(getattr(cc, k) - d[k]["value"]) > tol * d[k]["value"]:
             out.append(f"{k}: chiplet_cycles.ChipletCycles {getattr(cc, k)} vs {Path(path).name} "
