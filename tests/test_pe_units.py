@@ -614,7 +614,7 @@ def test_mac_operand_reg_needs_two_stages():
     from tessera.params import ParamError
     with pytest.raises(ParamError, match="mac_operand_reg"):
         SimbaPE(**dict(TINY, mac_stages=1, mac_operand_reg=True))
-    SimbaPE(**dict(TINY, mac_stages=1))
+    SimbaPE(**dict(TINY, mac_stages=1, mac_operand_reg=False))
 
 
 def test_back_to_back_compare_registered():

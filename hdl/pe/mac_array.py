@@ -46,17 +46,22 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .arith import partial_products, tree_sum
+from .mult import RegMult, check_impl
 
 
 class MacArray(wiring.Component):
     def __init__(self, K0: int, C0: int, dsps: int | None = None, stages: int = 1,
-                 operand_reg: bool = False):
+                 operand_reg: bool = False, impl: str = "generic"):
+        check_impl(impl)
         self.K0, self.C0 = K0, C0
+        self.impl = impl
         self.dsps = K0 * C0 if dsps is None else dsps
         self.stages = stages
         self.operand_reg = bool(operand_reg)
         if self.operand_reg and stages < 2:
             raise ValueError("MacArray: operand_reg needs stages >= 2")
+        if impl != "generic" and not self.operand_reg:
+            raise ValueError(f"MacArray: impl {impl!r} needs operand_reg (the DSP's registers)")
         self.dot_width = 16 + max(1, (C0 - 1).bit_length()) + 1
         super().__init__({
             "w": In(data.ArrayLayout(data.ArrayLayout(signed(8), C0), K0)),
@@ -76,6 +81,14 @@ class MacArray(wiring.Component):
             prods = []
             for c in range(self.C0):
                 w, x = self.w[k][c], self.x[c]
+                if self.operand_reg and k * self.C0 + c < self.dsps:
+                    # operand register, multiply, product register: one RegMult cell
+                    # (generic, or the DSP's own registers: mult.py)
+                    cell = RegMult(8, self.impl)
+                    m.submodules[f"mul{k}_{c}"] = cell
+                    m.d.comb += [cell.a.eq(w), cell.b.eq(x)]
+                    prods.append(cell.p)
+                    continue
                 if self.operand_reg:                     # operand registers by the multiplier
                     wq = Signal(signed(8), name=f"wop{k}_{c}")
                     xq = Signal(signed(8), name=f"xop{k}_{c}")

@@ -63,6 +63,7 @@ from .layouts import (act_layout, bits_for, cfg_layout, iload_layout, lanes, psu
 from .arith import lut_mul
 from .fifo import SramFIFO
 from .mac_array import MacArray
+from .mult import MULT_IMPLS
 from .ppu import PPU, latency as ppu_latency
 from .sequencer import Sequencer
 
@@ -115,6 +116,10 @@ def validate_params(p: PEParams) -> None:
     need(1 <= p.ppu_mul_stages <= 4, "ppu_mul_stages", f"must be in 1..4, got {p.ppu_mul_stages}")
     need(not p.mac_operand_reg or p.mac_stages >= 2, "mac_operand_reg",
          f"needs mac_stages >= 2 (operand and product registers), got mac_stages={p.mac_stages}")
+    need(p.mult_impl in MULT_IMPLS, "mult_impl",
+         f"must be one of {', '.join(MULT_IMPLS)}, got {p.mult_impl!r}")
+    need(p.mult_impl == "generic" or p.mac_operand_reg, "mult_impl",
+         f"{p.mult_impl!r} puts the operand and product registers in the DSP: needs mac_operand_reg")
 
 
 class SimbaPE(wiring.Component):
@@ -129,10 +134,10 @@ class SimbaPE(wiring.Component):
 
     def __init__(self, K0=8, C0=8, acc_width=24, wbuf_bytes=32768, ibuf_bytes=8192,
                  abuf_entries=128, ppu_depth=16, mac_dsps=64, mac_stages=3, ppu_mul_stages=2,
-                 mac_operand_reg=False):
+                 mac_operand_reg=True, mult_impl="generic"):
         self.params = p = PEParams(K0, C0, acc_width, wbuf_bytes, ibuf_bytes, abuf_entries,
                                    ppu_depth, mac_dsps, mac_stages, ppu_mul_stages,
-                                   bool(mac_operand_reg))
+                                   bool(mac_operand_reg), mult_impl)
         validate_params(p)
         self.latency = pipeline_latency(p)
         super().__init__({
@@ -162,7 +167,8 @@ class SimbaPE(wiring.Component):
         L = self.latency
 
         m.submodules.seq = seq = Sequencer(p)
-        m.submodules.mac = mac = MacArray(K0, C0, p.mac_dsps, p.mac_stages, p.mac_operand_reg)
+        m.submodules.mac = mac = MacArray(K0, C0, p.mac_dsps, p.mac_stages, p.mac_operand_reg,
+                                             p.mult_impl)
         m.submodules.ppu = ppu = PPU(p, p.ppu_mul_stages)
         m.submodules.fifo = fifo = SramFIFO(K0 * AW, L["fifo_depth"])
         m.submodules.wbuf = wbuf = SRAM(p.wbuf_entries, K0 * C0 * 8, granularity=C0 * 8)
