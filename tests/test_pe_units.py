@@ -660,3 +660,20 @@ def test_back_to_back_compare_registered():
         seen.append(ctx.get(dut.start_ready))
     _run(dut, tb)
     assert seen == [1, 1, 0, 0, 0, 1], seen
+
+
+def test_mult_impl_checks():
+    """``mult_impl``: one of MULT_IMPLS; ``ecp5`` keeps the operand and product registers in
+    the DSP, so it needs ``mac_operand_reg`` (one-line ParamError); the registry rejects an
+    unknown value before elaboration."""
+    from tessera.hdl.pe import SimbaPE
+    from tessera.params import ParamError
+    from tessera.registry import get
+    with pytest.raises(ParamError, match="mult_impl.*needs mac_operand_reg"):
+        SimbaPE(**dict(TINY, mult_impl="ecp5", mac_operand_reg=False))
+    with pytest.raises(ParamError, match="mult_impl"):
+        SimbaPE(**dict(TINY, mult_impl="xilinx"))
+    with pytest.raises(ParamError, match="mult_impl"):
+        get("pe").resolve(["mult_impl=asic"])
+    from tessera.hdl.pe.pe import validate_params
+    validate_params(PEParams(**dict(TINY, mult_impl="ecp5")))      # operand registers: legal
