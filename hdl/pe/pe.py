@@ -30,7 +30,11 @@ every buffer is a :class:`~tessera.hdl.sram.SRAM`, read latency 1):
                  (:class:`~tessera.hdl.pe.fifo.SramFIFO`, an SRAM)
     drain        FIFO head -> result register; + psum_in (MIDDLE/LAST,
                  wrapping) -> psum_out (FIRST/MIDDLE) or the PPU
-                 (5 + ``ppu_mul_stages`` cycles) -> out (LAST/ONLY)
+                 (5 + ``ppu_mul_stages`` cycles) -> out (LAST/ONLY); each
+                 port behind a skid register (``_skid``): ``psum_out.ready`` /
+                 ``out.ready`` load only the skid, not the FIFO pop (timing;
+                 no cycle changes without back-pressure, one more beat
+                 buffered under it)
 
 Final results stream out while later ones are still being computed, so the
 drain overlaps the compute; the next tile (same configuration, the other
@@ -391,8 +395,12 @@ class SimbaPE(wiring.Component):
         for k in range(K0):
             m.d.comb += total[k].eq(res[k] + Mux(needs_psum, self.psum_in.payload[k], 0))
         psum_ok = ~needs_psum | self.psum_in.valid
-        po = self.psum_out
-        po_adv = ~po.valid | po.ready
+        # psum_out register ``po`` (and the PPU's output) reach the ports through a skid
+        # register (_skid): the ports' ready loads only the skid, so it never reaches the
+        # pop -> result-FIFO read path; without back-pressure the ports are the registers
+        po = stream.Signature(psum_layout(p)).flip().create(path=("po",))
+        po_ready = _skid(m, po, self.psum_out, "psum_out")
+        po_adv = ~po.valid | po_ready
         dst_ready = Mux(to_ppu, ppu.i.ready, po_adv)
         pop = rv & psum_ok & dst_ready
         m.d.comb += fifo.r_en.eq(fifo.r_rdy & (~rv | pop))
@@ -425,16 +433,37 @@ class SimbaPE(wiring.Component):
             m.d.sync += po.valid.eq(0)
         with m.If(pop & ~to_ppu):
             m.d.sync += [po.valid.eq(1), po.payload.eq(total)]
-        wiring.connect(m, ppu.o, wiring.flipped(self.out))
+        m.d.comb += ppu.o.ready.eq(_skid(m, ppu.o, self.out, "out"))
 
         # ---- completion: done once per tile, in order ------------------------------
-        handshake = Mux(to_ppu, self.out.valid & self.out.ready, po.valid & po.ready)
+        handshake = Mux(to_ppu, self.out.valid & self.out.ready,
+                        self.psum_out.valid & self.psum_out.ready)
         with m.If((in_flight != 0) & handshake):
             m.d.sync += emitted.eq(emitted + 1)
             with m.If(emitted == expected_m1):
                 m.d.sync += [emitted.eq(0), self.done.eq(1)]
                 m.d.comb += tile_done.eq(1)
         return m
+
+
+def _skid(m, src, port, name: str):
+    """Output stage with a skid register: ``src`` (a registered stream: valid/payload
+    of a register) drives ``port`` directly while the skid is empty; a beat the port
+    does not take is moved into the skid, which the port shows first.  Returns
+    ``src``'s ready = skid empty, a register: the port's ``ready`` only loads/clears the
+    skid.  Two entries (``src`` + skid); without back-pressure the skid stays empty and
+    the port shows ``src`` cycle for cycle; under back-pressure ``src`` may advance
+    once more than a plain output register would let it."""
+    sk_v = Signal(name=f"{name}_skid_valid")
+    sk_d = Signal(len(src.payload.as_value()), name=f"{name}_skid")
+    m.d.comb += [port.valid.eq(src.valid | sk_v),
+                 port.payload.eq(Mux(sk_v, sk_d, src.payload.as_value()))]
+    with m.If(sk_v):
+        with m.If(port.ready):
+            m.d.sync += sk_v.eq(0)
+    with m.Elif(src.valid & ~port.ready):
+        m.d.sync += [sk_v.eq(1), sk_d.eq(src.payload.as_value())]
+    return ~sk_v
 
 
 def _delay(m, v, n: int, name: str):
