@@ -232,7 +232,8 @@ def _place_and_route(name: str, d: Path, res: dict, grades, timeout: int, t0: fl
             res["critical_path"] = crit
             util = report.get("utilization", {})
             res["comb_used"] = util.get("TRELLIS_COMB", {}).get("used")   # LUT4 sites incl.
-            res["slices_used_pct"] = round(                               # carry and RAM100 * util.get("TRELLIS_COMB", {}).get("used", 0) /
+            # carry and RAM
+            res["slices_used_pct"] = round(100 * util.get("TRELLIS_COMB", {}).get("used", 0) /
                                            max(1, util.get("TRELLIS_COMB", {}).get("available", 1)), 1)
     res["seconds"] = round(time.time() - t0, 1)
     return res

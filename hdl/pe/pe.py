@@ -219,7 +219,10 @@ class SimbaPE(wiring.Component):
         m.d.comb += [chk_now.hi.eq(_first(hi_flags)), chk_now.lo.eq(_first(lo_flags)),
                      chk_now.over_whole.eq(hwc > p.ibuf_words),
                      chk_now.over_half.eq(hwc > p.ibuf_words // 2)]
-        m.d.sync += chk_q.eq(chk_now)
+        # chk_ok_q: chk_q has no hi/lo cause (registered with it: the start decision
+        # reads flags, not the cause encoder; timing)
+        chk_ok_q = Signal(init=1)             # chk_q resets to 0: no cause
+        m.d.sync += [chk_q.eq(chk_now), chk_ok_q.eq((chk_now.hi == 0) & (chk_now.lo == 0))]
 
         def cause_of(c, half):
             ib_over = Mux(half == IbufHalf.WHOLE, c.over_whole, c.over_half)
@@ -234,8 +237,9 @@ class SimbaPE(wiring.Component):
         CW = len(cur.as_value()) - CFG_FIELDS["ibuf_half"]      # ibuf_half: the top bits
         prev = Signal(CW)
         run = Signal(range(LC + 1))
-        m.d.sync += [prev.eq(cfg.as_value()[:CW]),
-                     run.eq(Mux(cfg.as_value()[:CW] == prev, Mux(run == LC, LC, run + 1), 0))]
+        run_full = Signal()                   # run == LC, registered (timing)
+        run_nxt = Mux(cfg.as_value()[:CW] == prev, Mux(run == LC, LC, run + 1), 0)
+        m.d.sync += [prev.eq(cfg.as_value()[:CW]), run.eq(run_nxt), run_full.eq(run_nxt == LC)]
         to_ppu = (cur.role == Role.LAST) | (cur.role == Role.ONLY)
         needs_psum = (cur.role == Role.MIDDLE) | (cur.role == Role.LAST)
         emitted = Signal(24)
@@ -264,12 +268,26 @@ class SimbaPE(wiring.Component):
                                             & seq.free & same_q & half_ok))]
         accept = self.start & self.start_ready
         cold = accept & (in_flight == 0)
+        # wait == LC / wait == 0 as registers beside wait (timing: the decision is a
+        # few gates on registers)
+        wait_nxt, wait_lc, wait_0 = Signal.like(wait), Signal(), Signal(init=1)
+        m.d.comb += wait_nxt.eq(wait)
+        with m.If(pend):
+            m.d.comb += wait_nxt.eq(wait - 1)
+        with m.Elif(cold):
+            m.d.comb += wait_nxt.eq(LC)
+        m.d.sync += [wait.eq(wait_nxt), wait_lc.eq(wait_nxt == LC), wait_0.eq(wait_nxt == 0)]
         decide = Signal()
-        m.d.comb += decide.eq(pend & (((wait == LC) & (run == LC)) | (wait == 0)))
+        m.d.comb += decide.eq(pend & ((wait_lc & run_full) | wait_0))
         dcause = Signal(4)
         m.d.comb += dcause.eq(cause_of(chk_q, cur.ibuf_half))
+        # dcause == 0 from flags (cause_of: no hi/lo cause, no input overflow, a real half)
+        dok = Signal()
+        m.d.comb += dok.eq(chk_ok_q & (cur.ibuf_half != 3)
+                           & ~Mux(cur.ibuf_half == IbufHalf.WHOLE, chk_q.over_whole,
+                                  chk_q.over_half))
         started = Signal()                    # a tile starts in the sequencer this cycle
-        m.d.comb += started.eq((accept & ~cold) | (decide & (dcause == 0)))
+        m.d.comb += started.eq((accept & ~cold) | (decide & dok))
         m.d.comb += [seq.cfg.eq(cur), seq.cfg.ibuf_half.eq(Mux(pend, cur.ibuf_half, cfg.ibuf_half)),
                      seq.start.eq(started)]
         m.d.sync += self.done.eq(0)
@@ -277,11 +295,10 @@ class SimbaPE(wiring.Component):
         with m.If(accept):
             m.d.sync += [self.error.eq(0), self.error_cause.eq(0)]
             with m.If(cold):
-                m.d.sync += [pend.eq(1), wait.eq(LC), cur.eq(cfg)]
+                m.d.sync += [pend.eq(1), cur.eq(cfg)]
             with m.Else():
                 m.d.sync += [prev_half.eq(cur.ibuf_half), cur.ibuf_half.eq(cfg.ibuf_half)]
         with m.If(pend):
-            m.d.sync += wait.eq(wait - 1)
             with m.If(decide):
                 m.d.sync += [pend.eq(0), self.error.eq(dcause != 0), self.error_cause.eq(dcause),
                              cur_over.eq(Cat(chk_q.over_whole, chk_q.over_half))]
@@ -291,7 +308,7 @@ class SimbaPE(wiring.Component):
         reading = Signal(2)
         last_issued = Signal()
         m.d.sync += reading.eq(reading + started - last_issued)
-        idle_start = decide & (dcause == 0)
+        idle_start = decide & dok
         with m.If(idle_start):
             m.d.sync += emitted.eq(0)
         # beats the tile emits, minus 1: K1*P1*Q1 (/4 when pooled in the PPU), from the
