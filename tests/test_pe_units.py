@@ -678,3 +678,42 @@ def test_mult_impl_checks():
         get("pe").resolve(["mult_impl=asic"])
     from tessera.hdl.pe.pe import validate_params
     validate_params(PEParams(**dict(TINY, mult_impl="ecp5")))      # operand registers: legal
+
+
+def test_idle_start_refused_on_half_causes():
+    """An idle start whose only cause is the input-buffer half (ibuf_half 3:
+    BAD_IBUF_HALF; LOWER with more words than a half: IBUF_OVERFLOW) is refused
+    like any other: error + cause, never busy after the decision, no done and no
+    output; a legal start afterwards runs (the start decision reads the cause as
+    flags, pe.py ``dok``)."""
+    from tessera.hdl.pe import SimbaPE
+    from tessera.hdl.pe.config import ErrorCause, IbufHalf
+    dut = SimbaPE(**TINY)
+    n = dut.params.ibuf_words
+    base = dict(R=1, S=1, C1=1, K1=1, P1=1, Q1=2, H_in=1, W_in=2, role=Role.FIRST)
+    cases = [(PEConfig(**base, ibuf_half=3), ErrorCause.BAD_IBUF_HALF),
+             (PEConfig(**dict(base, Q1=n // 2 + 1, W_in=n // 2 + 1), ibuf_half=IbufHalf.LOWER),
+              ErrorCause.IBUF_OVERFLOW),
+             (PEConfig(**base, ibuf_half=IbufHalf.UPPER), ErrorCause.NONE)]
+    seen = []
+
+    async def tb(ctx):
+        ctx.set(dut.psum_out.ready, 1)
+        for cfg, _ in cases:
+            for k, v in cfg.as_dict().items():
+                ctx.set(getattr(dut.cfg, k), v)
+            await ctx.tick().repeat(6)
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            await ctx.tick().repeat(2)
+            busy, beats, done = ctx.get(dut.busy), 0, 0
+            for _ in range(60):
+                beats += ctx.get(dut.psum_out.valid)
+                done += ctx.get(dut.done)
+                await ctx.tick()
+            seen.append((ctx.get(dut.error), ctx.get(dut.error_cause), busy, beats > 0, done))
+    _run(dut, tb)
+    assert seen[0] == (1, ErrorCause.BAD_IBUF_HALF, 0, False, 0), seen
+    assert seen[1] == (1, ErrorCause.IBUF_OVERFLOW, 0, False, 0), seen
+    assert seen[2] == (0, 0, 1, True, 1), seen
