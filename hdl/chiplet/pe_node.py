@@ -202,12 +202,14 @@ class SramFifo(wiring.Component):
                      mem.r_en.eq(rd), mem.r_addr.eq(rp),
                      self.r.valid.eq(ov), self.r.payload.eq(mem.r_data),
                      self.level.eq(cnt + ov)]
-        # cnt + push - rd as a select between two sums of registers and ``push``: the
-        # reader's ready (rd) reaches the count through one multiplexer, not an adder
-        # (timing: the PE's psum_in.ready drives rd; same values)
-        cnt_p, cnt_pm1 = Signal.like(cnt), Signal.like(cnt)
-        m.d.comb += [cnt_p.eq(cnt + push), cnt_pm1.eq(cnt + push - 1)]
-        m.d.sync += [cnt.eq(Mux(rd, cnt_pm1, cnt_p)), ov.eq(rd | (ov & ~self.r.ready))]
+        # cnt + push - rd as an up/down counter: cnt + 1 and cnt - 1 come from the
+        # register alone and push / rd only select (timing: the PE's psum_in.ready
+        # drives rd, the NI's packet decode drives push; neither goes through a carry
+        # chain; same values)
+        inc, dec = Signal.like(cnt), Signal.like(cnt)
+        m.d.comb += [inc.eq(cnt + 1), dec.eq(cnt - 1)]
+        m.d.sync += [cnt.eq(Mux(push == rd, cnt, Mux(push, inc, dec))),
+                     ov.eq(rd | (ov & ~self.r.ready))]
         with m.If(push):
             m.d.sync += wp.eq(wp + 1)
         with m.If(rd):
