@@ -179,7 +179,12 @@ def ibuf_plan(m, pe, dbl, slot):
 class SramFifo(wiring.Component):
     """Stream FIFO on an :class:`SRAM` (``depth`` words, power of two) plus an
     output register: capacity ``depth + 1``; one word per cycle in and out;
-    a word written in cycle c can leave at c + 2.  ``level`` = words held."""
+    a word written in cycle c can leave at c + 2.  ``level`` = words held.
+    Timing (issue 20, pe_node on ECP5-85k grade 6, 76.6-86.7 MHz over three
+    runs): the psum FIFO's read (the PE's ``psum_in.ready``) -> count is the
+    critical path, 6 LUT levels but ~11 ns of routing (the PE's drain and this
+    FIFO sit far apart); the next step is a registered ready on ``r`` (a skid
+    stage), which can move PCREDITs by a cycle."""
 
     def __init__(self, width: int, depth: int):
         assert depth >= 2 and depth & (depth - 1) == 0
