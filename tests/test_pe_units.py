@@ -529,15 +529,16 @@ def test_double_buffer_half_capacity():
     assert got == [int(w) for w in want]
 
 
-@pytest.mark.parametrize("extra", [1, 2])
+@pytest.mark.parametrize("extra", [2, 3])
 def test_result_credits_bound_issue(extra):
     """The result-FIFO credit bound (pe.py: final results in flight + queued,
-    up to the result register, <= ``fifo_depth``; one more waits in the
-    ``psum_out`` register): with ``psum_out`` stalled from the start, a tile of
-    ``fifo_depth + 1`` final operations issues all of them (its last issue frees
-    the input buffer: an ``i_load`` into the region it reads is accepted while
-    the output is still stalled), one of ``fifo_depth + 2`` stops one short (the
-    load is held back until the output moves).  Results are exact either way."""
+    up to the result register, <= ``fifo_depth``; two more wait in the
+    ``psum_out`` register and its skid register): with ``psum_out`` stalled from
+    the start, a tile of ``fifo_depth + 2`` final operations issues all of them
+    (its last issue frees the input buffer: an ``i_load`` into the region it reads
+    is accepted while the output is still stalled), one of ``fifo_depth + 3`` stops
+    one short (the load is held back until the output moves).  Results are exact
+    either way.  (``fifo_depth + 1`` / ``+ 2`` before the skid register, issue 20.)"""
     from tessera.hdl.pe import SimbaPE
     dut = SimbaPE(**TINY)
     p = dut.params
@@ -578,10 +579,10 @@ def test_result_credits_bound_issue(extra):
                 break
     _run(dut, tb)
     assert got == want
-    if extra == 1:
-        assert seen["load"] < STALL, "all fifo_depth + 1 final operations issue while stalled"
+    if extra == 2:
+        assert seen["load"] < STALL, "all fifo_depth + 2 final operations issue while stalled"
     else:
-        assert seen["load"] >= STALL, "more than fifo_depth + 1 final results buffered"
+        assert seen["load"] >= STALL, "more than fifo_depth + 2 final results buffered"
 
 
 @pytest.mark.parametrize("params,over,ready", [
@@ -614,7 +615,7 @@ def test_mac_operand_reg_needs_two_stages():
     from tessera.params import ParamError
     with pytest.raises(ParamError, match="mac_operand_reg"):
         SimbaPE(**dict(TINY, mac_stages=1, mac_operand_reg=True))
-    SimbaPE(**dict(TINY, mac_stages=1))
+    SimbaPE(**dict(TINY, mac_stages=1, mac_operand_reg=False))
 
 
 def test_back_to_back_compare_registered():
@@ -660,3 +661,59 @@ def test_back_to_back_compare_registered():
         seen.append(ctx.get(dut.start_ready))
     _run(dut, tb)
     assert seen == [1, 1, 0, 0, 0, 1], seen
+
+
+def test_mult_impl_checks():
+    """``mult_impl``: one of MULT_IMPLS; ``ecp5`` keeps the operand and product registers in
+    the DSP, so it needs ``mac_operand_reg`` (one-line ParamError); the registry rejects an
+    unknown value before elaboration."""
+    from tessera.hdl.pe import SimbaPE
+    from tessera.params import ParamError
+    from tessera.registry import get
+    with pytest.raises(ParamError, match="mult_impl.*needs mac_operand_reg"):
+        SimbaPE(**dict(TINY, mult_impl="ecp5", mac_operand_reg=False))
+    with pytest.raises(ParamError, match="mult_impl"):
+        SimbaPE(**dict(TINY, mult_impl="xilinx"))
+    with pytest.raises(ParamError, match="mult_impl"):
+        get("pe").resolve(["mult_impl=asic"])
+    from tessera.hdl.pe.pe import validate_params
+    validate_params(PEParams(**dict(TINY, mult_impl="ecp5")))      # operand registers: legal
+
+
+def test_idle_start_refused_on_half_causes():
+    """An idle start whose only cause is the input-buffer half (ibuf_half 3:
+    BAD_IBUF_HALF; LOWER with more words than a half: IBUF_OVERFLOW) is refused
+    like any other: error + cause, never busy after the decision, no done and no
+    output; a legal start afterwards runs (the start decision reads the cause as
+    flags, pe.py ``dok``)."""
+    from tessera.hdl.pe import SimbaPE
+    from tessera.hdl.pe.config import ErrorCause, IbufHalf
+    dut = SimbaPE(**TINY)
+    n = dut.params.ibuf_words
+    base = dict(R=1, S=1, C1=1, K1=1, P1=1, Q1=2, H_in=1, W_in=2, role=Role.FIRST)
+    cases = [(PEConfig(**base, ibuf_half=3), ErrorCause.BAD_IBUF_HALF),
+             (PEConfig(**dict(base, Q1=n // 2 + 1, W_in=n // 2 + 1), ibuf_half=IbufHalf.LOWER),
+              ErrorCause.IBUF_OVERFLOW),
+             (PEConfig(**base, ibuf_half=IbufHalf.UPPER), ErrorCause.NONE)]
+    seen = []
+
+    async def tb(ctx):
+        ctx.set(dut.psum_out.ready, 1)
+        for cfg, _ in cases:
+            for k, v in cfg.as_dict().items():
+                ctx.set(getattr(dut.cfg, k), v)
+            await ctx.tick().repeat(6)
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            await ctx.tick().repeat(2)
+            busy, beats, done = ctx.get(dut.busy), 0, 0
+            for _ in range(60):
+                beats += ctx.get(dut.psum_out.valid)
+                done += ctx.get(dut.done)
+                await ctx.tick()
+            seen.append((ctx.get(dut.error), ctx.get(dut.error_cause), busy, beats > 0, done))
+    _run(dut, tb)
+    assert seen[0] == (1, ErrorCause.BAD_IBUF_HALF, 0, False, 0), seen
+    assert seen[1] == (1, ErrorCause.IBUF_OVERFLOW, 0, False, 0), seen
+    assert seen[2] == (0, 0, 1, True, 1), seen

@@ -45,3 +45,27 @@ def test_memory_mapping_kinds():
         "c.buf.0.0": {"type": "DP16KD"}, "other_TRELLIS_FF_Q": {"type": "TRELLIS_FF"}}}}}
     kinds = {m["name"]: m["mapped_to"] for m in _mapped_memories(mems, net)}
     assert kinds == {"a.buf": "logic", "b.buf": "removed", "c.buf": "DP16KD"}, kinds
+
+
+def test_synth_tech_params_select_ecp5_dsp(tmp_path):
+    """The ECP5 flow's technology choice (``TECH_PARAMS``, one place): blocks with a
+    ``mult_impl`` parameter (pe, pe_chain, pe_node, chiplet) are synthesised with
+    ``mult_impl=ecp5`` unless the run sets it, others are untouched; a small PE's MAC
+    multipliers come out of synth_ecp5 as MULT18X18D with their own input and output
+    registers (the fabric registers of ``generic`` are never packed into the DSP)."""
+    import json
+
+    from tessera.registry import get
+    from tessera.synth import tech_assignments
+    for b in ("pe", "pe_chain", "pe_node", "chiplet"):
+        assert tech_assignments(get(b)) == ["mult_impl=ecp5"], b
+    assert tech_assignments(get("mca")) == []
+    assert tech_assignments(get("pe"), ["mult_impl=generic"]) == []
+    small = ["K0=2", "C0=2", "wbuf_bytes=256", "ibuf_bytes=64", "abuf_entries=16", "ppu_depth=2"]
+    r = synth_block("pe", tmp_path, grades=(), assignments=small, row="pe_small")
+    assert r["status"] == "ok" and r["tech_params"] == ["mult_impl=ecp5"], r
+    cells = [c for mod in json.loads((tmp_path / "pe_small" / "pe.json").read_text())["modules"]
+             .values() for c in mod.get("cells", {}).values() if c["type"] == "MULT18X18D"]
+    regs = [c for c in cells if all(c["parameters"].get(f"REG_{x}_CLK") == "CLK0"
+                                    for x in ("INPUTA", "INPUTB", "OUTPUT"))]
+    assert len(regs) == 4, [c["parameters"] for c in cells]        # the K0*C0 MACs

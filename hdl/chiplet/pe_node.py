@@ -179,7 +179,12 @@ def ibuf_plan(m, pe, dbl, slot):
 class SramFifo(wiring.Component):
     """Stream FIFO on an :class:`SRAM` (``depth`` words, power of two) plus an
     output register: capacity ``depth + 1``; one word per cycle in and out;
-    a word written in cycle c can leave at c + 2.  ``level`` = words held."""
+    a word written in cycle c can leave at c + 2.  ``level`` = words held.
+    Timing (issue 20, pe_node on ECP5-85k grade 6, 76.6-86.7 MHz over three
+    runs): the psum FIFO's read (the PE's ``psum_in.ready``) -> count is the
+    critical path, 6 LUT levels but ~11 ns of routing (the PE's drain and this
+    FIFO sit far apart); the next step is a registered ready on ``r`` (a skid
+    stage), which can move PCREDITs by a cycle."""
 
     def __init__(self, width: int, depth: int):
         assert depth >= 2 and depth & (depth - 1) == 0
@@ -202,7 +207,14 @@ class SramFifo(wiring.Component):
                      mem.r_en.eq(rd), mem.r_addr.eq(rp),
                      self.r.valid.eq(ov), self.r.payload.eq(mem.r_data),
                      self.level.eq(cnt + ov)]
-        m.d.sync += [cnt.eq(cnt + push - rd), ov.eq(rd | (ov & ~self.r.ready))]
+        # cnt + push - rd as an up/down counter: cnt + 1 and cnt - 1 come from the
+        # register alone and push / rd only select (timing: the PE's psum_in.ready
+        # drives rd, the NI's packet decode drives push; neither goes through a carry
+        # chain; same values)
+        inc, dec = Signal.like(cnt), Signal.like(cnt)
+        m.d.comb += [inc.eq(cnt + 1), dec.eq(cnt - 1)]
+        m.d.sync += [cnt.eq(Mux(push == rd, cnt, Mux(push, inc, dec))),
+                     ov.eq(rd | (ov & ~self.r.ready))]
         with m.If(push):
             m.d.sync += wp.eq(wp + 1)
         with m.If(rd):

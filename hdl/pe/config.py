@@ -156,7 +156,8 @@ class PEParams:
     mac_dsps: int = 64          # MAC multipliers on DSP blocks (the rest in LUTs)
     mac_stages: int = 3         # MAC pipeline registers (products, adder tree)
     ppu_mul_stages: int = 2     # PPU scale-multiply pipeline registers
-    mac_operand_reg: bool = False   # operand registers by each multiplier (same cycles; see mac_array.py)
+    mac_operand_reg: bool = True    # operand registers by each multiplier (same cycles; see mac_array.py)
+    mult_impl: str = "generic"      # multiplier cell technology: generic | ecp5 (see mult.py)
 
     @property
     def wbuf_entries(self) -> int:

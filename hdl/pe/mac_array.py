@@ -8,13 +8,13 @@ Without ``operand_reg`` (1: products and adder tree in one cycle; 2: products
 registered, then the tree; more: registers spread over the tree levels, and
 beyond 1 + log2(C0) delay registers after the tree), ``dot`` is registered.
 
-With ``operand_reg`` (``stages`` >= 2; PE parameter ``mac_operand_reg``, off by
-default -- measured on ECP5-85k grade 6 it does not help, see below): the operands
-are registered again next to each multiplier (one register per multiplier
-input, so that placement can put it beside its DSP block: an ECP5 DSP's
-inputs are otherwise reached from wherever the operand register sits, 3 ns
-away), then the products, then the tree in two halves: ``half[k0][0/1]`` are
-the sums of lanes [0, ceil(C0/2)) and the rest, registered after ``stages``
+With ``operand_reg`` (``stages`` >= 2; PE parameter ``mac_operand_reg``, on by
+default): each DSP multiplier is a :class:`~tessera.hdl.pe.mult.RegMult` cell
+(operand registers -> multiply -> product register; ``impl`` = PE parameter
+``mult_impl``: ``generic`` fabric registers, or ``ecp5`` the MULT18X18D's own
+input/output registers, which the ECP5 flow selects), LUT lanes get the same
+registers in fabric; then the tree in two halves: ``half[k0][0/1]`` are the
+sums of lanes [0, ceil(C0/2)) and the rest, registered after ``stages``
 cycles with ``stages - 2`` registers spread over their levels; ``dot`` is
 their (combinational) sum.  The last adder level moves out of the array into
 the PE's accumulate cycle (three-input add as one carry chain), so the
@@ -24,20 +24,16 @@ The first ``dsps`` of the K0*C0 multipliers (row-major k0, c0) are ``*``
 (FPGA DSP blocks); the rest are shift-and-add in LUTs (an ECP5-85k has 156
 18x18 DSPs, fewer than three PEs' 192 MACs).  Accumulation is done by the PE
 around it.
-Measured (``python -m tessera.synth pe``, ECP5-85k grade 6): with
-``operand_reg`` 89.0 MHz, critical path x operand register -> 3.64 ns routing
--> 3.93 ns inside MULT18X18D -> 3.15 ns routing -> product register; nextpnr
-places the registers between the DSP column and the logic they also connect
-to (and Yosys merges the K0 copies of each x operand register), not beside
-the DSP.  Without it 84.9 MHz in the same session (92.9 and 76.2 in earlier
-runs: placement variance; same path, x operand register -> 4.98 ns -> DSP
--> 2.35 ns -> product register).
-100 MHz needs the DSP's own input and output registers (MULT18X18D
-REG_INPUTA/B_CLK, REG_OUTPUT_CLK), which ``synth_ecp5`` does not infer from
-fabric registers.
+Measured (``python -m tessera.synth pe``, ECP5-85k grade 6), generic cells:
+with operand registers in fabric 89.0 MHz, critical path x operand register
+-> 3.64 ns routing -> 3.93 ns inside MULT18X18D -> 3.15 ns routing -> product
+register (nextpnr places the registers between the DSP column and the logic
+they also connect to, and Yosys merges the K0 copies of each x operand
+register); without them 84.9 MHz (76-93 MHz over runs: placement variance).
+``synth_ecp5`` does not pack fabric registers into ECP5 DSPs, hence the
+``ecp5`` cell (mult.py) for the ECP5 flow.
 Left out: clock gating of idle lanes, operand isolation, packing two int8
-products into one DSP, instantiating the DSP's own input/output registers
-(vendor primitives; Yosys does not pack fabric registers into ECP5 DSPs).
+products into one DSP.
 """
 from __future__ import annotations
 
@@ -46,17 +42,22 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .arith import partial_products, tree_sum
+from .mult import RegMult, check_impl
 
 
 class MacArray(wiring.Component):
     def __init__(self, K0: int, C0: int, dsps: int | None = None, stages: int = 1,
-                 operand_reg: bool = False):
+                 operand_reg: bool = False, impl: str = "generic"):
+        check_impl(impl)
         self.K0, self.C0 = K0, C0
+        self.impl = impl
         self.dsps = K0 * C0 if dsps is None else dsps
         self.stages = stages
         self.operand_reg = bool(operand_reg)
         if self.operand_reg and stages < 2:
             raise ValueError("MacArray: operand_reg needs stages >= 2")
+        if impl != "generic" and not self.operand_reg:
+            raise ValueError(f"MacArray: impl {impl!r} needs operand_reg (the DSP's registers)")
         self.dot_width = 16 + max(1, (C0 - 1).bit_length()) + 1
         super().__init__({
             "w": In(data.ArrayLayout(data.ArrayLayout(signed(8), C0), K0)),
@@ -76,6 +77,14 @@ class MacArray(wiring.Component):
             prods = []
             for c in range(self.C0):
                 w, x = self.w[k][c], self.x[c]
+                if self.operand_reg and k * self.C0 + c < self.dsps:
+                    # operand register, multiply, product register: one RegMult cell
+                    # (generic, or the DSP's own registers: mult.py)
+                    cell = RegMult(8, self.impl)
+                    m.submodules[f"mul{k}_{c}"] = cell
+                    m.d.comb += [cell.a.eq(w), cell.b.eq(x)]
+                    prods.append(cell.p)
+                    continue
                 if self.operand_reg:                     # operand registers by the multiplier
                     wq = Signal(signed(8), name=f"wop{k}_{c}")
                     xq = Signal(signed(8), name=f"xop{k}_{c}")

@@ -30,7 +30,11 @@ every buffer is a :class:`~tessera.hdl.sram.SRAM`, read latency 1):
                  (:class:`~tessera.hdl.pe.fifo.SramFIFO`, an SRAM)
     drain        FIFO head -> result register; + psum_in (MIDDLE/LAST,
                  wrapping) -> psum_out (FIRST/MIDDLE) or the PPU
-                 (5 + ``ppu_mul_stages`` cycles) -> out (LAST/ONLY)
+                 (5 + ``ppu_mul_stages`` cycles) -> out (LAST/ONLY); each
+                 port behind a skid register (``_skid``): ``psum_out.ready`` /
+                 ``out.ready`` load only the skid, not the FIFO pop (timing;
+                 no cycle changes without back-pressure, one more beat
+                 buffered under it)
 
 Final results stream out while later ones are still being computed, so the
 drain overlaps the compute; the next tile (same configuration, the other
@@ -63,6 +67,7 @@ from .layouts import (act_layout, bits_for, cfg_layout, iload_layout, lanes, psu
 from .arith import lut_mul
 from .fifo import SramFIFO
 from .mac_array import MacArray
+from .mult import MULT_IMPLS
 from .ppu import PPU, latency as ppu_latency
 from .sequencer import Sequencer
 
@@ -115,6 +120,10 @@ def validate_params(p: PEParams) -> None:
     need(1 <= p.ppu_mul_stages <= 4, "ppu_mul_stages", f"must be in 1..4, got {p.ppu_mul_stages}")
     need(not p.mac_operand_reg or p.mac_stages >= 2, "mac_operand_reg",
          f"needs mac_stages >= 2 (operand and product registers), got mac_stages={p.mac_stages}")
+    need(p.mult_impl in MULT_IMPLS, "mult_impl",
+         f"must be one of {', '.join(MULT_IMPLS)}, got {p.mult_impl!r}")
+    need(p.mult_impl == "generic" or p.mac_operand_reg, "mult_impl",
+         f"{p.mult_impl!r} puts the operand and product registers in the DSP: needs mac_operand_reg")
 
 
 class SimbaPE(wiring.Component):
@@ -129,10 +138,10 @@ class SimbaPE(wiring.Component):
 
     def __init__(self, K0=8, C0=8, acc_width=24, wbuf_bytes=32768, ibuf_bytes=8192,
                  abuf_entries=128, ppu_depth=16, mac_dsps=64, mac_stages=3, ppu_mul_stages=2,
-                 mac_operand_reg=False):
+                 mac_operand_reg=True, mult_impl="generic"):
         self.params = p = PEParams(K0, C0, acc_width, wbuf_bytes, ibuf_bytes, abuf_entries,
                                    ppu_depth, mac_dsps, mac_stages, ppu_mul_stages,
-                                   bool(mac_operand_reg))
+                                   bool(mac_operand_reg), mult_impl)
         validate_params(p)
         self.latency = pipeline_latency(p)
         super().__init__({
@@ -162,7 +171,8 @@ class SimbaPE(wiring.Component):
         L = self.latency
 
         m.submodules.seq = seq = Sequencer(p)
-        m.submodules.mac = mac = MacArray(K0, C0, p.mac_dsps, p.mac_stages, p.mac_operand_reg)
+        m.submodules.mac = mac = MacArray(K0, C0, p.mac_dsps, p.mac_stages, p.mac_operand_reg,
+                                             p.mult_impl)
         m.submodules.ppu = ppu = PPU(p, p.ppu_mul_stages)
         m.submodules.fifo = fifo = SramFIFO(K0 * AW, L["fifo_depth"])
         m.submodules.wbuf = wbuf = SRAM(p.wbuf_entries, K0 * C0 * 8, granularity=C0 * 8)
@@ -209,7 +219,10 @@ class SimbaPE(wiring.Component):
         m.d.comb += [chk_now.hi.eq(_first(hi_flags)), chk_now.lo.eq(_first(lo_flags)),
                      chk_now.over_whole.eq(hwc > p.ibuf_words),
                      chk_now.over_half.eq(hwc > p.ibuf_words // 2)]
-        m.d.sync += chk_q.eq(chk_now)
+        # chk_ok_q: chk_q has no hi/lo cause (registered with it: the start decision
+        # reads flags, not the cause encoder; timing)
+        chk_ok_q = Signal(init=1)             # chk_q resets to 0: no cause
+        m.d.sync += [chk_q.eq(chk_now), chk_ok_q.eq((chk_now.hi == 0) & (chk_now.lo == 0))]
 
         def cause_of(c, half):
             ib_over = Mux(half == IbufHalf.WHOLE, c.over_whole, c.over_half)
@@ -224,8 +237,9 @@ class SimbaPE(wiring.Component):
         CW = len(cur.as_value()) - CFG_FIELDS["ibuf_half"]      # ibuf_half: the top bits
         prev = Signal(CW)
         run = Signal(range(LC + 1))
-        m.d.sync += [prev.eq(cfg.as_value()[:CW]),
-                     run.eq(Mux(cfg.as_value()[:CW] == prev, Mux(run == LC, LC, run + 1), 0))]
+        run_full = Signal()                   # run == LC, registered (timing)
+        run_nxt = Mux(cfg.as_value()[:CW] == prev, Mux(run == LC, LC, run + 1), 0)
+        m.d.sync += [prev.eq(cfg.as_value()[:CW]), run.eq(run_nxt), run_full.eq(run_nxt == LC)]
         to_ppu = (cur.role == Role.LAST) | (cur.role == Role.ONLY)
         needs_psum = (cur.role == Role.MIDDLE) | (cur.role == Role.LAST)
         emitted = Signal(24)
@@ -254,12 +268,26 @@ class SimbaPE(wiring.Component):
                                             & seq.free & same_q & half_ok))]
         accept = self.start & self.start_ready
         cold = accept & (in_flight == 0)
+        # wait == LC / wait == 0 as registers beside wait (timing: the decision is a
+        # few gates on registers)
+        wait_nxt, wait_lc, wait_0 = Signal.like(wait), Signal(), Signal(init=1)
+        m.d.comb += wait_nxt.eq(wait)
+        with m.If(pend):
+            m.d.comb += wait_nxt.eq(wait - 1)
+        with m.Elif(cold):
+            m.d.comb += wait_nxt.eq(LC)
+        m.d.sync += [wait.eq(wait_nxt), wait_lc.eq(wait_nxt == LC), wait_0.eq(wait_nxt == 0)]
         decide = Signal()
-        m.d.comb += decide.eq(pend & (((wait == LC) & (run == LC)) | (wait == 0)))
+        m.d.comb += decide.eq(pend & ((wait_lc & run_full) | wait_0))
         dcause = Signal(4)
         m.d.comb += dcause.eq(cause_of(chk_q, cur.ibuf_half))
+        # dcause == 0 from flags (cause_of: no hi/lo cause, no input overflow, a real half)
+        dok = Signal()
+        m.d.comb += dok.eq(chk_ok_q & (cur.ibuf_half != 3)
+                           & ~Mux(cur.ibuf_half == IbufHalf.WHOLE, chk_q.over_whole,
+                                  chk_q.over_half))
         started = Signal()                    # a tile starts in the sequencer this cycle
-        m.d.comb += started.eq((accept & ~cold) | (decide & (dcause == 0)))
+        m.d.comb += started.eq((accept & ~cold) | (decide & dok))
         m.d.comb += [seq.cfg.eq(cur), seq.cfg.ibuf_half.eq(Mux(pend, cur.ibuf_half, cfg.ibuf_half)),
                      seq.start.eq(started)]
         m.d.sync += self.done.eq(0)
@@ -267,11 +295,10 @@ class SimbaPE(wiring.Component):
         with m.If(accept):
             m.d.sync += [self.error.eq(0), self.error_cause.eq(0)]
             with m.If(cold):
-                m.d.sync += [pend.eq(1), wait.eq(LC), cur.eq(cfg)]
+                m.d.sync += [pend.eq(1), cur.eq(cfg)]
             with m.Else():
                 m.d.sync += [prev_half.eq(cur.ibuf_half), cur.ibuf_half.eq(cfg.ibuf_half)]
         with m.If(pend):
-            m.d.sync += wait.eq(wait - 1)
             with m.If(decide):
                 m.d.sync += [pend.eq(0), self.error.eq(dcause != 0), self.error_cause.eq(dcause),
                              cur_over.eq(Cat(chk_q.over_whole, chk_q.over_half))]
@@ -281,7 +308,7 @@ class SimbaPE(wiring.Component):
         reading = Signal(2)
         last_issued = Signal()
         m.d.sync += reading.eq(reading + started - last_issued)
-        idle_start = decide & (dcause == 0)
+        idle_start = decide & dok
         with m.If(idle_start):
             m.d.sync += emitted.eq(0)
         # beats the tile emits, minus 1: K1*P1*Q1 (/4 when pooled in the PPU), from the
@@ -385,8 +412,12 @@ class SimbaPE(wiring.Component):
         for k in range(K0):
             m.d.comb += total[k].eq(res[k] + Mux(needs_psum, self.psum_in.payload[k], 0))
         psum_ok = ~needs_psum | self.psum_in.valid
-        po = self.psum_out
-        po_adv = ~po.valid | po.ready
+        # psum_out register ``po`` (and the PPU's output) reach the ports through a skid
+        # register (_skid): the ports' ready loads only the skid, so it never reaches the
+        # pop -> result-FIFO read path; without back-pressure the ports are the registers
+        po = stream.Signature(psum_layout(p)).flip().create(path=("po",))
+        po_ready = _skid(m, po, self.psum_out, "psum_out")
+        po_adv = ~po.valid | po_ready
         dst_ready = Mux(to_ppu, ppu.i.ready, po_adv)
         pop = rv & psum_ok & dst_ready
         m.d.comb += fifo.r_en.eq(fifo.r_rdy & (~rv | pop))
@@ -419,16 +450,37 @@ class SimbaPE(wiring.Component):
             m.d.sync += po.valid.eq(0)
         with m.If(pop & ~to_ppu):
             m.d.sync += [po.valid.eq(1), po.payload.eq(total)]
-        wiring.connect(m, ppu.o, wiring.flipped(self.out))
+        m.d.comb += ppu.o.ready.eq(_skid(m, ppu.o, self.out, "out"))
 
         # ---- completion: done once per tile, in order ------------------------------
-        handshake = Mux(to_ppu, self.out.valid & self.out.ready, po.valid & po.ready)
+        handshake = Mux(to_ppu, self.out.valid & self.out.ready,
+                        self.psum_out.valid & self.psum_out.ready)
         with m.If((in_flight != 0) & handshake):
             m.d.sync += emitted.eq(emitted + 1)
             with m.If(emitted == expected_m1):
                 m.d.sync += [emitted.eq(0), self.done.eq(1)]
                 m.d.comb += tile_done.eq(1)
         return m
+
+
+def _skid(m, src, port, name: str):
+    """Output stage with a skid register: ``src`` (a registered stream: valid/payload
+    of a register) drives ``port`` directly while the skid is empty; a beat the port
+    does not take is moved into the skid, which the port shows first.  Returns
+    ``src``'s ready = skid empty, a register: the port's ``ready`` only loads/clears the
+    skid.  Two entries (``src`` + skid); without back-pressure the skid stays empty and
+    the port shows ``src`` cycle for cycle; under back-pressure ``src`` may advance
+    once more than a plain output register would let it."""
+    sk_v = Signal(name=f"{name}_skid_valid")
+    sk_d = Signal(len(src.payload.as_value()), name=f"{name}_skid")
+    m.d.comb += [port.valid.eq(src.valid | sk_v),
+                 port.payload.eq(Mux(sk_v, sk_d, src.payload.as_value()))]
+    with m.If(sk_v):
+        with m.If(port.ready):
+            m.d.sync += sk_v.eq(0)
+    with m.Elif(src.valid & ~port.ready):
+        m.d.sync += [sk_v.eq(1), sk_d.eq(src.payload.as_value())]
+    return ~sk_v
 
 
 def _delay(m, v, n: int, name: str):
