@@ -383,10 +383,23 @@ async def _overlapped_tiles(tb, cfgs, W, Xs, b, s, psums):
 
 
 def _db_case(tb, role):
-    """A legal tile that fits one input-buffer half, and fresh inputs/psums for 4 tiles."""
+    """A legal tile that fits one input-buffer half, and fresh inputs/psums for 4 tiles.
+
+    The test's premise is that tile t+1's input can all arrive while tile t computes, so the
+    tile must issue for longer than its input takes to arrive (one beat per cycle at most, the
+    source idles 10 % of cycles): cases whose loop steps are fewer than 1.25 x the input beats
+    + 64 are redrawn.  (The case generator shares ``tb.rng`` with the streams, so a timing
+    change in the RTL draws different cases; without this rule a 1x1 tile with 156 input beats
+    and 84 issue cycles was drawn, which no RTL can load while busy.)"""
     from tessera.hdl.pe.config import IbufHalf
     p = tb.p
-    base, W, _, b, s = _case(tb, role=role, ibuf_half=int(IbufHalf.LOWER), K1=2)
+    for _ in range(200):
+        base, W, _, b, s = _case(tb, role=role, ibuf_half=int(IbufHalf.LOWER), K1=2)
+        steps = golden.loop_macs(base, p) // (p.K0 * p.C0)
+        if steps >= 1.25 * base.C1 * base.H_in * base.W_in + 64:
+            break
+    else:
+        raise AssertionError("no double-buffer case long enough to overlap its input in 200 draws")
     rng = np.random.default_rng(tb.rng.randrange(1 << 30))
     Xs = [rng.integers(-128, 128, size=(base.C1 * p.C0, base.H_in, base.W_in), dtype=np.int8)
           for _ in range(4)]
