@@ -33,15 +33,7 @@ EXPECT = {"cycles": 1303, "completions": 36,
           "sha256": "c305ce5fdce23fa7b34ef1bb2ec4b5090e88a3dc0a29bbf97d1fcc24aa480c2c"}
 
 
-def _nest(d):
-    out = {}
-    for k, v in d.items():
-        *path, last = k.split(".")
-        x = out
-        for p in path:
-            x = x.setdefault(p, {})
-        x[last] = v
-    return out
+from tessera.tb.global_pe.checks import nest as _nest
 
 
 def closed_loop_trace(params, seed, n_cmds, span):

@@ -36,16 +36,7 @@ def _node(i):
     return {"x": i % K, "y": i // K}
 
 
-def _nest(dotted):
-    """{"a.b": v} -> {"a": {"b": v}} (for ``StructLayout.const``)."""
-    out = {}
-    for name, v in dotted.items():
-        *path, last = name.split(".")
-        d = out
-        for p in path:
-            d = d.setdefault(p, {})
-        d[last] = v
-    return out
+from tessera.tb.global_pe.checks import nest as _nest
 
 
 def _flit(lay, head, tail, mclass, src, payload, dest=0):

@@ -21,3 +21,16 @@ def interleaving(got, lanes):
                     seen.add(nxt)
                     stack.append(nxt)
     return best
+
+
+def nest(dotted):
+    """{"a.b": v} -> {"a": {"b": v}}: a command's dotted field dict as ``StructLayout.const``
+    takes it (shared by the amaranth.sim Global PE tests)."""
+    out = {}
+    for name, v in dotted.items():
+        *path, last = name.split(".")
+        d = out
+        for p in path:
+            d = d.setdefault(p, {})
+        d[last] = v
+    return out
