@@ -31,16 +31,3 @@ TESTS = ["random_tiles", "directed", "chain3", "ppu_corners", "illegal", "reset_
 @pytest.mark.parametrize("params,seed", [(DEFAULT, 11), (SMALL, 23)], ids=["simba", "small"])
 def test_pe(params, seed, testcase):
     run("pe", params, "tessera.tb.pe.test_pe", testcase=testcase, seed=seed)
-
-
-@pytest.mark.cocotb
-def test_waves_write_a_vcd():
-    """``WAVES=1`` / ``waves=True``: the run writes dump.vcd with the top's ports in it."""
-    from tessera.tb.runner import prepare
-    sim_dir, _, _ = prepare("pe", SMALL)
-    for d in sim_dir.glob("obj_waves*"):
-        (d / "dump.vcd").unlink(missing_ok=True)
-    build = run("pe", SMALL, "tessera.tb.pe.test_pe", testcase="ppu_corners", seed=23, waves=True)
-    assert build.parent == sim_dir and build.name.startswith("obj_waves")   # (+ _O0 in the suite)
-    head = (build / "dump.vcd").read_text(errors="replace")[:200000]
-    assert "$enddefinitions" in head and "psum_out" in head

@@ -51,3 +51,19 @@ def test_mca_replays_model_trace():
     from tessera.tb.t3.mca_replay import RTL_PARAMS
     assert MCA_REPLAY == RTL_PARAMS
     run("mca", MCA_REPLAY, "tessera.tb.t3.test_mca_replay", testcase="mca_replay", seed=1)
+
+
+@pytest.mark.cocotb
+def test_waves_write_a_vcd():
+    """``WAVES=1`` / ``waves=True``: the run writes dump.vcd with the top's ports in it (on the
+    MCA, the smallest cocotb-tested block: the option is the runner's, not a block's; was on the
+    PE, whose extra traced build cost make test ~20 s)."""
+    from tessera.tb.runner import prepare
+    sim_dir, _, _ = prepare("mca", MCA_SMALL)
+    for d in sim_dir.glob("obj_waves*"):
+        (d / "dump.vcd").unlink(missing_ok=True)
+    build = run("mca", MCA_SMALL, "tessera.tb.t3.test_mca", testcase="mca_policies", seed=2,
+                waves=True)
+    assert build.parent == sim_dir and build.name.startswith("obj_waves")   # (+ _O0 in the suite)
+    head = (build / "dump.vcd").read_text(errors="replace")[:200000]
+    assert "$enddefinitions" in head and "starve_limit" in head
