@@ -151,8 +151,11 @@ def _timing(report: dict) -> tuple[float | None, dict]:
              p.get("to", "").startswith("posedge")] or paths
     if intra and intra[0].get("path"):
         p = intra[0]["path"]
+        routing = sum(s.get("delay", 0.0) for s in p if s.get("type") == "routing")
         crit = {"from": p[0]["from"]["cell"], "to": p[-1]["to"]["cell"],
-                "delay_ns": round(sum(s.get("delay", 0.0) for s in p), 3)}
+                "delay_ns": round(sum(s.get("delay", 0.0) for s in p), 3),
+                "routing_ns": round(routing, 3),      # the rest: clock-to-out, cells, setup
+                "levels": sum(1 for s in p if s.get("type") == "logic")}
     return (round(fmax, 1) if fmax is not None else None), crit
 
 
