@@ -19,11 +19,16 @@ reported as ``"logic"`` (flip-flops and multiplexers), which the ``make
 synth`` summary flags for memories above 1 kbit.
 
 Writes ``build/bench/synth.json``: ``{"device": ..., "blocks": {name: {lut4,
-ff, bram, lutram, dsp, fmax_mhz, fmax_mhz_grade8, critical_path: {from, to},
-memories: [...]}}}``, and prints a table.
+ff, bram, lutram, dsp, fmax_mhz, fmax_mhz_grade8, critical_path: {from, to,
+delay_ns, routing_ns, levels}, memories: [...], flow_opts: {synth_ecp5, nextpnr,
+seed}}}}``, and prints a table.
 
-Left out: timing-driven synthesis options, multi-seed place-and-route, I/O
-timing (out of context), power.
+Tool options for timing closure (:data:`PNR_OPTS`, :data:`SYNTH_OPTS`) were
+measured on the router and none is on: see the comment there.  A single run is
+one seed; ``--seed`` measures another (the spread is placement noise).
+
+Left out: multi-seed place-and-route as a flow step (never the best of several
+seeds as the reported number), I/O timing (out of context), power.
 """
 from __future__ import annotations
 
@@ -70,6 +75,14 @@ YOSYS_SYNTH = VENDOR_LIB + "read_verilog -sv {files}; hierarchy -top {top}; proc
 # Flow (tool) options, the one place for them: extra ``synth_ecp5`` options, extra
 # nextpnr-ecp5 options, and the placer seed.  Every row records what it ran with as
 # ``flow_opts``; a run can try others (``--synth-opts``, ``--pnr-opts``, ``--seed``).
+# None is on, by measurement (router at defaults, grade 6, yowasp nextpnr-0.11.1 / Yosys
+# 0.70; rows in build/bench/synth_flow.json): baseline seeds 1/2/3 78.4/78.3/75.7 MHz (the
+# seed spread, 3.5 %); --router router2 60.4 (same path, +3.6 ns routing); --tmg-ripup 78.8
+# (seed 1), 76.6 (seed 2): inside the spread, ~1.7x the run time; --placer-heap-timingweight
+# 30 75.8 (inside the spread); synth_ecp5 -nowidelut 64.0 (4,656 LUT4, no PFU muxes, more
+# LUTs on the path).  synth_ecp5 has no -retime in Yosys 0.70, and -dff only lets ABC9 merge
+# equivalent registers (&scorr; router -12 FF), no retiming.  The router's path is ~75 %
+# routing delay over 10-12 LUT levels in every run: fixing it is RTL work (fewer levels).
 SYNTH_OPTS: tuple[str, ...] = ()
 PNR_OPTS: tuple[str, ...] = ()
 SEED = 1
