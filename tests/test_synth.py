@@ -69,3 +69,44 @@ def test_synth_tech_params_select_ecp5_dsp(tmp_path):
     regs = [c for c in cells if all(c["parameters"].get(f"REG_{x}_CLK") == "CLK0"
                                     for x in ("INPUTA", "INPUTB", "OUTPUT"))]
     assert len(regs) == 4, [c["parameters"] for c in cells]        # the K0*C0 MACs
+
+
+def test_synth_flow_opts_reach_the_tools(tmp_path, monkeypatch):
+    """Flow options (``SYNTH_OPTS``/``PNR_OPTS``/``SEED``, one place; ``--synth-opts``,
+    ``--pnr-opts``, ``--seed`` for a trial) reach the Yosys script and the nextpnr command
+    line, and every row records what it ran with as ``flow_opts``; a trial gets its own row."""
+    import json
+
+    import tessera.synth as synth
+    calls = []
+    real_run = synth._run
+
+    def spy(cmd, cwd, timeout, log):
+        calls.append(cmd)
+        return real_run(cmd, cwd, timeout, log)
+    monkeypatch.setattr(synth, "_run", spy)
+    r = synth.synth_block("mca", tmp_path, grades=(6,), synth_opts=["-nowidelut"],
+                          pnr_opts=["--placer-heap-timingweight", "20"], seed=3, row="mca_opts")
+    assert r["status"] == "ok" and r["fmax_mhz"] > 0, r
+    assert r["flow_opts"] == {"synth_ecp5": ["-nowidelut"],
+                              "nextpnr": ["--placer-heap-timingweight", "20"], "seed": 3}, r
+    ys = [c for c in calls if "yosys" in c[0] and "synth_ecp5" in c[-1]]
+    assert len(ys) == 1 and "synth_ecp5 -noiopad -nowidelut " in ys[0][-1], ys
+    pnr = [c for c in calls if "nextpnr" in c[0]]
+    assert len(pnr) == 1, calls
+    line = " ".join(pnr[0])
+    assert "--seed 3 " in line and "--placer-heap-timingweight 20 " in line, line
+    # reuse: the same Verilog with other synth_ecp5 options is synthesised again
+    calls.clear()
+    synth.synth_block("mca", tmp_path, grades=(), synth_opts=[], row="mca_opts", reuse=True)
+    assert any("synth_ecp5 -noiopad -top" in c[-1] for c in calls if "yosys" in c[0]), calls
+    # the defaults are recorded too, and a CLI trial lands in its own row
+    out, js = tmp_path / "cli", tmp_path / "synth.json"
+    assert synth.main(["mca", "--grades", "none", "--out", str(out), "--json", str(js)]) == 0
+    assert synth.main(["mca", "--grades", "none", "--out", str(out), "--json", str(js),
+                       "--synth-opts=-nowidelut", "--pnr-opts=--router router2"]) == 0
+    rows = json.loads(js.read_text())["blocks"]
+    assert rows["mca"]["flow_opts"] == {"synth_ecp5": list(synth.SYNTH_OPTS),
+                                        "nextpnr": list(synth.PNR_OPTS), "seed": synth.SEED}
+    trial = rows["mca+-nowidelut--routerrouter2"]
+    assert trial["flow_opts"]["nextpnr"] == ["--router", "router2"], trial
