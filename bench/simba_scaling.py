@@ -1,0 +1,161 @@
+"""Why the Simba model keeps gaining past 8 chiplets (issue 14; seed paper Sec. 4.3, Fig. 5).
+
+For res2a_branch2b and res2a_branch1 at 1/2/4/8/16/32 chiplets, the best tiling the mapper finds
+(runtime placement, premise of the headline) is taken apart on its critical reduction chain:
+
+  latency = own(slowest member) + chain psum hops + tail (PE-chain drain + output delivery)
+            + sync + setup
+  own     = first-tile latency + (t_in + comp)/steps + (steps - 1) x period
+  period  = max(comp, t_in, t_ps, t_oa, t_pechain, ctrl) / steps, credit loops
+
+and each term is printed in PE cycles (compute = RTL tile cycles; t_in = Global PE -> PE
+activation multicast over NoP/NoC; t_ps = cross-chiplet partial sums; t_oa = output activations
+to their Global PE homes; sync/setup = package barrier and controller configuration).  Weights
+are preloaded (Sec. 4.1), so no weight-load term exists.
+``--dataflow``: the mapper premise (``free`` = headline; ``chip-kc`` = chiplets split K/C only).
+``--arch k=v``: Arch overrides (the switchable terms of the take-apart).
+Writes build/bench/simba_scaling.json.  Run: ``.venv/bin/python bench/simba_scaling.py
+[--samples N] [--dataflow free] [--arch name=value ...]``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from tessera.sim_models.simba.arch import load_arch
+from tessera.sim_models.simba.layers import load_network
+from tessera.sim_models.simba.mapper import binding_for, dataflow_kwargs, search
+from tessera.sim_models.simba.model import build_structure, evaluate_batch
+
+OUT = Path(os.environ.get("TESSERA_BUILD", Path(__file__).resolve().parent.parent / "build")) / "bench"
+COUNTS = [1, 2, 4, 8, 16, 32]
+LAYERS = ("res2a_branch2b", "res2a_branch1")
+
+
+def decompose(layer, arch, res) -> dict:
+    """Critical-path terms (PE cycles) of one LayerResult's mapping."""
+    mp = res.mapping
+    st = build_structure(layer, arch, mp.kc, mp.cc, mp.pc, mp.qc, binding_for(res.binding, mp.n_chiplets),
+                         res.placement, mp.k_ext, mp.p_ext)
+    r = evaluate_batch(st, arch, [mp.kp], [mp.cp], [mp.pp], [mp.qp], [mp.p1], [mp.q1])
+    t = r.terms
+    z = np.flatnonzero(t["groups"].any(axis=0))
+    tot = t["chain_max"][0] + t["chain_ps"][0] + t["tail"][0]
+    g = int(np.argmax(tot))                                  # critical chain
+    members = np.flatnonzero(t["groups"][g])
+    i = int(members[np.argmax(t["own"][0, members])])        # its slowest member
+    steps = float(t["steps"][0, i])
+    per = {k: float(t[k][0, i]) / steps for k in ("comp", "t_in", "t_ps", "t_oa", "t_port", "t_pechain", "ctrl")}
+    bound = max(per, key=per.get)
+    d = {"mapping": mp.short(), "latency": float(r.latency[0]), "steps": steps,
+         **{f"{k}/step": v for k, v in per.items()}, "period": float(t["period"][0, i]), "period_bound": bound,
+         "first_tile": float(t["lat_first"][i]) if np.ndim(t["lat_first"]) == 1 else float(t["lat_first"][0, i]),
+         "own": float(t["own"][0, i]), "chain_psum": float(t["chain_ps"][0, g]), "tail": float(t["tail"][0, g]),
+         "sync": float(t["sync"]), "setup": float(t["setup"][0]), "comp_total": float(t["comp"][0, i])}
+    del z
+    return d
+
+
+COLS = ("latency", "steps", "comp/step", "t_in/step", "t_ps/step", "t_oa/step", "t_port/step", "ctrl/step", "period",
+        "first_tile", "own", "chain_psum", "tail", "sync", "setup")
+
+
+def table(arch, net, samples, dataflow, layers=LAYERS, counts=COUNTS, placement="local") -> dict:
+    out = {}
+    for name in layers:
+        per = search(net[name], arch, counts, samples, seed=5, keep_per_count=True, placement=placement,
+                     **dataflow_kwargs(dataflow))
+        rows = {n: decompose(net[name], arch, per[n]) for n in sorted(per)}
+        out[name] = rows
+        print(f"{name} [{dataflow}, {placement} placement]  (PE cycles; latency normalised to 1 chiplet in 'norm')")
+        print("   N  norm  " + " ".join(f"{c:>10s}" for c in COLS) + "  bound  mapping")
+        for n, d in rows.items():
+            print(f"  {n:2d} {d['latency'] / rows[min(rows)]['latency']:.3f} "
+                  + " ".join(f"{d[c]:10.1f}" for c in COLS) + f"  {d['period_bound']:8s} {d['mapping']}")
+    return out
+
+
+#: the take-apart (one term at a time from today's model; each switch in simba_arch.json)
+TERM_ROWS = [
+    ("today (new terms off)", {}),
+    ("+ NoP router port shared by all NoP traffic (nop_port_shared)", {"nop_port_shared": 1}),
+    ("+ barrier ARRIVEs one per NoC cycle at the master (barrier_arrive_serial)", {"barrier_arrive_serial": 1}),
+    ("+ reduction chain in lock-step per tile (psum_chain_serial; experiment)", {"psum_chain_serial": 1}),
+    ("all three", {"nop_port_shared": 1, "barrier_arrive_serial": 1, "psum_chain_serial": 1}),
+]
+
+
+def figure_takeapart(base, net, samples: int, jobs: int, rows=TERM_ROWS) -> list:
+    """Every figure of simba_premises.figures (premise ``free``, runtime baseline) per term row,
+    plus Fig 5 res2a_branch2b under the chip-kc premise (chiplets split weights, Sec. 4.3's
+    reading) and under the Fig. 11b start (free@row)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import simba_premises as SP
+    out = []
+    for label, kw in rows:
+        arch = base.with_(**kw) if kw else base
+        r = SP.figures("free", arch, net, samples, jobs)
+        f5 = {}
+        for df, start in (("chip-kc", "local"), ("free", "row")):
+            per = search(net["res2a_branch2b"], arch, COUNTS, samples, seed=5, keep_per_count=True,
+                         placement=start, **dataflow_kwargs(df))
+            t = {n: per[n].latency_cycles for n in per}
+            f5[f"{df}@{start}"] = [min(t, key=t.get), round(t[32] / t[8], 3)]
+        row = {"row": label, "headline ms": round(r["headline ms"], 4), "uniform ms": round(r["uniform ms"], 4),
+               "F5 r2a_b2b best n; t32/t8": [r["fig5 res2a_branch2b"]["best_n"], round(r["fig5 res2a_branch2b"]["t32/t8"], 3)],
+               "F5 r2a_b1 best n; t32/t8": [r["fig5 res2a_branch1"]["best_n"], round(r["fig5 res2a_branch1"]["t32/t8"], 3)],
+               "F5 r5a_b2b best n; t32/t8": [r["fig5 res5a_branch2b"]["best_n"], round(r["fig5 res5a_branch2b"]["t32/t8"], 3)],
+               "F5 r2a_b2b chip-kc": f5["chip-kc@local"], "F5 r2a_b2b free@row": f5["free@row"],
+               "F6 1x1 / 3x3": [round(r["fig6 res3a_branch1"], 4), round(r["fig6 res3a_branch2b"], 4)],
+               "F7": round(r["fig7 res4a_branch1"], 3),
+               "F10": [r["fig10 max"][0], round(r["fig10 max"][1], 4)],
+               "F12 seq": [r["fig12 max"][0], round(r["fig12 max"][1], 3)],
+               "F12 r4a_b1 K/32": None if r["fig12 res4a_branch1 (K over 32)"] is None
+               else round(r["fig12 res4a_branch1 (K over 32)"], 4),
+               "search s": round(r["search_seconds"], 1)}
+        out.append(row)
+        print(json.dumps(row), flush=True)
+    return out
+
+
+def parse_over(items):
+    kw = {}
+    for it in items or []:
+        k, v = it.split("=", 1)
+        kw[k] = float(v) if "." in v else int(v)
+    return kw
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--samples", type=int, default=1000)
+    ap.add_argument("--dataflow", default="free")
+    ap.add_argument("--placement", default="local", help="data homes (model.py): local, sequential, row")
+    ap.add_argument("--arch", nargs="*", metavar="NAME=VALUE")
+    ap.add_argument("--figures", type=int, default=0, metavar="SAMPLES",
+                    help="also the figure take-apart per term (TERM_ROWS), SAMPLES per layer")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", default=str(OUT / "simba_scaling.json"))
+    a = ap.parse_args(argv)
+    arch = load_arch(bench_dir=OUT)
+    over = parse_over(a.arch)
+    if over:
+        arch = arch.with_(**over)
+    net = {l.name: l for l in load_network("resnet50")}
+    doc = {"samples": a.samples, "dataflow": a.dataflow, "overrides": over,
+           "placement": a.placement,
+           "layers": table(arch, net, a.samples, a.dataflow, placement=a.placement)}
+    if a.figures:
+        doc["takeapart"] = figure_takeapart(arch, net, a.figures, a.jobs)
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(doc, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
