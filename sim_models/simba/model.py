@@ -47,6 +47,12 @@ compares the phases with the package RTL's events):
   first tile: + one packet time per router on a multicast's route (cut-through,
              mcast_cut_through)
   sync     += barrier_cycles at the master + the ARRIVE / RELEASE NoC legs (2 chiplets or more)
+Scaling terms (issue 14 stop 22, bench/simba_scaling.py takes the layer time apart per chiplet
+count; each a switch in simba_arch.json, all OFF -- none moves a figure beyond search noise):
+  nop_port_shared       period_d >= max(NoP bytes into d, NoP bytes out of d) / NoC port (the
+                        chiplet's one NoP router on its NoC, Sec. 3.1)
+  barrier_arrive_serial sync += (N - 1) NoC cycles (the master takes one ARRIVE flit per cycle)
+  psum_chain_serial     experiment, not in the paper: period >= a chain's psum hops + tile compute
 The RTL's NoP multicast router rule (a packet waits for room for a max packet behind the previous
 one) is left out: at the Simba operating point the RTL's minimum NoP buffer (2 x link latency + 2
 flits) holds two max packets, so it does not bind (bench/simba_overheads.py operating_point).
