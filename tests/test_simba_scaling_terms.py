@@ -78,3 +78,19 @@ def test_psum_chain_lock_step_experiment():
     # one chiplet: no chain, no change
     s0, s1 = run(A0, SMALL, 1, 1, pe), run(A0.with_(psum_chain_serial=1), SMALL, 1, 1, pe)
     assert s1.latency[0] == pytest.approx(s0.latency[0])
+
+
+def test_scaling_bench_decomposition_adds_up():
+    """bench/simba_scaling.py's critical-path terms add up to the model's latency (own + chain
+    psum hops + tail + sync + setup), and the period is the largest per-step bound here."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import simba_scaling as SC
+    from tessera.sim_models.simba.mapper import search
+    for kc, cc in ((1, 1), (2, 2)):
+        res = search(SMALL, A0, kc * cc, 50, seed=1, splits=[(kc, cc, 1, 1)])
+        d = SC.decompose(SMALL, A0, res)
+        assert d["latency"] == pytest.approx(res.latency_cycles)
+        assert d["own"] + d["chain_psum"] + d["tail"] + d["sync"] + d["setup"] == pytest.approx(d["latency"])
+        assert d["period"] >= max(d[k] for k in ("comp/step", "t_in/step", "t_ps/step", "t_oa/step")) - 1e-9
