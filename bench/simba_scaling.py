@@ -176,6 +176,19 @@ def main(argv=None) -> int:
     views = [(a.dataflow, a.placement)] if a.dataflow else VIEWS
     doc = {"samples": a.samples, "overrides": over, "columns": list(COLS), "finding": FINDING,
            "views": {f"{df}@{pl}": table(arch, net, a.samples, df, placement=pl) for df, pl in views}}
+    if not a.dataflow:
+        # what it would take (experiment, NOT a model term): an N-proportional per-layer cost under
+        # the headline premise, via the unsourced chiplet_sync_ns (0 in simba_arch.json)
+        sweep = {}
+        for ns in (0.0, 300.0, 450.0, 600.0):
+            per = search(net["res2a_branch2b"], arch.with_(chiplet_sync_ns=ns), COUNTS, a.samples, seed=5,
+                         keep_per_count=True)
+            t = {n: per[n].latency_cycles for n in per}
+            sweep[ns] = {"best_n": min(t, key=t.get), "t32/t8": t[32] / t[8],
+                         "norm": {n: round(t[n] / t[1], 4) for n in sorted(t)}}
+            print(f"experiment chiplet_sync_ns={ns:g}: res2a_branch2b best {sweep[ns]['best_n']}, "
+                  f"t32/t8 {sweep[ns]['t32/t8']:.3f}, " + " ".join(f"{n}:{v:.3f}" for n, v in sweep[ns]["norm"].items()))
+        doc["what_it_would_take (chiplet_sync_ns, unsourced)"] = sweep
     if a.figures:
         doc["takeapart"] = figure_takeapart(arch, net, a.figures, a.jobs)
     if not a.dataflow:
