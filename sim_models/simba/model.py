@@ -47,6 +47,12 @@ compares the phases with the package RTL's events):
   first tile: + one packet time per router on a multicast's route (cut-through,
              mcast_cut_through)
   sync     += barrier_cycles at the master + the ARRIVE / RELEASE NoC legs (2 chiplets or more)
+Scaling terms (issue 14 stop 22, bench/simba_scaling.py takes the layer time apart per chiplet
+count; each a switch in simba_arch.json, all OFF -- none moves a figure beyond search noise):
+  nop_port_shared       period_d >= max(NoP bytes into d, NoP bytes out of d) / NoC port (the
+                        chiplet's one NoP router on its NoC, Sec. 3.1)
+  barrier_arrive_serial sync += (N - 1) NoC cycles (the master takes one ARRIVE flit per cycle)
+  psum_chain_serial     experiment, not in the paper: period >= a chain's psum hops + tile compute
 The RTL's NoP multicast router rule (a packet waits for room for a max packet behind the previous
 one) is left out: at the Simba operating point the RTL's minimum NoP buffer (2 x link latency + 2
 flits) holds two max packets, so it does not bind (bench/simba_overheads.py operating_point).
@@ -391,6 +397,7 @@ class BatchResult:
     energy: dict             # name -> [S] pJ
     comp: np.ndarray         # [S, N] compute cycles
     link_bytes: np.ndarray = None   # [S, links] NoP bytes per directed package link
+    terms: dict = None              # name -> [S, N] / [S] / [S, groups] intermediate terms (take-apart)
 
     @property
     def energy_total(self) -> np.ndarray:
@@ -435,6 +442,7 @@ def _prepare(st: Structure, arch: Arch) -> dict:
     F, nl = len(flows), len(m.links)
     W_ia = np.zeros((N, F)); b0 = np.zeros(F)
     trees = np.zeros((F, nl)); m_out = np.zeros((F, m.n)); m_in = np.zeros((F, m.n)); m_rem = np.zeros((F, m.n))
+    m_src = np.zeros((F, m.n))      # flow leaves its source chiplet over the NoP (one copy: the tree replicates)
     pairs = []                      # (flow, logical chiplet, kind, route)
     lat_in = np.zeros(N); lat_ps = np.zeros(N); lat_oa = np.zeros(N)
     ct_routers = np.zeros(N); ct_mc = np.zeros(N, bool); ia_ndest = np.ones(N)
@@ -448,6 +456,8 @@ def _prepare(st: Structure, arch: Arch) -> dict:
         trees[f] = m.tree(src, remote)
         for d in remote:
             m_rem[f, d] = 1
+        if remote:
+            m_src[f, src] = 1
         if kind == "ia":
             m_out[f, src] = 1
         if kind == "oa":
@@ -505,9 +515,13 @@ def _prepare(st: Structure, arch: Arch) -> dict:
     if N > 1 and arch.barrier_cycles > 0:
         bar = (arch.barrier_cycles * arch.pe_clock_ghz / arch.noc_clock_ghz
                + 2 * (2 * noc.gpe_to_nop + 2) * h_noc)
+    if N > 1 and arch.barrier_arrive_serial:
+        # the master's barrier agent takes one single-flit ARRIVE per NoC cycle (hdl/package/
+        # barrier.py): N simultaneous ARRIVEs -> the last is counted N - 1 cycles after the first
+        bar += (N - 1) * arch.pe_clock_ghz / arch.noc_clock_ghz
     sync = (arch.layer_sync_cycles + arch.chiplet_sync_ns * arch.pe_clock_ghz * N
             + 2 * h_nop * m.hops[phys[0], phys].max() + bar)
-    prep = dict(W_ia=W_ia, b0=b0, trees=trees, m_out=m_out, m_in=m_in, m_rem=m_rem, seg=seg, lat_in=lat_in, lat_ps=lat_ps, lat_oa=lat_oa, G=G, Gps=Gps,
+    prep = dict(W_ia=W_ia, b0=b0, trees=trees, m_out=m_out, m_in=m_in, m_rem=m_rem, m_src=m_src, seg=seg, lat_in=lat_in, lat_ps=lat_ps, lat_oa=lat_oa, G=G, Gps=Gps,
                 last=np.array(last, int), sync=sync, noc_hops=noc_hops, F=F, ct_routers=ct_routers,
                 ct_mc=ct_mc, barrier=bar, ia_ndest=ia_ndest,
                 ia_home=ia_home,
@@ -593,6 +607,14 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     ctrl_step = arch.ctrl_pe_cycles * arch.gpe_cmd_words * cp * pp * qp       # [S, 1]
     setup = arch.ctrl_pe_cycles * controller_setup_words(arch, kp, cp, pp, qp)
     busy = np.maximum.reduce([comp, t_in, t_ps, t_oa, t_pechain, np.broadcast_to(ctrl_step * steps, comp.shape)])
+    t_port = np.zeros_like(comp)
+    if arch.nop_port_shared:
+        # the chiplet's one NoP router is one node of its NoC: every byte that enters the chiplet
+        # over the NoP (inputs, partial sums, outputs) leaves the NoP router on its NoC port, and
+        # every byte that leaves (one copy per multicast) enters it there -- each way one NoC link
+        nop_out = B @ pr["m_src"]
+        t_port = np.maximum(nop_in[:, phys], nop_out[:, phys]) / noc_bw
+        busy = np.maximum(busy, t_port)
     lat_in = pr["lat_in"]
     period = np.maximum(busy / steps, (2 * lat_in + t_in / steps) / arch.input_buffer_slots)
     # RTL credit loops (chiplet_cycles.pass_cycles lane rate, package_cycles psum_round):
@@ -632,6 +654,13 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
         mc = pr["ct_mc"][None, :] | (kp > 1)
         pkt = np.minimum(arch.max_tile_words, cols1) * arch.c0 * arch.act_bytes / noc_bw
         lat_first = lat_in + np.where(mc, pr["ct_routers"][None, :] * pkt, 0.0)
+    if arch.psum_chain_serial and st.cc > 1:
+        # experiment (not stated by the paper): a reduction chain runs in lock-step per tile --
+        # the chain's head starts tile t + 1 only after tile t's partial sums have passed every
+        # chiplet hop of the chain (single-buffered accumulators along the whole chain)
+        hop_step = pr["lat_ps"][None, :] + t_ps / steps                        # [S, N]
+        chain_step = hop_step @ pr["Gps"].T                                    # [S, groups]
+        period = np.maximum(period, (pr["G"][None] * chain_step[:, :, None]).max(axis=1) + comp / steps)
     own = lat_first + t_in / steps + comp / steps + (steps - 1) * period
     # reduction chains: slowest member + psum hops + PE-chain drain + output delivery
     h_noc = arch.noc_hop_pe_cycles
@@ -661,7 +690,11 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
         "noc": noc_bytehops * 8 * arch.e_noc_pj_per_bit_hop * es,
         "nop": nop_bytelinks * 8 * arch.nop_pj_per_bit,
     }
-    return BatchResult(valid, latency, own, energy, comp, load)
+    terms = dict(steps=steps, comp=comp, t_in=t_in, t_ps=t_ps, t_oa=t_oa, t_pechain=t_pechain, t_port=t_port,
+                 ctrl=np.broadcast_to(ctrl_step * steps, comp.shape), period=period, lat_first=lat_first,
+                 own=own, chain_max=chain_max, chain_ps=chain_ps, tail=tail, sync=pr["sync"],
+                 setup=setup[:, 0], groups=G)
+    return BatchResult(valid, latency, own, energy, comp, load, terms=terms)
 
 
 @dataclass
