@@ -13,9 +13,10 @@ Prints, and writes ``build/bench/t3_stage0_takeapart.json``:
   OP T3 >= 0.95 Ideal), with what the paper says about it;
 * ``stacked`` - the start-up terms removed together, with and without DRAM contention (case only);
 * ``paper_reading_refit`` - the one start-up assumption the paper contradicts (stage 1 held behind stage
-  0's remote burst) removed, with the write-drain watermarks (a calibration to the T3 geomean) re-fitted.
+  0's remote burst) removed, with the write-drain watermarks (a calibration to the T3 geomean) re-fitted,
+  and its §6.4 TP32 and Fig 19 figures against their 3-point bands.
 
-Run: ``nice -n 10 .venv/bin/python bench/t3_stage0_takeapart.py`` (about 5 minutes on a loaded machine).
+Run: ``nice -n 10 .venv/bin/python bench/t3_stage0_takeapart.py`` (about 9 minutes on a loaded machine).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tessera.sim_models.t3 import config, gemm, study
+from tessera.sim_models.t3 import config, e2e, gemm, study
 
 OUT = Path("build/bench")
 CASE = ("t-nlg", 16, "IP")
@@ -49,6 +50,38 @@ def fig16_set(sysm) -> dict:
                       max_case=f"{best.model} {best.sublayer} TP{best.tp}")
     out["mca_minus_t3"] = out["t3-mca"]["geomean"] - out["t3"]["geomean"]
     out["op_t3_over_ideal_min"] = min(r.speedup("t3") / r.speedup("ideal") for r in rows if r.sublayer == "OP")
+    return out
+
+
+def large_and_fig19(sysm) -> dict:
+    """§6.4 TP32 T3-MCA geomean / max and the Fig 19 end-to-end figures (as bench/t3_repro.py computes
+    them), each with the paper's value and whether it is within the 3-point band."""
+    P = config.paper()
+    res = {(k, tp, sl): study.evaluate(sysm, config.model(k), tp, sl, configs=CFGS)
+           for k in ("mega-gpt-2", "t-nlg", "gpt-3", "palm", "mt-nlg") for tp in config.model(k).tp
+           for sl in config.SUBLAYERS}
+    big = [r for k, r in res.items() if k[1] == 32]
+    rows = []
+    for k in ("mega-gpt-2", "t-nlg", "gpt-3", "palm", "mt-nlg"):
+        mo = config.model(k)
+        for tp in mo.tp:
+            subs = {sl: res[(k, tp, sl)] for sl in config.SUBLAYERS}
+            lt = e2e.layer_times(sysm, mo, tp, subs)
+            rows.append(dict(tp=tp, **{c: {ph: pct(v) for ph, v in e2e.speedups(lt, subs, c).items()}
+                                       for c in ("t3", "t3-mca")}))
+    small = [r for r in rows if r["tp"] in (8, 16)]
+    large = [r for r in rows if r["tp"] == 32]
+    vals = {"large_t3mca_geomean": (pct(study.geomean(r.speedup("t3-mca") for r in big)), P["large_models_t3mca_geomean"]),
+            "large_t3mca_max": (max(pct(r.speedup("t3-mca")) for r in big), P["large_models_t3mca_max"]),
+            "fig19_large_train_max": (max(r["t3-mca"]["train"] for r in large), P["large_models_train_max"]),
+            "fig19_large_infer_max": (max(r["t3-mca"]["infer"] for r in large), P["large_models_infer_max"])}
+    for c, key in (("t3", "t3"), ("t3-mca", "t3mca")):
+        for ph in ("train", "infer"):
+            vals[f"fig19_{ph}_{key}_max"] = (max(r[c][ph] for r in small), P[f"fig19_{ph}_{key}_max"])
+            vals[f"fig19_{ph}_{key}_geomean"] = (pct(study.geomean(1 + r[c][ph] / 100 for r in small)),
+                                                 P[f"fig19_{ph}_{key}_geomean"])
+    out = {k: dict(model=m, paper=100 * p, diff=m - 100 * p) for k, (m, p) in vals.items()}
+    out["out_of_band"] = [k for k, v in out.items() if abs(v["diff"]) > 3.0]
     return out
 
 
@@ -164,15 +197,20 @@ def main() -> int:
               f"{c['stage0_end_us']:5.1f}  mean later stage {c['mean_later_stage_us']:5.1f}")
     res["stacked"] = stacked
 
-    print("Paper reading (no hold) with the write-drain watermarks re-fitted to the T3 geomean (Fig 16 set):")
+    print("Paper reading (no hold) with the write-drain watermarks re-fitted to the T3 geomean (Fig 16 set; "
+          "§6.4 TP32 and Fig 19, 3-point bands):")
     refit = []
-    for wd in ((12, 8), (12, 9), (11, 8)):
-        s = sysm.scaled(write_drain=wd, **NO_HOLD)
-        c, st = case(s), fig16_set(s)
-        refit.append(dict(write_drain=list(wd), case=c, fig16=st))
-        print(f"  no hold, drain {wd[0]}/{wd[1]}: T3 {st['t3']['geomean']:5.1f}/{st['t3']['max']:5.1f} "
-              f"({st['t3']['max_case']}), MCA {st['t3-mca']['geomean']:5.1f}/{st['t3-mca']['max']:5.1f}, "
-              f"MCA-T3 {st['mca_minus_t3']:.1f}, OP min {st['op_t3_over_ideal_min']:.3f}; case T3 {c['t3']:.1f}")
+    for lab, kw in (("model (hold, drain 12/8)", {}), ("no hold, drain 12/8", dict(NO_HOLD)),
+                    ("no hold, drain 12/9", dict(NO_HOLD, write_drain=(12, 9))),
+                    ("no hold, drain 11/8", dict(NO_HOLD, write_drain=(11, 8)))):
+        s = sysm.scaled(**kw) if kw else sysm
+        c, st, lg = case(s), fig16_set(s), large_and_fig19(s)
+        refit.append(dict(variant=lab, write_drain=list(s.write_drain), case=c, fig16=st, large_fig19=lg))
+        print(f"  {lab:26s} T3 {st['t3']['geomean']:5.1f}/{st['t3']['max']:5.1f} ({st['t3']['max_case']}), MCA "
+              f"{st['t3-mca']['geomean']:5.1f}/{st['t3-mca']['max']:5.1f}, MCA-T3 {st['mca_minus_t3']:.1f}, OP min "
+              f"{st['op_t3_over_ideal_min']:.3f}; case T3 {c['t3']:.1f} | TP32 MCA "
+              f"{lg['large_t3mca_geomean']['model']:.1f}/{lg['large_t3mca_max']['model']:.1f}; out of band: "
+              + (", ".join(f"{k} {lg[k]['model']:.1f} vs {lg[k]['paper']:.0f}" for k in lg['out_of_band']) or "none"))
     res["paper_reading_refit"] = refit
     best = max(r["case"]["t3"] for r in rows)
     res["finding"] = (
