@@ -61,14 +61,7 @@ def large_and_fig19(sysm) -> dict:
            for k in ("mega-gpt-2", "t-nlg", "gpt-3", "palm", "mt-nlg") for tp in config.model(k).tp
            for sl in config.SUBLAYERS}
     big = [r for k, r in res.items() if k[1] == 32]
-    rows = []
-    for k in ("mega-gpt-2", "t-nlg", "gpt-3", "palm", "mt-nlg"):
-        mo = config.model(k)
-        for tp in mo.tp:
-            subs = {sl: res[(k, tp, sl)] for sl in config.SUBLAYERS}
-            lt = e2e.layer_times(sysm, mo, tp, subs)
-            rows.append(dict(tp=tp, **{c: {ph: pct(v) for ph, v in e2e.speedups(lt, subs, c).items()}
-                                       for c in ("t3", "t3-mca")}))
+    rows = e2e.setup_rows(sysm, res, ("mega-gpt-2", "t-nlg", "gpt-3", "palm", "mt-nlg"), cfgs=("t3", "t3-mca"))
     small = [r for r in rows if r["tp"] in (8, 16)]
     large = [r for r in rows if r["tp"] == 32]
     vals = {"large_t3mca_geomean": (pct(study.geomean(r.speedup("t3-mca") for r in big)), P["large_models_t3mca_geomean"]),
