@@ -242,20 +242,12 @@ def main() -> int:
           f"{bs['ideal']['geomean']:.1f}%/{bs['ideal']['max']:.1f}% geomean/max; the paper gives neither at TP32)")
     print("Fig 19 / Fig 4: end-to-end speedups and communication share (Sequential)")
     allres = {**base, **big}
-    e2e_rows = []
-    for key in ("mega-gpt-2", "t-nlg", "gpt-3", "palm", "mt-nlg"):
-        mo = config.model(key)
-        for tp in mo.tp:
-            subs = {sl: allres[(key, tp, sl)] for sl in config.SUBLAYERS}
-            lt = e2e.layer_times(sysm, mo, tp, subs)
-            row = dict(model=key, tp=tp, comm_share=e2e.comm_fraction(lt, subs))
-            for c in ("t3", "t3-mca", "ideal"):
-                row[c] = {k: pct(v) for k, v in e2e.speedups(lt, subs, c).items()}
-            e2e_rows.append(row)
-            print(f"  {key:10s} TP{tp:<3d} comm share train {100 * row['comm_share']['train']:5.1f}% "
-                  f"infer {100 * row['comm_share']['infer']:5.1f}% | T3 train {row['t3']['train']:5.1f}% "
-                  f"infer {row['t3']['infer']:5.1f}% | T3-MCA train {row['t3-mca']['train']:5.1f}% "
-                  f"infer {row['t3-mca']['infer']:5.1f}%")
+    e2e_rows = e2e.setup_rows(sysm, allres, ("mega-gpt-2", "t-nlg", "gpt-3", "palm", "mt-nlg"))
+    for row in e2e_rows:
+        print(f"  {row['model']:10s} TP{row['tp']:<3d} comm share train {100 * row['comm_share']['train']:5.1f}% "
+              f"infer {100 * row['comm_share']['infer']:5.1f}% | T3 train {row['t3']['train']:5.1f}% "
+              f"infer {row['t3']['infer']:5.1f}% | T3-MCA train {row['t3-mca']['train']:5.1f}% "
+              f"infer {row['t3-mca']['infer']:5.1f}%")
     f19 = {"rows": e2e_rows}
     small = [r for r in e2e_rows if r["tp"] in (8, 16)]
     large = [r for r in e2e_rows if r["tp"] == 32]

@@ -698,3 +698,57 @@ def test_first_stage_remote_stores_leave_as_its_burst_and_hold_the_next_stage():
     m = {k: overlap.simulate(s.scaled(store_issue=k), pu, comm=True, policy="mca").threshold
          for k in ("burst", "remote_progress")}
     assert m["remote_progress"] < m["burst"]
+
+
+def _tnlg_ip_tp16(**kw):
+    s = config.system(16, **kw)
+    return s, gemm.plan(s, gemm.sublayer_dims(config.model("t-nlg"), 16, "IP"), cached_output=False)
+
+
+def test_stage_take_apart_switches_reshape_the_plan():
+    """bench t3_stage0_takeapart: a stage = one ring chunk's WGs, chunks of equal bytes, stage 0
+    without its cold operand walk; the model's plan keeps 14 stages of the CUs' WGs over 16 chunks."""
+    tile = 128 * 128 * 2
+    s, p = _tnlg_ip_tp16()
+    assert (p.stages, p.slot_bytes.shape[1]) == (14, 16)
+    assert np.ptp(p.slot_bytes.sum(axis=0)) > tile               # equal WG counts: the last chunk is short
+    assert p.read_bytes[0] > 10 * p.read_bytes[1:].mean()        # the cold walk of the activation operand
+    _, c = _tnlg_ip_tp16(stage_split="chunk")
+    assert c.stages == 16
+    assert (np.count_nonzero(c.slot_bytes, axis=1) == 1).all()   # every stage's output is one chunk
+    assert (c.slot_bytes.argmax(axis=1) == np.arange(16)).all()
+    _, cb = _tnlg_ip_tp16(stage_split="chunk", chunking="bytes")      # stages follow the byte chunks
+    assert (np.count_nonzero(cb.slot_bytes, axis=1) == 1).all()
+    _, b = _tnlg_ip_tp16(chunking="bytes")
+    assert np.ptp(b.slot_bytes.sum(axis=0)) <= tile
+    assert b.slot_bytes.sum() == p.slot_bytes.sum()
+    _, w = _tnlg_ip_tp16(first_stage_reads="steady")
+    assert w.read_bytes[0] == pytest.approx(p.read_bytes[1:].mean())
+    assert (w.read_bytes[1:] == p.read_bytes[1:]).all()
+    for k, v in (("stage_split", "ring"), ("chunking", "rows"), ("first_stage_reads", "warm")):
+        with pytest.raises(ValueError, match=k):
+            config.system(16, **{k: v})
+
+
+def test_stage0_is_its_compute_plus_the_remote_burst_hold():
+    """Why stage 0 is ~2x a later stage on T-NLG IP TP16 (bench t3_stage0_takeapart): its compute pays
+    nothing for the cold operand walk (compute-bound), then it waits for its slot-0 burst to get onto
+    the link but for the remote-store buffer; a later stage only waits for its local stores.  Under T3
+    a later stage takes longer than the link needs per chunk (GEMM-bound inside the fused kernel, so the
+    link waits on the GEMM); without DRAM contention the link is the bound."""
+    s, p = _tnlg_ip_tp16()
+    f = overlap.simulate(s, p, comm=True, policy="rr")
+    comp0 = f.stage_compute_end[0] - f.stage_start[0]
+    assert comp0 == pytest.approx(p.t_compute[0], abs=1e-6)
+    hold = (p.slot_bytes[0, 0] - s.remote_store_buffer_bytes) / s.link_bw
+    assert f.stage_end[0] - f.stage_compute_end[0] == pytest.approx(hold, abs=2e-6)
+    later_retire = (f.stage_end[1:] - f.stage_compute_end[1:]).mean()
+    assert later_retire < 0.6 * hold
+    n = p.slot_bytes.shape[1]
+    chunk = p.slot_bytes[0, 0] / s.link_bw
+    assert np.diff(f.stage_end).mean() > 1.1 * chunk
+    assert (f.send_end - f.send_start)[2:n - 1].mean() > 1.05 * chunk
+    sn = s.scaled(tRTW=0, tWTR=0, row_interference=False, row_hit=(1.0, 1.0, 1.0, 1.0))
+    g = overlap.simulate(sn, p, comm=True, policy="rr")
+    assert (g.send_end - g.send_start)[2:n - 1].mean() == pytest.approx(chunk, rel=0.01)
+    assert g.stage_end[0] - g.stage_compute_end[0] == pytest.approx(hold, abs=2e-6)

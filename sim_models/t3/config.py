@@ -78,6 +78,9 @@ class System:
     store_issue: str = "burst"        # a stage's stores: "burst" at its end (Fig 17a) | "progress" as it computes
     #                                   | "remote_progress": only slot 0's remote stores as it computes (take-apart)
     mc_scheduler: str = "drain"       # "drain": FR-FCFS over the queue + write drain | "bank_heads": GPGPU-Sim's
+    stage_split: str = "cus"          # a stage = the WGs the CUs hold ("cus") | one ring chunk's WGs ("chunk", take-apart)
+    chunking: str = "wgs"             # ring chunks = equal WG counts ("wgs") | equal bytes, whole tiles ("bytes", take-apart)
+    first_stage_reads: str = "cold"   # stage 0 reads its operands cold ("cold") | as a later stage does ("steady", take-apart)
 
     @property
     def peak_flops(self) -> float:
@@ -111,6 +114,12 @@ class System:
             raise ValueError(f"mc_scheduler must be 'drain' or 'bank_heads', got {self.mc_scheduler!r}")
         if self.store_issue not in ("burst", "progress", "remote_progress"):
             raise ValueError(f"store_issue must be 'burst', 'progress' or 'remote_progress', got {self.store_issue!r}")
+        if self.stage_split not in ("cus", "chunk"):
+            raise ValueError(f"stage_split must be 'cus' or 'chunk', got {self.stage_split!r}")
+        if self.chunking not in ("wgs", "bytes"):
+            raise ValueError(f"chunking must be 'wgs' or 'bytes', got {self.chunking!r}")
+        if self.first_stage_reads not in ("cold", "steady"):
+            raise ValueError(f"first_stage_reads must be 'cold' or 'steady', got {self.first_stage_reads!r}")
         if self.mca_occupancy not in ("all", "reads"):
             raise ValueError(f"mca_occupancy must be 'all' or 'reads', got {self.mca_occupancy!r}")
         if not 0 < self.write_drain[1] < self.write_drain[0] <= (self.write_queue_entries or self.mc_queue_entries):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import Model, System
+from .config import SUBLAYERS, Model, System, model
 from .gemm import GemmDims, plan
 from .overlap import simulate
 from .study import SublayerResult
@@ -79,3 +79,19 @@ def comm_fraction(lt: LayerTimes, subs: dict[str, SublayerResult]) -> dict:
     comm_f = sum(subs[k].rs + subs[k].ag for k in ("OP", "FC-2"))
     comm_b = sum(subs[k].rs + subs[k].ag for k in ("FC-1", "IP"))
     return {"train": (comm_f + comm_b) / lt.train, "infer": comm_f / lt.infer}
+
+
+def setup_rows(sysm: System, results: dict, keys, cfgs=("t3", "t3-mca", "ideal")) -> list[dict]:
+    """One row per (model, TP) of ``results[(key, tp, sublayer)]``: Fig 4's communication share and each
+    configuration's train / inference speedup (%, Fig 19)."""
+    rows = []
+    for key in keys:
+        mo = model(key)
+        for tp in mo.tp:
+            subs = {sl: results[(key, tp, sl)] for sl in SUBLAYERS}
+            lt = layer_times(sysm, mo, tp, subs)
+            row = dict(model=key, tp=tp, comm_share=comm_fraction(lt, subs))
+            for c in cfgs:
+                row[c] = {k: 100.0 * (v - 1.0) for k, v in speedups(lt, subs, c).items()}
+            rows.append(row)
+    return rows

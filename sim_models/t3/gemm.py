@@ -18,6 +18,11 @@ stages, and per-stage compute time, DRAM reads (with an L2 reuse estimate) and o
   the LLC, FC inputs do not) are what fix the dispatch order and the graded retention
   (data/system.json ``wg_dispatch_fast_dim``, ``l2_retention``).
 
+Take-apart switches (``System``, defaults are the model; bench ``t3_stage0_takeapart``): ``stage_split='chunk'``
+(a stage = one ring chunk's WGs, as Fig 7 draws it for simplicity, §4.1), ``chunking='bytes'`` (chunks of equal
+bytes in whole tiles instead of equal WG counts), ``first_stage_reads='steady'`` (stage 0 without its cold
+operand walk).
+
 Left out: split-K (§7.7), transposed-operand layout effects, L2 bank conflicts and hit latency,
 partial re-use of the row operand beyond consecutive stages.
 """
@@ -92,13 +97,20 @@ def plan(sysm: System, dims: GemmDims, cached_output: bool = True, n_devices: in
     per_stage = sysm.cus * sysm.wgs_per_cu
     stages = -(-n_wg // per_stage)
     nd = n_devices or sysm.n_gpus
+    if sysm.stage_split == "chunk":          # take-apart: a stage = one ring chunk's WGs
+        stages = nd
     # WG dispatch order: device 0's view, rotated to start at its first chunk (= natural order)
     wg = np.arange(n_wg)
     rows = np.minimum(tm, Mr - (wg // gc) * tm)
     cols = np.minimum(tn, Nc - (wg % gc) * tn)
     wg_out = rows * cols * eb
-    cut = stage_wg_cuts(n_wg, stages)
-    bounds = chunk_wg_bounds(n_wg, nd)
+    if sysm.chunking == "bytes":             # take-apart: chunks of equal bytes (whole tiles), as the RS's
+        cw = np.concatenate(([0.0], np.cumsum(wg_out)))
+        bounds = np.searchsorted(cw, np.arange(nd + 1) * cw[-1] / nd - 1e-9).astype(np.int64)
+        bounds[0], bounds[-1] = 0, n_wg
+    else:                                    # equal WG counts (address_space, the Tracker/RTL configuration)
+        bounds = chunk_wg_bounds(n_wg, nd)
+    cut = bounds.copy() if sysm.stage_split == "chunk" else stage_wg_cuts(n_wg, stages)
     slot_of = np.searchsorted(bounds, wg, side="right") - 1     # device 0: slot == chunk
     wg_flops_padded = 2 * tm * tn * dims.K
     cu_rate = sysm.flops_per_cu_clk * sysm.clock * sysm.mma_eff
@@ -138,6 +150,8 @@ def plan(sysm: System, dims: GemmDims, cached_output: bool = True, n_devices: in
         ob[j] = out_stage
         np.add.at(sb[j], slot_of[w], wg_out[w])
         prev_rows = set(rblk.tolist())
+    if sysm.first_stage_reads == "steady" and nst > 1:
+        rd[0] = rd[1:].mean()                # take-apart: no cold operand walk in the first stage
     return GemmPlan(dims, n_wg, nst, np.diff(cut), t_c, rd, ob, sb, cached_output)
 
 
