@@ -558,7 +558,11 @@ INTE_POOL_EXPERIMENT = 4        # the previous premise, rerun on one seed
 FIG8_OP_SCREEN = 2000           # op-wise screening draws per op before every Fig 8 search (optimizer.op_screen_point)
 
 
-def fig8_seed(ex, budget, sa, seed, n_rand=9, objectives=("latency", "energy"), only=None, inte_pool=None):
+def fig8_seed(ex, budget, sa, seed, n_rand=9, objectives=("latency", "energy"), only=None, inte_pool=None,
+              results=None):
+    """One seed of Fig 8; ``results`` (a dict, optional) receives the result dict
+    (stage delays etc.) of Rand and of every setting's best design, per objective
+    (bench/monad_latency_rule.py re-measures them under the other latency rule)."""
     wl = load_workload("transformer")
     pe = default_pe_total("transformer", len(wl.ops))
     out = {}
@@ -571,6 +575,8 @@ def fig8_seed(ex, budget, sa, seed, n_rand=9, objectives=("latency", "energy"), 
             draws.append((system.evaluate(wl, sp.decode(low, high)).objective(obj), s))
         rand_val, s_med = sorted(draws)[len(draws) // 2]
         sp, low, high = random_reference(wl, pe, seed * 100 + s_med)
+        if results is not None:
+            results.setdefault(obj, {})["Rand"] = system.evaluate(wl, sp.decode(low, high)).as_dict()
         ops = [op.name for op in wl.ops]
         res_f = [f"{o}.shape" for o in ops]
         dfw_f = [f"{o}.spatial.{lv}" for o in ops for lv in LEVELS] + [f"{o}.share" for o in ops]
@@ -637,6 +643,8 @@ def fig8_seed(ex, budget, sa, seed, n_rand=9, objectives=("latency", "energy"), 
                          stage1=hist.get("Arch") if free is None else None, op_screen=FIG8_OP_SCREEN, **kw)
             hist[name] = h
             vals[name] = h.best["value"]
+            if results is not None:
+                results.setdefault(obj, {})[name] = h.best["result"]
             evals[name] = h.evals
         # the bound on what integration alone can give Rand: its latency with unlimited links
         r_inf = system.evaluate(wl, dataclasses.replace(sp.decode(low, high), link_bw=1e4))   # 10 TB/s: transfers ~free

@@ -127,6 +127,22 @@ def _tensor_range(t, region):
     return [_dim_range(d, region) for d in t.idx]
 
 
+def latency_of(wl: Workload, stages: dict, rule: str) -> float:
+    """Latency from the per-chunk stage delays (keys "v:op", "in:op", "out:op";
+    any unit).  ``path``: §III-C Lat = max over paths of sum D(v), one chunk;
+    ``pipelined``: that path + (steps - 1) x the longest stage (all chunks)."""
+    end = {}
+    for op in wl.ops:                 # longest path through the stage graph (ops in topological order)
+        preds = [end[s] for t in op.inputs for s in t.src]
+        end[op.name] = max(preds, default=0.0) + stages.get("in:" + op.name, 0.0) + stages["v:" + op.name]
+    path = max(end[o.name] + stages.get("out:" + o.name, 0.0) for o in wl.ops)
+    if rule == "pipelined":           # all P chunks: fill the pipeline, then one chunk per longest stage
+        return path + (wl.pipeline_steps - 1) * max(stages.values())
+    if rule == "path":                # §III-C Eq.: the longest path of one chunk
+        return path
+    raise ModelError(f"latency_rule must be pipelined or path, got {rule!r}")
+
+
 def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
     if len(d.mappings) != len(wl.ops):
         raise ModelError(f"design has {len(d.mappings)} mappings for {len(wl.ops)} ops")
@@ -281,21 +297,9 @@ def evaluate(wl: Workload, d: Design, node_nm=None) -> Result:
     else:
         bw = 1.0                      # one chiplet: no die-to-die channel
     delays, hops = stage_delays(topo, flows, bw, hw["dram_bw_bytes_per_cycle"], hw["router_delay_cycles"])
-    # longest path through the pipelined stage graph (ops are in topological order)
-    end = {}
-    for op in wl.ops:
-        preds = [end[s] for t in op.inputs for s in t.src]
-        end[op.name] = max(preds, default=0.0) + delays.get("in:" + op.name, 0.0) + D[op.name]
-    path = max(end[o.name] + delays.get("out:" + o.name, 0.0) for o in wl.ops)
     stages = {**{"v:" + k: v for k, v in D.items()}, **delays}
     longest = max(stages.values())
-    rule = hw.get("latency_rule", "pipelined")
-    if rule == "pipelined":           # all P chunks: fill the pipeline, then one chunk per longest stage
-        latency_cycles = path + (P - 1) * longest
-    elif rule == "path":              # §III-C Eq. literally: the longest path of one chunk (take-apart setting)
-        latency_cycles = path
-    else:
-        raise ModelError(f"latency_rule must be pipelined or path, got {rule!r}")
+    latency_cycles = latency_of(wl, stages, hw.get("latency_rule", "pipelined"))
     # energy
     energy = {}
     for r in res.values():
