@@ -17,7 +17,11 @@ latency objective, every setting; bench/monad_repro.fig8_seed):
    share of Rand's / Arch's latency spent in transfer stages (DRAM and die-to-die) on the path
    (1 - latency with transfer stages zeroed / latency).
 
-    nice -n 10 .venv/bin/python bench/monad_latency_rule.py     # ~4 min on 2 cores
+    nice -n 10 .venv/bin/python bench/monad_latency_rule.py [--only KEY]    # ~6 min on 2 cores
+
+A fourth row (``path_rand_2x3``, not used) is a premise experiment: Rand on 2x3 chiplets per
+op (30 chiplets, the nearest to Simba's 36 that gives every op its own grid within §IV-C's 36
+network nodes) instead of the scaled-down 2x2.
 
 Prints the table and writes build/bench/monad_latency_rule.json.  Energy bars do not depend
 on the rule (energy counts all chunks either way) and are not rerun."""
@@ -55,11 +59,40 @@ def pipeline_steps(n):
         wl["pipeline_steps"] = old
 
 
-# (key, description, latency rule, chunks (None: workloads.json's 8))
+@contextmanager
+def rand_chips(grid):
+    """Rand (and so every frozen field of the partial settings) with ``grid`` chiplets per op
+    instead of the scaled-down Simba-like 2x2 (None: unchanged)."""
+    if grid is None:
+        yield
+        return
+    orig = mr.random_reference
+
+    def patched(wl, pe, seed):
+        sp, low, high = orig(wl, pe, seed)
+        rng = mr.random.Random(seed + 7919)
+        for i, op in enumerate(wl.ops):
+            low[f"{op.name}.shape"] = rng.choice([k for k, s in enumerate(sp.shape_opts[i]) if s[0] == grid])
+        high = sp.random_high(low, rng)
+        sl = mr.hardware()["simba_like"]
+        high["tiling"] = sp.capacity_tiling(low, sl["chip_buf_bytes"], sl["core_buf_bytes"])
+        n = sp.n_chiplets(low)
+        high["placement"] = list(range(n)) + [-1] * (system.n_nodes(low["network"], n) - n)
+        return sp, low, high
+    mr.random_reference = patched
+    try:
+        yield
+    finally:
+        mr.random_reference = orig
+
+
+# (key, description, latency rule, chunks (None: workloads.json's 8), Rand's chiplet grid per op (None: 2x2))
 CONFIGS = [
-    ("pipelined", "all 8 chunks: path + 7 x longest stage (former default)", "pipelined", None),
-    ("path", "§III-C Lat: longest path of one chunk, D(v) per chunk (compute and volumes / 8)", "path", None),
-    ("path_whole_layer", "longest path with D(v) of the whole layer (1 chunk; both rules coincide)", "path", 1),
+    ("pipelined", "all 8 chunks: path + 7 x longest stage (former default)", "pipelined", None, None),
+    ("path", "§III-C Lat: longest path of one chunk, D(v) per chunk (compute and volumes / 8)", "path", None, None),
+    ("path_whole_layer", "longest path with D(v) of the whole layer (1 chunk; both rules coincide)", "path", 1, None),
+    ("path_rand_2x3", "path latency, Rand on 2x3 chiplets per op (30 of Simba's 36; premise experiment, not used)",
+     "path", None, (2, 3)),
 ]
 
 
@@ -70,9 +103,10 @@ def lat(wl, res, rule, transfers=True):
     return system.latency_of(wl, st, rule)
 
 
-def run(key, rule, steps):
+def run(key, rule, steps, grid=None):
     per = {}
-    with pipeline_steps(steps), hardware_overrides(latency_rule=rule), make_executor(None, 2) as ex:
+    with pipeline_steps(steps), rand_chips(grid), hardware_overrides(latency_rule=rule), \
+            make_executor(None, 2) as ex:
         wl = load_workload("transformer")
         for s in SEEDS:
             res = {}
@@ -94,14 +128,25 @@ def run(key, rule, steps):
     return per
 
 
-def main():
+def main(argv=None):
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--only", help="run one config and update it in an existing JSON")
+    only = ap.parse_args(argv).only
     t0 = time.time()
+    path = Path("build/bench/monad_latency_rule.json")
+    old = json.loads(path.read_text()) if only and path.exists() else None
     doc = {"search": {"bo_points": BUDGET, "sa_steps": SA, "seeds": list(SEEDS), "objective": "latency"},
            "paper": {"Arch": 6.1, "Inte": 1.3, "Co-opt": 8.1, "coopt_vs_best_separate": 0.24},
            "targets": {"Inte": 1.2, "Co-opt": 6.0, "coopt_vs_best_separate": 0.15}, "configs": {}}
-    for key, desc, rule, steps in CONFIGS:
-        per = run(key, rule, steps)
-        row = {"description": desc, "latency_rule": rule, "pipeline_steps": steps or 8, "per_seed": per}
+    if old:
+        doc["configs"] = old["configs"]
+    for key, desc, rule, steps, grid in CONFIGS:
+        if only and key != only:
+            continue
+        per = run(key, rule, steps, grid)
+        row = {"description": desc, "latency_rule": rule, "pipeline_steps": steps or 8, "per_seed": per,
+               "rand_chiplets_per_op": list(grid or (2, 2))}
         row["median_x"] = {n: statistics.median(per[s]["bars_x"][n] for s in SEEDS) for n in NAMES}
         row["coopt_vs_best_separate_median"] = statistics.median(per[s]["coopt_vs_best_separate"] for s in SEEDS)
         row["median_x_cross_rule"] = {n: statistics.median(per[s]["bars_x_measured_under_cross_rule"][n] for s in SEEDS)
@@ -120,7 +165,7 @@ def main():
               + f"  Co-opt vs best sep {row['coopt_vs_best_separate_median']:.1%}", flush=True)
     doc["wall_s"] = time.time() - t0
     Path("build/bench").mkdir(parents=True, exist_ok=True)
-    Path("build/bench/monad_latency_rule.json").write_text(json.dumps(doc, indent=1))
+    path.write_text(json.dumps(doc, indent=1))
     print(f"wrote build/bench/monad_latency_rule.json ({doc['wall_s']:.0f} s)")
 
 
