@@ -121,8 +121,10 @@ def test_hotspot_bandwidth_sizes_io_area_and_cost():
     r_hi = evaluate(wl, _transformer_design(r.link_bw * 10)[1])
     assert r_hi.area_mm2 > r.area_mm2 and r_hi.cost_usd > r.cost_usd
     assert r_hi.latency_ns <= r.latency_ns
-    # pipelined latency: longest path + (steps-1) x longest stage
-    assert r.latency_ns >= max(r.stages.values()) * wl.pipeline_steps
+    # pipelined latency (experiment rule): longest path + (steps-1) x longest stage
+    from tessera.sim_models.monad.perf import hardware_overrides
+    with hardware_overrides(latency_rule="pipelined"):
+        assert evaluate(wl, d).latency_ns >= max(r.stages.values()) * wl.pipeline_steps
     assert r.throughput == pytest.approx(1 / max(r.stages.values()))
 
 
@@ -227,22 +229,69 @@ def test_link_bandwidth_rules_for_sensitivity():
 
 
 def test_latency_rule_path_is_the_paper_equation():
-    """hardware ``latency_rule`` "path" (a Fig 8 take-apart setting; default
-    "pipelined"): latency is §III-C's Lat = max over paths of the summed stage
-    delays of one chunk, without the (steps - 1) x longest stage of streaming all
-    chunks; the pipelined latency is that path plus (steps - 1) x the longest stage."""
+    """hardware ``latency_rule`` "path" (the default): latency is §III-C's Lat = max
+    over paths of the summed stage delays of one chunk; "pipelined" (the former
+    default, an experiment setting) adds (steps - 1) x the longest stage."""
     from tessera.sim_models.monad.perf import hardware, hardware_overrides
     wl, d = _transformer_design()
-    base = evaluate(wl, d)
-    with hardware_overrides(latency_rule="path"):
-        one = evaluate(wl, d)
-    assert "latency_rule" not in hardware() and evaluate(wl, d).latency_ns == base.latency_ns
+    one = evaluate(wl, d)
+    with hardware_overrides(latency_rule="pipelined"):
+        base = evaluate(wl, d)
+    assert hardware()["latency_rule"] == "path" and evaluate(wl, d).latency_ns == one.latency_ns
     longest = max(base.stages.values())          # ns
     assert wl.pipeline_steps > 1
     assert base.latency_ns == pytest.approx(one.latency_ns + (wl.pipeline_steps - 1) * longest)
+    # the path by hand: the longer of mm0 -> mm2 -> mm4 and mm1 -> mm3 -> mm4
+    st = one.stages
+    by_hand = max(st["in:mm0"] + st["v:mm0"] + st["in:mm2"] + st["v:mm2"],
+                  st["in:mm1"] + st["v:mm1"] + st["in:mm3"] + st["v:mm3"])
+    by_hand += st["in:mm4"] + st["v:mm4"] + st.get("out:mm4", 0.0)
+    assert one.latency_ns == pytest.approx(by_hand)
     assert one.energy_pj == base.energy_pj and one.cost_usd == base.cost_usd
     with hardware_overrides(latency_rule="nope"), pytest.raises(ModelError):
         evaluate(wl, d)
+
+
+def test_latency_is_one_chunk_so_ratios_do_not_depend_on_the_chunk_count():
+    """Every D(v) on the latency path is one chunk's (compute cycles and transfer
+    volumes / pipeline_steps), so a design's latency with 8 chunks is its 1-chunk
+    latency / 8 (up to the per-hop router delay t_s, which does not shrink) and
+    the latency ratio of two designs (what Fig 8 reports) is the same for 1 and 8
+    chunks.  Under the makespan of all chunks ("pipelined") neither holds."""
+    import dataclasses
+    import random
+    from tessera.sim_models.monad.space import Space
+    wl8 = load_workload("transformer")
+    wl1 = dataclasses.replace(wl8, pipeline_steps=1)
+    sp = Space(wl8, 4096)
+    rng = random.Random(3)
+    lat = []
+    while len(lat) < 4:
+        low = sp.full_low(sp.random_low(rng))
+        try:
+            d = sp.decode(low, sp.random_high(low, rng))
+            lat.append((evaluate(wl8, d).latency_ns, evaluate(wl1, d).latency_ns))
+        except ValueError:
+            continue
+    for l8, l1 in lat:
+        assert l8 * wl8.pipeline_steps == pytest.approx(l1, rel=0.02)
+    for (a8, a1), (b8, b1) in zip(lat, lat[1:]):
+        assert a8 / b8 == pytest.approx(a1 / b1, rel=0.02)
+
+
+def test_optimiser_objective_is_the_figures_latency():
+    """The optimiser's latency value (computed in its tasks) is the latency the
+    figures report: system.latency_of under hardware ``latency_rule`` applied to
+    the best design's stage delays."""
+    from tessera.sim_models.monad import system
+    from tessera.sim_models.monad.optimizer import optimise
+    from tessera.sim_models.monad.perf import hardware
+    wl = load_workload("transformer")
+    h = optimise("transformer", "latency", budget=2, sa_steps=3, seed=5, batch=1, n_initial=2)
+    st = h.best["result"]["stage_delays_ns"]
+    assert h.best["value"] == pytest.approx(system.latency_of(wl, st, hardware()["latency_rule"]))
+    assert h.best["value"] == pytest.approx(system.latency_of(wl, st, "path"))
+    assert h.best["value"] < system.latency_of(wl, st, "pipelined")
 
 
 def test_idle_chiplet_needs_no_producer_data():
