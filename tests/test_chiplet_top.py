@@ -1,6 +1,6 @@
 """Chiplet top (block ``chiplet``) smoke tests on a 2x2-PE chiplet in amaranth.sim, through
 the chiplet testbench class and scenarios of tb/chiplet/chiplet.py (the cocotb test,
-tb/chiplet/test_chiplet_top.py, runs the same scenarios on Verilator).  One simulation
+tb/chiplet/test_chiplet_top.py, runs the same scenarios on Verilator and is make test's; these run in make soak).  One simulation
 (elaborating the chiplet costs ~30 s) runs them back to back, the host pulsing ``clear``
 between programs:
 
@@ -32,6 +32,11 @@ CFG = ChipletConfig(nx=2, ny=2, words=256, banks=2, max_tile=8, out_words=8, psu
                     pe=PEParams(wbuf_bytes=1024, ibuf_bytes=512, abuf_entries=32, ppu_depth=4))
 SEEDS = (1, 2)
 
+# make test budget: these four amaranth.sim tests repeat, check for check, the scenarios of the
+# cocotb test of record below (test_cocotb_verilator_chiplet_2x2, the same checks on Verilator,
+# seeds 3 and 4); their one simulation costs ~50 s of CPU, so they run in make soak.
+SOAK = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def results():
@@ -48,18 +53,22 @@ def results():
     return res
 
 
+@SOAK
 def test_cfg_then_wait_times_out(results):
     check_timeout(results["timeout"])
 
 
+@SOAK
 def test_bad_programs_end_in_error(results):
     check_bad_programs(results["bad"], bad_programs(CFG))
 
 
+@SOAK
 def test_sticky_status_summaries(results):
     check_status_flags(results["flags"], node_map(CFG))
 
 
+@SOAK
 @pytest.mark.parametrize("seed", SEEDS)
 def test_gpe_round_trip_through_gateway(results, seed):
     check_round_trip(results[seed], CFG.max_tile)
