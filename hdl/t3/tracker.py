@@ -119,7 +119,8 @@ from tessera.hdl.sram import SRAM
 
 SRC_LOCAL, SRC_REMOTE, SRC_DMA = 0, 1, 2
 SRC_VICTIM = 3          # internal: a victim record re-entering
-PIPE = 4                # items in flight after S0 (S1..S4): FIFO room reserved for each
+PIPE = 4                # items in flight after S0 (S1..S4) with read_latency=1: FIFO room
+                        # reserved for each (Tracker.pipe = 3 + read_latency)
 
 
 def update_layout(wg_width=16, wf_width=3, addr_width=48, n_width=8) -> data.StructLayout:
@@ -136,7 +137,9 @@ def _log2(x: int) -> int:
 
 
 def check_tracker_params(sets, ways, wg_width, wf_width, addr_width, count_width, n_width,
-                         overflow, trig_depth, victims=4):
+                         overflow, trig_depth, victims=4, read_latency=2):
+    if read_latency not in (1, 2):
+        raise ValueError(f"read_latency must be 1 or 2, got {read_latency}")
     if sets < 1 or sets & (sets - 1):
         raise ValueError(f"sets must be a power of two, got {sets}")
     if _log2(sets) > wg_width:
@@ -150,11 +153,11 @@ def check_tracker_params(sets, ways, wg_width, wf_width, addr_width, count_width
 
 
 class _RegSets(wiring.Component):
-    """Register file with the :class:`SRAM` ports (read latency 1; a same-cycle write is not
-    seen), for set memories of 1 kbit or less."""
+    """Register file with the :class:`SRAM` ports (read latency 1 or 2; a same-cycle write is
+    not seen), for set memories of 1 kbit or less."""
 
-    def __init__(self, depth, width):
-        self.depth = depth
+    def __init__(self, depth, width, read_latency=1):
+        self.depth, self.read_latency = depth, read_latency
         ab = max(1, (max(2, depth) - 1).bit_length())
         super().__init__({"w_en": In(1), "w_addr": In(ab), "w_data": In(width), "r_en": In(1),
                           "r_addr": In(ab), "r_data": Out(width)})
@@ -164,11 +167,16 @@ class _RegSets(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         regs = self.regs
+        rd = self.r_data
+        if self.read_latency == 2:           # the output register (loads every cycle)
+            rd = Signal(len(self.r_data), name="rd1", reset_less=True)
+            self.rd1 = rd                    # state (the formal harness reads it)
+            m.d.sync += self.r_data.eq(rd)
         with m.If(self.r_en):
             with m.Switch(self.r_addr):
                 for i, r in enumerate(regs):
                     with m.Case(i):
-                        m.d.sync += self.r_data.eq(r)
+                        m.d.sync += rd.eq(r)
         for i, r in enumerate(regs):
             with m.If(self.w_en & (self.w_addr == i)):
                 m.d.sync += r.eq(self.w_data)
@@ -323,10 +331,12 @@ class Tracker(wiring.Component):
     ``occupancy`` (valid entries), ``busy`` (clear sweep running)."""
 
     def __init__(self, sets=256, ways=8, wg_width=16, wf_width=3, addr_width=48, count_width=16,
-                 n_width=8, overflow=4, trig_depth=4, victims=4):
+                 n_width=8, overflow=4, trig_depth=4, victims=4, read_latency=2):
         check_tracker_params(sets, ways, wg_width, wf_width, addr_width, count_width, n_width,
-                             overflow, trig_depth, victims)
+                             overflow, trig_depth, victims, read_latency)
         self.sets, self.ways, self.n_ovf, self.trig_depth = sets, ways, overflow, trig_depth
+        self.read_latency = read_latency
+        self.pipe = 3 + read_latency         # items in flight after S0: FIFO room for each
         self.victims = victims
         self.wg_width, self.wf_width, self.addr_width = wg_width, wf_width, addr_width
         self.count_width, self.n_width = count_width, n_width
@@ -356,7 +366,7 @@ class Tracker(wiring.Component):
         # observation points for the formal harness (not ports)
         self.f_idle = Signal()               # nothing in flight, both FIFOs empty
         self.f_apply_valid = Signal()        # an item is applied (S3) this cycle
-        self.f_vfifo_level = Signal(range(victims + PIPE + 1))
+        self.f_vfifo_level = Signal(range(victims + self.pipe + 1))
         self.f_vfifo_pop = Signal()
 
     def elaborate(self, platform):
@@ -364,10 +374,11 @@ class Tracker(wiring.Component):
         W, P, sb = self.ways, self.n_ovf, self.set_bits
         Pv = max(P, 1)
         E = self.entry_layout
+        RL, PIPE = self.read_latency, self.pipe
         if self.sets * E.size * W > 1024:
-            m.submodules.sets = mem = SRAM(max(2, self.sets), E.size * W)
+            m.submodules.sets = mem = SRAM(max(2, self.sets), E.size * W, read_latency=RL)
         else:                                # small: registers, same ports and read latency
-            m.submodules.sets = mem = _RegSets(self.sets, E.size * W)
+            m.submodules.sets = mem = _RegSets(self.sets, E.size * W, read_latency=RL)
         set_layout = data.ArrayLayout(E, W)
         TD, VD = self.trig_depth + PIPE, self.victims + PIPE
         m.submodules.tfifo = tf = _fifo(self.tlayout.size, TD)
@@ -398,6 +409,9 @@ class Tracker(wiring.Component):
         # ---- pipeline registers --------------------------------------------------------------
         v1, v2, v3, v4 = Signal(), Signal(), Signal(), Signal()
         s1, s2, s3 = Signal(self.ilayout), Signal(self.ilayout), Signal(self.ilayout)
+        # read_latency=2: SA, the stage while the word passes the memory's output register
+        va, sa = (Signal(name="va"), Signal(self.ilayout, name="sa")) if RL == 2 else (None, None)
+        vpre = [va] if RL == 2 else []       # valid bits of the stages before S1
         # S4: the decision of the item that left S3, written this cycle
         w4_set_wr, w4_ovf_wr = Signal(), Signal()   # a set way / an overflow entry is written
         w4_idx = Signal(max(1, sb))
@@ -413,15 +427,21 @@ class Tracker(wiring.Component):
         full4 = Signal(set_layout)           # the set as written this cycle
         for i in range(W):
             m.d.comb += full4[i].eq(Mux(w4_way[i], w4_ent, w4_base[i]))
-        # write log: the sets written one and two cycles ago (the read of S0 misses them)
-        # (S1 keeps the newer of the two for S2 in ``log_set``: the S2 write log is a register)
+        # write log: the sets written one and two (three with read_latency=2) cycles ago (the
+        # read of S0 misses them) (S1 keeps the newest for S2 in ``log_set``: the S2 write log
+        # is a register)
         wl0_wr = Signal()
         wl0_idx = Signal(max(1, sb))
         wl0_set = Signal(set_layout)
         m.d.sync += [wl0_wr.eq(w4_set_wr & ~clearing), wl0_idx.eq(w4_idx), wl0_set.eq(full4)]
+        if RL == 2:                          # the write before wl0's
+            wl1_wr = Signal()
+            wl1_idx = Signal(max(1, sb))
+            wl1_set = Signal(set_layout)
+            m.d.sync += [wl1_wr.eq(wl0_wr & ~clearing), wl1_idx.eq(wl0_idx), wl1_set.eq(wl0_set)]
 
         # ---- S0: input or victim re-entry, set read ---------------------------------------
-        inflight = v1.as_unsigned() + v2 + v3 + v4
+        inflight = sum(v.as_unsigned() for v in vpre) + v1 + v2 + v3 + v4
         # trigger-FIFO room: tcount = tf.level + inflight, kept in a register (its next
         # value from the next level and valid bits) so that take_vic -- which selects the
         # set-memory read address -- comes from registers through two LUT levels
@@ -443,11 +463,16 @@ class Tracker(wiring.Component):
             m.d.comb += [s0.wg.eq(self.upd.payload.wg), s0.wf.eq(self.upd.payload.wf),
                          s0.addr.eq(self.upd.payload.addr), s0.n.eq(self.upd.payload.n),
                          s0.src.eq(self.upd.payload.src)]
-        m.d.sync += [v1.eq(take_vic | (self.upd.valid & self.upd.ready)), s1.eq(s0)]
+        enter = take_vic | (self.upd.valid & self.upd.ready)
+        if RL == 2:
+            m.d.sync += [va.eq(enter), sa.eq(s0), v1.eq(va & ~clearing), s1.eq(sa)]
+        else:
+            m.d.sync += [v1.eq(enter), s1.eq(s0)]
         tf_push = tf.w_en & tf.w_rdy if hasattr(tf, "w_rdy") else tf.w_en
         m.d.sync += tcount.eq(tf.level + tf_push - (tf.r_en & tf.r_rdy)
-                              + (take_vic | (self.upd.valid & self.upd.ready))
-                              + ((v1.as_unsigned() + v2 + v3) & Mux(clearing, 0, 7)))
+                              + enter
+                              + Mux(clearing, 0, sum(v.as_unsigned() for v in vpre)
+                                    + v1 + v2 + v3))
         # (the read address from the victim FIFO's registered head wg: the same value as
         # s0.wg, one LUT level before the block RAMs)
         m.d.comb += [mem.r_en.eq(1),
@@ -465,15 +490,23 @@ class Tracker(wiring.Component):
         # registered set word besides the memory's)
         n_wl1 = wl0_wr & (wl0_idx == idx1)
         n_wl0 = w4_set_wr & (w4_idx == idx1)
+        if RL == 2:                          # the oldest logged write, then the newer ones
+            n_wl2 = wl1_wr & (wl1_idx == idx1)
+            old_set = Mux(n_wl1, wl0_set, wl1_set)
+            f_log_n = n_wl0 | n_wl1 | n_wl2
+        else:
+            old_set = wl0_set
+            f_log_n = n_wl0 | n_wl1
+        old_set = set_layout(old_set)
         m.d.sync += [
             rd2.eq(mem.r_data),
             # the memory word's tag compares, made on the read data as it arrives (timing:
             # S2's count select then starts from registered hit bits)
             h_mem.eq(hits(set_layout(mem.r_data), tag1)),
-            f_log.eq(n_wl0 | n_wl1),
-            log_set.eq(Mux(n_wl0, full4, wl0_set)),
-            h_logr.eq(Mux(n_wl0, hits(full4, tag1), hits(wl0_set, tag1))),
-            fr_log.eq(Mux(n_wl0, frees(full4), frees(wl0_set))),
+            f_log.eq(f_log_n),
+            log_set.eq(Mux(n_wl0, full4, old_set)),
+            h_logr.eq(Mux(n_wl0, hits(full4, tag1), hits(old_set, tag1))),
+            fr_log.eq(Mux(n_wl0, frees(full4), frees(old_set))),
             f_w4.eq(v3 & (set_index(s3.wg) == idx1)), t_w4.eq(tag_of(s3) == tag1),
             v2.eq(v1 & ~clearing), s2.eq(s1)]
         # overflow-entry tag compares for S2, against the entries as they will be then (this
@@ -678,13 +711,15 @@ class Tracker(wiring.Component):
             m.d.sync += occ.eq(occ - 1)
         m.d.comb += [self.err_count.eq(err), self.error.eq(err != 0), self.conflicts.eq(conf),
                      self.evictions.eq(evc), self.occupancy.eq(occ)]
-        m.d.comb += [self.f_idle.eq(~v1 & ~v2 & ~v3 & ~v4 & ~tf.r_rdy & ~vf.r_rdy & ~vf.pending),
+        m.d.comb += [self.f_idle.eq((inflight == 0) & ~tf.r_rdy & ~vf.r_rdy & ~vf.pending),
                      self.f_apply_valid.eq(v3), self.f_vfifo_level.eq(vf.level),
                      self.f_vfifo_pop.eq(take_vic)]
         # the state and pipeline, for the formal harness's invariants (hdl/t3/formal.py)
         self.fv = SimpleNamespace(
-            mem=mem, tf=tf, vf=vf, ovf=ovf, clearing=clearing, vptr=vptr, v=(v1, v2, v3, v4),
-            s=(s1, s2, s3), w4_set_wr=w4_set_wr, w4_ovf_wr=w4_ovf_wr, w4_idx=w4_idx,
+            mem=mem, tf=tf, vf=vf, ovf=ovf, clearing=clearing, vptr=vptr,
+            v=(*vpre, v1, v2, v3, v4), s=(*([sa] if RL == 2 else []), s1, s2, s3),
+            wlog=[(wl0_wr, wl0_idx, wl0_set)] + ([(wl1_wr, wl1_idx, wl1_set)] if RL == 2 else []),
+            rd2=rd2, w4_set_wr=w4_set_wr, w4_ovf_wr=w4_ovf_wr, w4_idx=w4_idx,
             w4_ovf=w4_ovf, w4_ent=w4_ent, full4=full4, w4_trig=w4_trig, w4_err=w4_err,
             w4_evict=w4_evict, w4_requeue=w4_requeue, w4_tword=w4_tword, w4_vrec=w4_vrec,
             tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of)
