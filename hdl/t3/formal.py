@@ -163,9 +163,10 @@ class TrackerHarness(wiring.Component):
                     m.d.comb += Assert(ntrig == 1)
         else:
             m.d.comb += Assume(self.trig_ready)
-            past_acc1, past_acc2, past_acc3 = Signal(), Signal(), Signal()
-            m.d.sync += [past_acc1.eq(accept & init), past_acc2.eq(past_acc1),
-                         past_acc3.eq(past_acc2)]
+            # accepted in cycle t -> applied in S3 in t + read_latency + 2
+            past = [Signal(name=f"past_acc{k + 1}") for k in range(d.read_latency + 2)]
+            m.d.sync += past[0].eq(accept & init)
+            m.d.sync += [past[k + 1].eq(past[k]) for k in range(len(past) - 1)]
             vwait = Signal(4)
             with m.If(d.f_vfifo_level.any() & ~d.f_vfifo_pop):
                 m.d.sync += vwait.eq(vwait + 1)
@@ -177,7 +178,7 @@ class TrackerHarness(wiring.Component):
             with m.Else():
                 m.d.sync += nready.eq(0)
             with m.If(init):
-                with m.If(past_acc3):
+                with m.If(past[-1]):
                     m.d.comb += Assert(d.f_apply_valid)
                 m.d.comb += [Assert(vwait <= 3), Assert(nready <= 2)]
             with m.Else():
@@ -203,7 +204,6 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
     pointer is one-hot; during the clear sweep nothing is in."""
     f = d.fv
     W, P = d.ways, d.n_ovf
-    v1, v2, v3, v4 = f.v
     vf, tf = f.vf, f.tf
     tagT = Cat(wwf, wwg[d.set_bits:])
     idxT = wwg[:d.set_bits] if d.set_bits else Const(0, 1)
@@ -245,7 +245,7 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
             e = arch[i]
             m.d.comb += Assert(~(ov & e.valid & (os_ == idxT) & (ot == e.tag)))
     n_ent = len(ent_t)
-    for vi, si in ((v1, f.s[0]), (v2, f.s[1]), (v3, f.s[2])):
+    for vi, si in zip(f.v[:-1], f.s):      # (SA,) S1, S2, S3
         places.append((vi & is_t(si), si.n, si.addr))
     rec = f.w4_vrec
     places.append(((f.w4_evict | f.w4_requeue) & is_t(rec), rec.n, rec.addr))
@@ -305,13 +305,13 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
             m.d.comb += Assert(vf.pm[i] == (vf.valid[i] & same(vf.q[i], vf.pd)))
     with m.If(vf.pe):
         m.d.comb += Assert(vf.pa == ~vf.pm.any())
-    inflight = v1.as_unsigned() + v2 + v3 + v4
+    inflight = sum(v.as_unsigned() for v in f.v)
     inv(tf.level + inflight <= tf.depth)
     inv(vf.level + inflight <= D)
     inv(f.vptr.any() & ((f.vptr & (f.vptr - 1)) == 0))
     with m.If(f.clearing):
         m.d.comb += [Assert(acc == 0), Assert(ntrig == 0), Assert(vf.used == 0),
-                     Assert(~vf.pe), Assert(tf.level == 0), Assert(~v1 & ~v2 & ~v3 & ~v4)]
+                     Assert(~vf.pe), Assert(tf.level == 0), Assert(inflight == 0)]
 
 
 PROOFS = [

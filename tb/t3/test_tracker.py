@@ -30,7 +30,8 @@ class TrackerTB(TBBase):
         self.tfields = streams["trig"]["payload_fields"]
         self.model = TrackerModel(sets=p["sets"], ways=p["ways"], overflow=p["overflow"],
                                   trig_depth=p["trig_depth"], threshold=threshold,
-                                  victims=p["victims"])
+                                  victims=p["victims"],
+                                  read_latency=p.get("read_latency", 2))
         dut.threshold.value = threshold
         dut.upd__valid.value = 0
         dut.trig__ready.value = 0
@@ -92,7 +93,8 @@ def check_triggers(tb, drv, expected):
         tb.check((wg, wf) not in seen, f"tile {(wg, wf)} triggered twice")
         seen[(wg, wf)] = addr
         tb.check_equal(addr, expected[(wg, wf)][0], f"start address of {(wg, wf)}")
-        tb.check(cyc >= last_upd[(wg, wf)] + 5, f"tile {(wg, wf)} triggered before its last update")
+        tb.check(cyc >= last_upd[(wg, wf)] + tb.model.latency,
+                 f"tile {(wg, wf)} triggered before its last update")
     tb.check_equal(sorted(seen), sorted(expected), "tiles triggered")
 
 
@@ -219,6 +221,7 @@ async def tracker_throughput(dut):
         last_upd[(u[0], u[1])] = cyc
     lat = sorted({c - last_upd[(t[0], t[1])] for c, t in drv.triggers})
     tb.check_equal(per_cycle, 1.0, "updates per cycle")
-    tb.check_equal(lat, [5], "update-to-trigger cycles")
+    # t+6 at the default read latency 2 (the set memory's output register; was t+5)
+    tb.check_equal(lat, [4 + tb.params.get("read_latency", 2)], "update-to-trigger cycles")
     tb.report("tracker_throughput", updates=len(drv.accepted), updates_per_cycle=per_cycle,
               update_to_trigger_cycles=lat[0])
