@@ -22,7 +22,7 @@
   BMC runs of earlier (depth 20 with
   ``trig.ready`` high, 268 s; depth 15 with it free and ``src`` 0, 127 s).
 * ``tracker_bounded_response``: with ``trig.ready`` high, every accepted update is applied in S3
-  exactly three cycles later (the pipeline never stalls), a victim record waits at most 3 cycles
+  exactly ``read_latency`` + 2 cycles later (4 at the default read latency 2; was 3) (the pipeline never stalls), a victim record waits at most 3 cycles
   at the head of its FIFO, and ``upd.ready`` is low for at most 2 cycles in a row unless the
   victim FIFO is full (``stall``); k-induction with the same invariant (closes at depth 4;
   without it, not at depth 20).
@@ -193,7 +193,7 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
     """The inductive invariant of ``tracker_exactly_once`` (asserted; k-induction then assumes
     it in the steps before the one it checks).  It links the watched tile's ghost state to every
     place the Tracker can hold its elements -- the architectural set word and overflow entry
-    (memory / registers with this cycle's S4 write applied), the items in S1..S3, the record S4
+    (memory / registers with this cycle's S4 write applied), the items in (SA,) S1..S3, the record S4
     pushes, the victim FIFO's slots and its landing push -- and its triggers (S4's, the trigger
     FIFO's, fired): ``acc == held + thr * triggers``; a live entry holds 1..thr-1 elements and
     the tile is in at most one entry; every place has the tile's elements >= 1 and address >=
@@ -326,6 +326,6 @@ PROOFS = [
               "(k-induction with the conservation invariant; closes at depth 4)"),
     Proof(name="tracker_bounded_response", build=lambda: TrackerHarness("response", inv=True),
           depth=6, mode="prove", fast=True,
-          doc="Tracker with trig.ready high: accepted update applied 3 cycles later, victim "
+          doc="Tracker with trig.ready high: accepted update applied read_latency + 2 cycles later, victim "
               "record re-enters within 3 cycles, upd.ready low <= 2 cycles in a row unless victims full"),
 ]

@@ -12,7 +12,9 @@ paper's 19 KB Tracker.
 
 Micro-architecture (the golden model ``tessera.golden.t3.TrackerModel`` implements the same cycle
 behaviour from this description).  The set memory is one :class:`tessera.hdl.sram.SRAM` word per
-set (all ways; read latency 1), so it maps to block RAM; five pipeline stages, one item per cycle
+set (all ways; read latency ``read_latency``: 2 by default, the word passing the block RAM's
+output register, or 1), so it maps to block RAM; six pipeline stages (five with read latency 1),
+one item per cycle
 (toward 100 MHz on ECP5: block-RAM read data goes straight into a register, the read-modify-write
 loop is one stage and the 608-bit set write comes from registers; measured 82.1 MHz speed grade 6
 at default parameters with a shifting victim FIFO, 96.6 MHz in ``t3_node`` with the ring below and
@@ -42,19 +44,21 @@ branch history): the count compares made in S2 after the count select (``s3_gt``
 plus S1's tag compare in pairs of bits (one LUT level after the block RAM, S2 ANDs the
 pairs): 85.4 MHz, the critical path ``f_log`` -> the pair AND -> count select -> compare
 carry chain -> ``s3_gt_s`` (11.7 ns, 8.5 of it routing): a compare after the select lengthens
-S2 more than it shortens S3.  Next: the DP16KD output register (read latency 2: one more
-stage, trigger at t+6, a write log one deeper) or the pair compare alone; count compares per
-candidate (each way's count against a room registered in S1) rather than after the select):
+S2 more than it shortens S3.  Then the set memory read through its output register
+(``read_latency=2``, the default: one more stage, SA, trigger at t+6, the write log one deeper;
+``read_latency=1`` keeps the five-stage pipeline, trigger at t+5): see the issue-20 notes for the
+measured figure; the S1 tag compare then starts from a register):
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
 * S0: an *item* -- an input update or a victim record (below) -- enters and its set is read.
+* SA (``read_latency=2`` only): the word passes the memory's output register; the item waits.
 * S1: the set word arrives and is registered as it is, with its ways' tag compares against
   the item's tag; against that register S2 will need the
-  sets written one and two cycles before (a *write log*, which also covers the read that
-  collided with a write) and this cycle's S3 item: the newer of the two logged sets that wrote
-  this item's set is selected here into one register (``log_set``) with its tag compares, and
-  the S3 item's set/tag matches are registered.
+  sets written one and two (with SA: one, two and three) cycles before (a *write log*, which
+  also covers the read that collided with a write) and this cycle's S3 item: the newest of the
+  logged sets that wrote this item's set is selected here into one register (``log_set``)
+  with its tag compares, and the S3 item's set/tag matches are registered.
 * S2: the set as it is now: ``log_set`` or the memory word, with the way the S4 write of
   this cycle changes replaced; the hits in every way (the memory word's compared in S1) and in
   ``overflow`` fully-associative overflow entries (registers shared by all sets, tagged by set
@@ -81,9 +85,10 @@ candidate (each way's count against a room registered in S1) rather than after t
   at the earliest 2 cycles after its S4 (was 1).
 
 Progress guarantee (a set conflict never blocks): nothing in the pipeline ever stalls -- every item
-is applied in S3 three cycles after S0 -- because space is reserved at S0: an item enters only if
-the trigger FIFO (``trig_depth`` + 4 entries) and, for an input update, the victim FIFO
-(``victims`` + 4) have room for every item in flight (S1..S4).  Victim records re-enter every other
+is applied in S3 ``read_latency`` + 2 cycles after S0 -- because space is reserved at S0: an item
+enters only if the trigger FIFO (``trig_depth`` + ``pipe`` entries, ``pipe`` = 3 +
+``read_latency``) and, for an input update, the victim FIFO (``victims`` + ``pipe``) have room for
+every item in flight (SA, S1..S4).  Victim records re-enter every other
 cycle (alternating with the input), so each is absorbed within 2 x its FIFO position + 2 cycles
 while ``trig.ready`` is high.  Only input updates evict: a re-entering record that misses in a
 full set goes back to the victim FIFO (*requeue*), and the FIFO keeps one record per tile (a
@@ -93,7 +98,7 @@ and one in flight, the pieces meet when a record re-enters while its tile is res
 update of the tile makes it resident) or merge in the FIFO, and a record holding all of a tile's
 elements triggers on re-entry without allocating: once a tile's last update is in, it triggers
 (exactly once, with its smallest address) within a few FIFO rounds.  The input is held
-(``stall``) only while the FIFO and the pipeline hold ``victims`` + 4 items, i.e. while
+(``stall``) only while the FIFO and the pipeline hold ``victims`` + ``pipe`` items, i.e. while
 ``victims`` or more distinct live tiles that were evicted wait -- a finite Tracker must refuse
 input then (it cannot store more partial counts than it has entries) -- and with at most
 ``ways`` live tiles per set no eviction happens at all.  (With records evicting, as first built,
@@ -102,7 +107,8 @@ two live tiles in a one-way set could evict each other's records forever: found 
 our additions, not in the paper (which sizes the Tracker for a GEMM stage, §4.2.1).
 
 Latency: an update accepted in cycle t that completes its tile makes ``trig.valid`` rise in cycle
-t+5 (t+3 with the earlier three-stage pipeline, 55 MHz).  Left out: address translation, per-entry thresholds (one programmable threshold; clipped edge
+t + 4 + ``read_latency``: t+6 by default (t+5 with ``read_latency=1``, the pipeline before the
+output register; t+3 with the earlier three-stage pipeline, 55 MHz).  Left out: address translation, per-entry thresholds (one programmable threshold; clipped edge
 tiles need per-entry thresholds), and the source field is carried but not used (all sources count
 the same, §4.2.1; ``src`` = 3 is reserved for victim records: an input carrying it is requeued
 rather than evicting); over-count detection sees only the entry, not a tile's victim records.
@@ -119,8 +125,6 @@ from tessera.hdl.sram import SRAM
 
 SRC_LOCAL, SRC_REMOTE, SRC_DMA = 0, 1, 2
 SRC_VICTIM = 3          # internal: a victim record re-entering
-PIPE = 4                # items in flight after S0 (S1..S4) with read_latency=1: FIFO room
-                        # reserved for each (Tracker.pipe = 3 + read_latency)
 
 
 def update_layout(wg_width=16, wf_width=3, addr_width=48, n_width=8) -> data.StructLayout:
@@ -488,16 +492,30 @@ class Tracker(wiring.Component):
         # in S2, the write log's wl1 / wl0 are today's wl0 / S4 write, S4 is today's S3 item;
         # the newer of the two that wrote this set is selected here (timing: S2 sees one
         # registered set word besides the memory's)
-        n_wl1 = wl0_wr & (wl0_idx == idx1)
-        n_wl0 = w4_set_wr & (w4_idx == idx1)
-        if RL == 2:                          # the oldest logged write, then the newer ones
-            n_wl2 = wl1_wr & (wl1_idx == idx1)
-            old_set = Mux(n_wl1, wl0_set, wl1_set)
+        if RL == 2:
+            # the item's set index and tag compared with the logged writes one cycle ahead, in
+            # SA (timing: S1's log select then starts from registered match bits, and only
+            # this cycle's S4 write is tag-compared in S1): in S1, wl1 / wl0 / the S4 write are
+            # SA's wl0 / S4 write / S3 item, the S3 item's write decided in SA's cycle
+            idxa, taga = set_index(sa.wg), tag_of(sa)
+            e_w0, e_w1, e_w2 = Signal(), Signal(), Signal()     # set matches in S1
+            hl1, hl2, fl1, fl2 = Signal(W), Signal(W), Signal(W), Signal(W)
+            m.d.sync += [e_w0.eq(set_index(s3.wg) == idxa), e_w1.eq(w4_idx == idxa),
+                         e_w2.eq(wl0_idx == idxa),
+                         hl1.eq(hits(full4, taga)), fl1.eq(frees(full4)),
+                         hl2.eq(hits(wl0_set, taga)), fl2.eq(frees(wl0_set))]
+            n_wl0 = w4_set_wr & e_w0
+            n_wl1 = wl0_wr & e_w1
+            n_wl2 = wl1_wr & e_w2
+            old_set = set_layout(Mux(n_wl1, wl0_set, wl1_set))   # the newest before S4's
+            old_hits, old_frees = Mux(n_wl1, hl1, hl2), Mux(n_wl1, fl1, fl2)
             f_log_n = n_wl0 | n_wl1 | n_wl2
         else:
-            old_set = wl0_set
+            n_wl1 = wl0_wr & (wl0_idx == idx1)
+            n_wl0 = w4_set_wr & (w4_idx == idx1)
+            old_set = set_layout(wl0_set)
+            old_hits, old_frees = hits(old_set, tag1), frees(old_set)
             f_log_n = n_wl0 | n_wl1
-        old_set = set_layout(old_set)
         m.d.sync += [
             rd2.eq(mem.r_data),
             # the memory word's tag compares, made on the read data as it arrives (timing:
@@ -505,8 +523,8 @@ class Tracker(wiring.Component):
             h_mem.eq(hits(set_layout(mem.r_data), tag1)),
             f_log.eq(f_log_n),
             log_set.eq(Mux(n_wl0, full4, old_set)),
-            h_logr.eq(Mux(n_wl0, hits(full4, tag1), hits(old_set, tag1))),
-            fr_log.eq(Mux(n_wl0, frees(full4), frees(old_set))),
+            h_logr.eq(Mux(n_wl0, hits(full4, tag1), old_hits)),
+            fr_log.eq(Mux(n_wl0, frees(full4), old_frees)),
             f_w4.eq(v3 & (set_index(s3.wg) == idx1)), t_w4.eq(tag_of(s3) == tag1),
             v2.eq(v1 & ~clearing), s2.eq(s1)]
         # overflow-entry tag compares for S2, against the entries as they will be then (this
