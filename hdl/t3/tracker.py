@@ -234,7 +234,10 @@ class _VictimFIFO(wiring.Component):
                           "pending": Out(1),
                           # r_data.wg from a register (timing: the Tracker's set-memory
                           # read address, routed to every block RAM, starts here)
-                          "r_wg": Out(layout["wg"].width)})
+                          "r_wg": Out(layout["wg"].width),
+                          # r_data.wf from a register, and the head slot (one-hot): a
+                          # reader may take the popped record from the slot a cycle later
+                          "r_wf": Out(layout["wf"].width), "r_1h": Out(depth)})
         # state (not ports; the formal harness reads it)
         D = depth
         self.q = [Signal(layout, name=f"q{i}") for i in range(D)]
@@ -247,6 +250,7 @@ class _VictimFIFO(wiring.Component):
         self.pm = Signal(D, name="pm")
         self.plt = Signal(D, name="plt")
         self.hwg = Signal(layout["wg"].width, name="hwg")
+        self.hwf = Signal(layout["wf"].width, name="hwf")
 
     def elaborate(self, platform):
         m = Module()
@@ -314,7 +318,18 @@ class _VictimFIFO(wiring.Component):
         hwg_stay = Mux(append & (tail_1h & head_1h).any(), pd.wg, wg_at)
         hwg_adv = Mux(append & (tail_1h & head1_1h).any(), pd.wg, wg_at1)
         m.d.sync += hwg.eq(Mux(pop, hwg_adv, hwg_stay))
-        m.d.comb += self.r_wg.eq(hwg)
+        m.d.comb += [self.r_wg.eq(hwg), self.r_1h.eq(head_1h)]
+        # the same for wf
+        hwf = self.hwf
+        wf_at = Const(0, len(hwf))
+        wf_at1 = Const(0, len(hwf))
+        for i in range(D):
+            wf_at = wf_at | Mux(head_1h[i], q[i].wf, 0)
+            wf_at1 = wf_at1 | Mux(head1_1h[i], q[i].wf, 0)
+        hwf_stay = Mux(append & (tail_1h & head_1h).any(), pd.wf, wf_at)
+        hwf_adv = Mux(append & (tail_1h & head1_1h).any(), pd.wf, wf_at1)
+        m.d.sync += hwf.eq(Mux(pop, hwf_adv, hwf_stay))
+        m.d.comb += self.r_wf.eq(hwf)
         with m.If(append):
             m.d.sync += tail.eq(Mux(tail == D - 1, 0, tail + 1))
         with m.If(pop):
@@ -418,6 +433,7 @@ class Tracker(wiring.Component):
         s1, s2, s3 = Signal(self.ilayout), Signal(self.ilayout), Signal(self.ilayout)
         # read_latency=2: SA, the stage while the word passes the memory's output register
         va, sa = (Signal(name="va"), Signal(self.ilayout, name="sa")) if RL == 2 else (None, None)
+        # (sa is assembled in SA: see S0)
         vpre = [va] if RL == 2 else []       # valid bits of the stages before S1
         # S4: the decision of the item that left S3, written this cycle
         w4_set_wr, w4_ovf_wr = Signal(), Signal()   # a set way / an overflow entry is written
@@ -464,15 +480,32 @@ class Tracker(wiring.Component):
                      self.stall.eq(~clearing & ~vic_ok),
                      vf.r_en.eq(take_vic)]
         s0 = Signal(self.ilayout)
-        with m.If(take_vic):
-            m.d.comb += s0.eq(vf.r_data)
-        with m.Else():
-            m.d.comb += [s0.wg.eq(self.upd.payload.wg), s0.wf.eq(self.upd.payload.wf),
-                         s0.addr.eq(self.upd.payload.addr), s0.n.eq(self.upd.payload.n),
-                         s0.src.eq(self.upd.payload.src)]
+        s0_upd = Signal(self.ilayout)        # the input update, widened
+        m.d.comb += [s0_upd.wg.eq(self.upd.payload.wg), s0_upd.wf.eq(self.upd.payload.wf),
+                     s0_upd.addr.eq(self.upd.payload.addr), s0_upd.n.eq(self.upd.payload.n),
+                     s0_upd.src.eq(self.upd.payload.src)]
+        m.d.comb += s0.eq(Mux(take_vic, vf.r_data, s0_upd))
         enter = take_vic | (self.upd.valid & self.upd.ready)
         if RL == 2:
-            m.d.sync += [va.eq(enter), sa.eq(s0), v1.eq(va & ~clearing), s1.eq(sa)]
+            # the item is assembled in SA (timing: the victim FIFO's head multiplexer and merge
+            # select are off the S0 path): an input update is registered; a victim record's
+            # wg / wf come from the FIFO's head registers and the rest from its slot, read a
+            # cycle after the pop (the slot keeps the popped record, merged if a push landed
+            # into it in the pop cycle, and nothing writes it while the record is in SA)
+            sa_upd = Signal(self.ilayout, name="sa_upd")
+            sa_vic = Signal(name="sa_vic")
+            sa_wg, sa_wf = Signal.like(s0.wg, name="sa_wg"), Signal.like(s0.wf, name="sa_wf")
+            sa_1h = Signal(vf.depth, name="sa_1h")
+            m.d.sync += [va.eq(enter), sa_upd.eq(s0_upd), sa_vic.eq(take_vic),
+                         sa_wg.eq(Mux(take_vic, vf.r_wg, self.upd.payload.wg)),
+                         sa_wf.eq(Mux(take_vic, vf.r_wf, self.upd.payload.wf)),
+                         sa_1h.eq(vf.r_1h),
+                         v1.eq(va & ~clearing), s1.eq(sa)]
+            slot = Const(0, self.ilayout.size)
+            for i in range(vf.depth):
+                slot = slot | Mux(sa_1h[i], vf.q[i].as_value(), 0)
+            m.d.comb += [sa.eq(Mux(sa_vic, slot, sa_upd.as_value())),
+                         sa.wg.eq(sa_wg), sa.wf.eq(sa_wf)]
         else:
             m.d.sync += [v1.eq(enter), s1.eq(s0)]
         tf_push = tf.w_en & tf.w_rdy if hasattr(tf, "w_rdy") else tf.w_en
