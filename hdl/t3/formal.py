@@ -305,6 +305,15 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
             m.d.comb += Assert(vf.pm[i] == (vf.valid[i] & same(vf.q[i], vf.pd)))
     with m.If(vf.pe):
         m.d.comb += Assert(vf.pa == ~vf.pm.any())
+    if f.sa_vic is not None:             # a record in SA: its slot, popped, is not written
+        va = f.v[0]
+        with m.If(va & f.sa_vic):
+            m.d.comb += Assert((f.sa_1h & (f.sa_1h - 1)) == 0)
+            m.d.comb += Assert(f.sa_1h.any())
+            for i in range(D):
+                with m.If(f.sa_1h[i]):
+                    m.d.comb += [Assert(~vf.valid[i]), Assert(~(vf.pe & vf.pm[i])),
+                                 Assert(~(vf.pe & vf.pa & (vf.tail == i)))]
     inflight = sum(v.as_unsigned() for v in f.v)
     inv(tf.level + inflight <= tf.depth)
     inv(vf.level + inflight <= D)

@@ -433,7 +433,7 @@ class Tracker(wiring.Component):
         s1, s2, s3 = Signal(self.ilayout), Signal(self.ilayout), Signal(self.ilayout)
         # read_latency=2: SA, the stage while the word passes the memory's output register
         va, sa = (Signal(name="va"), Signal(self.ilayout, name="sa")) if RL == 2 else (None, None)
-        # (sa is assembled in SA: see S0)
+        sa_vic = sa_1h = None                # (sa is assembled in SA: see S0)
         vpre = [va] if RL == 2 else []       # valid bits of the stages before S1
         # S4: the decision of the item that left S3, written this cycle
         w4_set_wr, w4_ovf_wr = Signal(), Signal()   # a set way / an overflow entry is written
@@ -773,7 +773,8 @@ class Tracker(wiring.Component):
             mem=mem, tf=tf, vf=vf, ovf=ovf, clearing=clearing, vptr=vptr,
             v=(*vpre, v1, v2, v3, v4), s=(*([sa] if RL == 2 else []), s1, s2, s3),
             wlog=[(wl0_wr, wl0_idx, wl0_set)] + ([(wl1_wr, wl1_idx, wl1_set)] if RL == 2 else []),
-            rd2=rd2, w4_set_wr=w4_set_wr, w4_ovf_wr=w4_ovf_wr, w4_idx=w4_idx,
+            rd2=rd2, sa_vic=sa_vic if RL == 2 else None, sa_1h=sa_1h if RL == 2 else None,
+            w4_set_wr=w4_set_wr, w4_ovf_wr=w4_ovf_wr, w4_idx=w4_idx,
             w4_ovf=w4_ovf, w4_ent=w4_ent, full4=full4, w4_trig=w4_trig, w4_err=w4_err,
             w4_evict=w4_evict, w4_requeue=w4_requeue, w4_tword=w4_tword, w4_vrec=w4_vrec,
             tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of)
