@@ -52,10 +52,12 @@ measured figure; the S1 tag compare then starts from a register):
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
 * S0: an *item* -- an input update or a victim record (below) -- enters and its set is read.
-* SA (``read_latency=2`` only): the word passes the memory's output register; the item's set
-  index is compared with the logged writes it will meet in S1 and the two older logged sets'
-  ways with its tag (registered: S1 then selects from match bits and compares only the set
-  its S4 write changes).
+* SA (``read_latency=2`` only): the word passes the memory's output register; the item is
+  assembled (an input update was registered in S0; a victim record's wg / wf come from the
+  FIFO's head registers, the rest from the slot it was popped from, which nothing writes
+  while the record is in SA); its set index is compared with the logged writes it will meet
+  in S1 and the two older logged sets' ways with its tag (registered: S1 then selects from
+  match bits and compares only the set its S4 write changes).
 * S1: the set word arrives and is registered as it is, with its ways' tag compares against
   the item's tag; against that register S2 will need the
   sets written one and two (with SA: one, two and three) cycles before (a *write log*, which
