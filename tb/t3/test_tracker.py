@@ -166,23 +166,24 @@ async def tracker_overcount_and_conflict(dut):
             if o["trig_valid"]:
                 trigs.append(o["trig"])
 
+    lat = tb.model.latency           # accept -> trigger visible (6; idle waits were 5 at 5)
     # tile A: 10 + 10 > 16 -> the second update is an over-count, discarded
     await send((3, 1, 0x500, 10, SRC_LOCAL))
     await send((3, 1, 0x400, 10, SRC_DMA))
-    await idle(5)
+    await idle(lat)
     tb.check_equal(trigs, [], "no trigger on over-count")
     tb.check_equal(tb.model.err, 1, "error count")
     # state unchanged: 6 more elements complete it, start address still 0x500
     await send((3, 1, 0x520, 6, SRC_DMA))
-    await idle(5)
+    await idle(lat)
     tb.check_equal(trigs, [(3, 1, 0x500)], "trigger after over-count")
     trigs.clear()
     # an update after the tile completed starts a new entry (visible as occupancy)
     await send((3, 1, 0x500, 1, SRC_LOCAL))
-    await idle(4)
+    await idle(lat - 1)
     tb.check_equal(tb.model.occupancy, 1, "stale update occupies an entry")
     await send((3, 1, 0x500, 15, SRC_LOCAL))
-    await idle(5)
+    await idle(lat)
     trigs.clear()
     # conflict storm in set 0: ways + overflow + 2 tiles live at once (the old design held the
     # stream from ways + overflow + 1 on), 4 updates of 4 elements each
