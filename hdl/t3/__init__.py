@@ -27,7 +27,7 @@ _TRACKER_PARAMS = [
           "pipeline)", min=1,
           max=64),
     Param("read_latency", 2, "set-memory read latency: 2 = through the block RAM's output register "
-          "(one more stage, trigger at t+6; >= 100 MHz on ECP5), 1 = trigger at t+5", min=1, max=2),
+          "(one more stage, trigger at t+6; the block RAM's clock-to-out off the logic), 1 = trigger at t+5", min=1, max=2),
 ]
 
 

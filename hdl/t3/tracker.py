@@ -46,8 +46,18 @@ pairs): 85.4 MHz, the critical path ``f_log`` -> the pair AND -> count select ->
 carry chain -> ``s3_gt_s`` (11.7 ns, 8.5 of it routing): a compare after the select lengthens
 S2 more than it shortens S3.  Then the set memory read through its output register
 (``read_latency=2``, the default: one more stage, SA, trigger at t+6, the write log one deeper;
-``read_latency=1`` keeps the five-stage pipeline, trigger at t+5): see the issue-20 notes for the
-measured figure; the S1 tag compare then starts from a register):
+``read_latency=1`` keeps the five-stage pipeline, trigger at t+5), the S1 tag compare then
+starting from a register: 94.4 MHz (9,708 LUT4, 6,249 FF), the critical path S1's set-index
+compares with the three logged writes -> log select -> tag compare -> ``h_logr``; those set
+compares and the older logged sets' tag compares registered in SA: 83.6 MHz (9,573 LUT4), the
+critical path
+the victim FIFO's head (a 9-slot ring now: ``victims`` + 5) -> merge select -> record
+multiplexer -> ``sa`` (12.0 ns, 9.7 of it routing); the item now assembled in SA from
+registers and the popped slot: 96.0 MHz (8,432 LUT4, 6,289 FF, 17 DP16KD), the critical path
+``s3_count`` -> count == room compare -> the S3 decision -> overflow write -> ``s3_ofree``
+(10.4 ns, 8.3 of it routing; 6 LUT levels and a carry chain) -- the same path as ``t3_node``'s
+at 109.6 MHz (9.1 ns there, before this change).  The read-latency-2 steps are cycle-identical
+to each other.  The pipeline:
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
