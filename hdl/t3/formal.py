@@ -12,7 +12,8 @@
   address, and when the Tracker is idle with all of them in, it has triggered -- through set
   conflicts, overflow allocation, evictions and victim re-entry.  Unbounded: k-induction with
   the invariant of :func:`_invariant` (a conservation law over every place a tile's elements
-  can be, plus the FIFOs' structure); it closes at depth 4 (depth 3: the induction
+  can be, plus the FIFOs' structure); it closes at depth 5 at the default read latency 2 (depth 4
+  fails; with ``read_latency=1`` it closed at 4; depth 3 there: the induction
   counterexample starts from pipeline registers with no real history -- a set word in S2's
   read register the memory never held, an S4 overflow write with no entry selected -- and
   breaks the conservation law at step 3; 4 steps rebuild every such register from the state
@@ -22,9 +23,10 @@
   BMC runs of earlier (depth 20 with
   ``trig.ready`` high, 268 s; depth 15 with it free and ``src`` 0, 127 s).
 * ``tracker_bounded_response``: with ``trig.ready`` high, every accepted update is applied in S3
-  exactly ``read_latency`` + 2 cycles later (4 at the default read latency 2; was 3) (the pipeline never stalls), a victim record waits at most 3 cycles
-  at the head of its FIFO, and ``upd.ready`` is low for at most 2 cycles in a row unless the
-  victim FIFO is full (``stall``); k-induction with the same invariant (closes at depth 4;
+  exactly ``read_latency`` + 2 cycles later (4 at the default read latency 2; was 3; the
+  pipeline never stalls), a victim record waits at most 3 cycles at the head of its FIFO, and ``upd.ready`` is low for at most 2 cycles in a row unless the
+  victim FIFO is full (``stall``); k-induction with the same invariant (closes at depth 5, 4
+  with read latency 1;
   without it, not at depth 20).
 
 Left out: the DMA table (covered by cocotb tests against the golden model and by mutations).
@@ -332,7 +334,7 @@ PROOFS = [
           doc="Tracker (1 set x 1 way, 1 overflow, 1 victim, 4 tiles), any trig.ready and src: a "
               "watched tile triggers at most once, only with all elements in, with its smallest "
               "address, and has triggered when the Tracker is idle with all elements in "
-              "(k-induction with the conservation invariant; closes at depth 4)"),
+              "(k-induction with the conservation invariant; closes at depth 5)"),
     Proof(name="tracker_bounded_response", build=lambda: TrackerHarness("response", inv=True),
           depth=6, mode="prove", fast=True,
           doc="Tracker with trig.ready high: accepted update applied read_latency + 2 cycles later, victim "
