@@ -318,30 +318,18 @@ class _VictimFIFO(wiring.Component):
                     m.d.sync += q[i].eq(merged[i])
                 with m.If(pop & head_1h[i]):
                     m.d.sync += valid[i].eq(0)
-        # the head slot's wg as a register: the next head (head + 1 on a pop) is the slot
-        # the landing record appends to, or keeps its wg (a merge does not change it)
-        hwg = self.hwg
+        # the head slot's wg and wf as registers: the next head (head + 1 on a pop) is the
+        # slot the landing record appends to, or keeps its wg / wf (a merge changes neither)
         head1_1h = Cat(head_1h[-1], head_1h[:-1]) if D > 1 else head_1h
-        wg_at = Const(0, len(hwg))
-        wg_at1 = Const(0, len(hwg))
-        for i in range(D):
-            wg_at = wg_at | Mux(head_1h[i], q[i].wg, 0)
-            wg_at1 = wg_at1 | Mux(head1_1h[i], q[i].wg, 0)
-        hwg_stay = Mux(append & (tail_1h & head_1h).any(), pd.wg, wg_at)
-        hwg_adv = Mux(append & (tail_1h & head1_1h).any(), pd.wg, wg_at1)
-        m.d.sync += hwg.eq(Mux(pop, hwg_adv, hwg_stay))
-        m.d.comb += [self.r_wg.eq(hwg), self.r_1h.eq(head_1h)]
-        # the same for wf
-        hwf = self.hwf
-        wf_at = Const(0, len(hwf))
-        wf_at1 = Const(0, len(hwf))
-        for i in range(D):
-            wf_at = wf_at | Mux(head_1h[i], q[i].wf, 0)
-            wf_at1 = wf_at1 | Mux(head1_1h[i], q[i].wf, 0)
-        hwf_stay = Mux(append & (tail_1h & head_1h).any(), pd.wf, wf_at)
-        hwf_adv = Mux(append & (tail_1h & head1_1h).any(), pd.wf, wf_at1)
-        m.d.sync += hwf.eq(Mux(pop, hwf_adv, hwf_stay))
-        m.d.comb += self.r_wf.eq(hwf)
+        for field, reg in (("wg", self.hwg), ("wf", self.hwf)):
+            at, at1 = Const(0, len(reg)), Const(0, len(reg))
+            for i in range(D):
+                at = at | Mux(head_1h[i], q[i][field], 0)
+                at1 = at1 | Mux(head1_1h[i], q[i][field], 0)
+            stay = Mux(append & (tail_1h & head_1h).any(), pd[field], at)
+            adv = Mux(append & (tail_1h & head1_1h).any(), pd[field], at1)
+            m.d.sync += reg.eq(Mux(pop, adv, stay))
+        m.d.comb += [self.r_wg.eq(self.hwg), self.r_wf.eq(self.hwf), self.r_1h.eq(head_1h)]
         with m.If(append):
             m.d.sync += tail.eq(Mux(tail == D - 1, 0, tail + 1))
         with m.If(pop):
