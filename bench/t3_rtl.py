@@ -1,8 +1,9 @@
 """T3 track & trigger RTL figures (Pati et al., ASPLOS'24, §4.2-4.5), measured on Verilator via cocotb.
 
 * tracker_updates_per_cycle, tracker_update_to_trigger_cycles: paper-size Tracker (256 sets x 8
-  ways), conflict-free GEMM update stream, no back-pressure (target 1.0 update/cycle; latency 5
-  cycles since the set lookup/update is five stages for 100 MHz; 3 before, 2 originally).
+  ways), conflict-free GEMM update stream, no back-pressure (target 1.0 update/cycle; latency 6
+  cycles since the set memory is read through its output register for 100 MHz (read latency 2);
+  5 before, 3 before that, 2 originally).
 * tracker_storm_evictions: small Tracker (8 sets x 2 ways, 2 overflow entries, 2 victim slots),
   ways + overflow + 2 live tiles in one set in one in-order stream: finishes (every tile once) by
   evicting; the previous design held such a stream until reset.

@@ -39,22 +39,27 @@ class TrackerModel:
 
     Table: ``sets`` lists of ``ways`` slots plus ``overflow`` slots shared by all sets (keyed by
     (set, tag)); a tile lives in at most one slot.  Items (updates and re-entering victim records)
-    enter S0, pass S1 and S2 and are applied in S3 to the table as it is then (every earlier
-    item's effect visible), three cycles after they entered; the outcome (trigger, victim record,
-    counters, occupancy) is committed in S4, so a trigger is visible the cycle after S4 (an update
-    accepted in cycle t that completes its tile: trigger in t+5).  Entry needs room for every item
-    in flight (S1..S4) in the trigger FIFO (``trig_depth`` + 4) and, for an input update, in the
-    victim FIFO (``victims`` + 4); the victim FIFO may enter every other cycle.  Only input
+    enter S0, pass ``read_latency`` + 1 stages (S1 and S2; with the set memory's read latency 2,
+    the default, SA before them) and are applied in S3 to the table as it is then (every earlier
+    item's effect visible), ``read_latency`` + 2 cycles after they entered; the outcome (trigger,
+    victim record, counters, occupancy) is committed in S4, so a trigger is visible the cycle
+    after S4 (an update accepted in cycle t that completes its tile: trigger in
+    t + 4 + ``read_latency``: t+6 by default, t+5 with ``read_latency=1``).  Entry needs room for
+    every item in flight (``pipe`` = 3 + ``read_latency`` of them, S1..S4 and SA) in the trigger
+    FIFO (``trig_depth`` + ``pipe``) and, for an input update, in the victim FIFO (``victims`` +
+    ``pipe``); the victim FIFO may enter every other cycle.  Only input
     updates evict; a victim record that finds its set full goes back to the victim FIFO, which
     keeps one record per tile (a pushed record merges into its tile's waiting record, or into
     the one read out that cycle).  The FIFO's push is registered: a record pushed in S4 lands
     in the FIFO in the next cycle, counting in its level (room reservation) until then."""
 
-    PIPE = 4            # items in flight after S0
-
-    def __init__(self, sets=256, ways=8, overflow=4, trig_depth=4, threshold=0, victims=4):
+    def __init__(self, sets=256, ways=8, overflow=4, trig_depth=4, threshold=0, victims=4,
+                 read_latency=2):
         self.sets, self.ways, self.n_ovf, self.trig_depth = sets, ways, overflow, trig_depth
         self.victims = victims
+        self.read_latency = read_latency
+        self.PIPE = 3 + read_latency        # items in flight after S0
+        self.latency = 4 + read_latency     # accepted completing update -> trigger visible
         self.threshold = threshold
         self.reset()
 
@@ -62,8 +67,7 @@ class TrackerModel:
         self.table = [[None] * self.ways for _ in range(self.sets)]
         self.ovf = [None] * self.n_ovf       # (set, Way) or None
         self.clear_left = self.sets          # clear sweep after reset: one set per cycle
-        self.s1 = None                       # item in S1
-        self.s2 = None                       # item in S2
+        self.pre = [None] * (self.read_latency + 1)   # items before S3 ([-1] is S2)
         self.s3 = None                       # item in S3 (applied at the end of this cycle)
         self.s4 = None                       # outcome of the item applied last cycle (S4)
         self.tfifo = deque()
@@ -77,7 +81,7 @@ class TrackerModel:
         self.occupancy = 0
 
     def idle(self):
-        return (self.s1 is None and self.s2 is None and self.s3 is None and self.s4 is None
+        return (all(x is None for x in self.pre) and self.s3 is None and self.s4 is None
                 and not self.tfifo and not self.vfifo and self.pending_victim is None)
 
     def _apply(self, u):
@@ -168,11 +172,12 @@ class TrackerModel:
         if self.clear_left > 0:
             out["upd_ready"] = False
             self.clear_left -= 1
-            self.s1 = self.s2 = self.s3 = self.s4 = None
+            self.pre = [None] * len(self.pre)
+            self.s3 = self.s4 = None
             if pop_trig:
                 self.tfifo.popleft()
             return out
-        inflight = sum(x is not None for x in (self.s1, self.s2, self.s3, self.s4))
+        inflight = sum(x is not None for x in (*self.pre, self.s3, self.s4))
         trig_ok = len(self.tfifo) + inflight < self.trig_depth + self.PIPE
         landing = self.pending_victim is not None
         vic_ok = len(self.vfifo) + landing + inflight < self.victims + self.PIPE
@@ -194,7 +199,8 @@ class TrackerModel:
         if self.s4 is not None:
             self._commit(self.s4)
         applied = self._apply(self.s3) if self.s3 is not None else None
-        self.s4, self.s3, self.s2, self.s1 = applied, self.s2, self.s1, entering
+        self.s4, self.s3 = applied, self.pre[-1]
+        self.pre = [entering] + self.pre[:-1]
         return out
 
     def _put(self, si, where, way):

@@ -16,15 +16,17 @@ def _ready_tracker(**kw):
     return t
 
 
-def test_tracker_hand_sequence():
-    t = _ready_tracker(sets=4, ways=1, overflow=1, trig_depth=1, threshold=6)
-    seq = [(1, 0, 0x30, 4, 0), (1, 0, 0x20, 2, 1), None, None, None, None, None]
+@pytest.mark.parametrize("rl", [2, 1])
+def test_tracker_hand_sequence(rl):
+    t = _ready_tracker(sets=4, ways=1, overflow=1, trig_depth=1, threshold=6, read_latency=rl)
+    seq = [(1, 0, 0x30, 4, 0), (1, 0, 0x20, 2, 1)] + [None] * (4 + rl)
     outs = [t.step(u is not None, u, True) for u in seq]
-    # cycle 0 accept, 1 S1, 2 S2, 3 S3 counts 4; the second update reaches 6 in S3 at cycle 4,
-    # S4 pushes it into the FIFO in cycle 5: trigger visible in cycle 6 (5 cycles after its
-    # acceptance)
-    assert [o["upd_ready"] for o in outs] == [True] * 7
-    assert [o["trig"] for o in outs] == [None] * 6 + [(1, 0, 0x20)]
+    # read latency 2 (default): cycle 0 accept, 1 SA, 2 S1, 3 S2, 4 S3 counts 4; the second
+    # update reaches 6 in S3 at cycle 5, S4 pushes it into the FIFO in cycle 6: trigger visible
+    # in cycle 7 (6 cycles after its acceptance; read latency 1: no SA, 5 cycles)
+    assert [o["upd_ready"] for o in outs] == [True] * (6 + rl)
+    assert [o["trig"] for o in outs] == [None] * (5 + rl) + [(1, 0, 0x20)]
+    assert t.latency == 4 + rl
     assert t.occupancy == 0
     # set 1 holds one way; a second tag goes to the overflow entry, a third evicts the way's tile,
     # whose record re-enters (and, still conflicting, evicts again): the input is never held
@@ -46,11 +48,12 @@ def test_tracker_hand_sequence():
     assert t.idle() and t.occupancy == 0 and t.err == 0
 
 
-def test_tracker_overcount_keeps_state():
-    t = _ready_tracker(sets=1, ways=2, overflow=0, trig_depth=2, threshold=4)
-    for u in [(0, 0, 8, 3, 0), (0, 0, 4, 3, 0), (0, 0, 6, 1, 0), None, None, None]:
+@pytest.mark.parametrize("rl", [2, 1])
+def test_tracker_overcount_keeps_state(rl):
+    t = _ready_tracker(sets=1, ways=2, overflow=0, trig_depth=2, threshold=4, read_latency=rl)
+    for u in [(0, 0, 8, 3, 0), (0, 0, 4, 3, 0), (0, 0, 6, 1, 0)] + [None] * (2 + rl):
         o = t.step(u is not None, u, True)
-    assert t.err == 1 and o["trig"] is None    # 3 + 3 > 4 discarded (committed in cycle 5)
+    assert t.err == 1 and o["trig"] is None    # 3 + 3 > 4 discarded (committed in 4 + rl)
     assert t.step()["trig"] is None
     assert t.step()["trig"] == (0, 0, 6)        # 3 + 1 = 4: start address min(8, 6)
 

@@ -39,7 +39,8 @@ def test_ring_reduce_scatter(rtl_dev, gran):
 
 @pytest.mark.slow
 def test_tracker_paper_size_throughput():
-    """Default (paper-size, 256 x 8) Tracker: 1 update/cycle, trigger 5 cycles after the update."""
+    """Default (paper-size, 256 x 8) Tracker: 1 update/cycle, trigger 6 cycles after the update
+    (read latency 2; was 5)."""
     run("tracker", {}, "tessera.tb.t3.test_tracker", testcase="tracker_throughput", seed=1)
 
 

@@ -20,6 +20,9 @@ CONFIGS = [
     (dict(sets=64, ways=2, overflow=1, trig_depth=2, victims=2), 3),   # SRAM set memory (> 1 kbit)
     # narrow fields: the trigger FIFO (<= 64 bits) in registers (_RegFIFO), as in the formal proofs
     (dict(sets=2, ways=1, overflow=1, trig_depth=1, victims=1, wg_width=3, addr_width=2), 3),
+    # read latency 1 (no SA stage; the earlier pipeline, trigger at t+5): register and SRAM sets
+    (dict(sets=4, ways=2, overflow=1, trig_depth=1, victims=1, read_latency=1), 5),
+    (dict(sets=64, ways=2, overflow=1, trig_depth=2, victims=2, read_latency=1), 3),
 ]
 WIDTHS = dict(wg_width=8, wf_width=1, addr_width=10, count_width=6, n_width=3)
 

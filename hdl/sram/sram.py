@@ -17,8 +17,18 @@ undefined after power-up, as in a real macro):
 ``r_en``   in    read this cycle (``r_data`` updates on the next edge)
 ``r_addr`` in    read address
 ``r_data`` out   data of the address presented with ``r_en`` one cycle
-                 earlier (read latency 1); held while ``r_en`` is low
+                 earlier (read latency 1; 2 with ``read_latency=2``,
+                 below); held while ``r_en`` is low
 ========== ===== =====================================================
+
+``read_latency=2``: the read data passes one more register (``r_data`` is the word of
+the address presented with ``r_en`` two cycles earlier; the second register loads every
+cycle, so with ``r_en`` low ``r_data`` holds from the cycle after).  It is the output
+register of a block RAM (ECP5 DP16KD ``REGMODE="OUTREG"``; an SRAM macro's output latch
+stage): the RAM's slow clock-to-output then ends in a register instead of in the logic
+that uses the word.  FPGA caveat: Yosys's ECP5 block-RAM library maps only the first
+register into the DP16KD (``REGMODE="NOREG"``); the second stays flip-flops in the fabric,
+placed next to it -- the same cycle behaviour, ``width`` more FFs.
 
 ``read_latency=0`` (small buffers only, e.g. router input FIFOs): an
 asynchronous read, ``r_data = cells[r_addr]`` in the same cycle, no ``r_en``
@@ -43,7 +53,7 @@ ECC, power gating, initial contents.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Fragment, Module
+from amaranth.hdl import Fragment, Module, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -53,8 +63,8 @@ COLLISIONS = ("undefined", "old", "new")
 class SRAM(wiring.Component):
     def __init__(self, depth: int, width: int, *, granularity: int | None = None,
                  collision: str = "undefined", read_latency: int = 1):
-        if read_latency not in (0, 1):
-            raise ValueError(f"SRAM read_latency must be 0 or 1, got {read_latency}")
+        if read_latency not in (0, 1, 2):
+            raise ValueError(f"SRAM read_latency must be 0, 1 or 2, got {read_latency}")
         if depth < 2:
             raise ValueError(f"SRAM depth must be >= 2, got {depth}")
         if width < 1:
@@ -97,7 +107,14 @@ class SRAM(wiring.Component):
         else:
             rp = mem.read_port(transparent_for=(wp,) if self.collision == "new" else ())
             m.d.comb += rp.en.eq(self.r_en)
-        m.d.comb += [rp.addr.eq(self.r_addr), self.r_data.eq(rp.data)]
+        m.d.comb += rp.addr.eq(self.r_addr)
+        if self.read_latency == 2:
+            # the output register (no reset, like the array; loads every cycle)
+            oreg = Signal(self.width, name="r_data_reg", reset_less=True)
+            m.d.sync += oreg.eq(rp.data)
+            m.d.comb += self.r_data.eq(oreg)
+        else:
+            m.d.comb += self.r_data.eq(rp.data)
         return m
 
 

@@ -20,10 +20,14 @@ _TRACKER_PARAMS = [
     Param("count_width", 16, "element-update counter bits", min=2, max=24),
     Param("n_width", 8, "element-count field of an update", min=1, max=16),
     Param("overflow", 4, "fully-associative overflow entries for set conflicts", min=0, max=64),
-    Param("trig_depth", 4, "trigger output FIFO depth (+4 entries that absorb the pipeline)", min=1,
+    Param("trig_depth", 4, "trigger output FIFO depth (+3 + read_latency entries that absorb the "
+          "pipeline)", min=1,
           max=64),
-    Param("victims", 4, "victim FIFO depth for evicted partial tiles (+4 for the pipeline)", min=1,
+    Param("victims", 4, "victim FIFO depth for evicted partial tiles (+3 + read_latency for the "
+          "pipeline)", min=1,
           max=64),
+    Param("read_latency", 2, "set-memory read latency: 2 = through the block RAM's output register "
+          "(one more stage, trigger at t+6; the block RAM's clock-to-out off the logic), 1 = trigger at t+5", min=1, max=2),
 ]
 
 

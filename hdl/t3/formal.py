@@ -12,7 +12,8 @@
   address, and when the Tracker is idle with all of them in, it has triggered -- through set
   conflicts, overflow allocation, evictions and victim re-entry.  Unbounded: k-induction with
   the invariant of :func:`_invariant` (a conservation law over every place a tile's elements
-  can be, plus the FIFOs' structure); it closes at depth 4 (depth 3: the induction
+  can be, plus the FIFOs' structure); it closes at depth 5 at the default read latency 2 (depth 4
+  fails; with ``read_latency=1`` it closed at 4; depth 3 there: the induction
   counterexample starts from pipeline registers with no real history -- a set word in S2's
   read register the memory never held, an S4 overflow write with no entry selected -- and
   breaks the conservation law at step 3; 4 steps rebuild every such register from the state
@@ -22,9 +23,10 @@
   BMC runs of earlier (depth 20 with
   ``trig.ready`` high, 268 s; depth 15 with it free and ``src`` 0, 127 s).
 * ``tracker_bounded_response``: with ``trig.ready`` high, every accepted update is applied in S3
-  exactly three cycles later (the pipeline never stalls), a victim record waits at most 3 cycles
-  at the head of its FIFO, and ``upd.ready`` is low for at most 2 cycles in a row unless the
-  victim FIFO is full (``stall``); k-induction with the same invariant (closes at depth 4;
+  exactly ``read_latency`` + 2 cycles later (4 at the default read latency 2; was 3; the
+  pipeline never stalls), a victim record waits at most 3 cycles at the head of its FIFO, and ``upd.ready`` is low for at most 2 cycles in a row unless the
+  victim FIFO is full (``stall``); k-induction with the same invariant (closes at depth 5, 4
+  with read latency 1;
   without it, not at depth 20).
 
 Left out: the DMA table (covered by cocotb tests against the golden model and by mutations).
@@ -163,9 +165,10 @@ class TrackerHarness(wiring.Component):
                     m.d.comb += Assert(ntrig == 1)
         else:
             m.d.comb += Assume(self.trig_ready)
-            past_acc1, past_acc2, past_acc3 = Signal(), Signal(), Signal()
-            m.d.sync += [past_acc1.eq(accept & init), past_acc2.eq(past_acc1),
-                         past_acc3.eq(past_acc2)]
+            # accepted in cycle t -> applied in S3 in t + read_latency + 2
+            past = [Signal(name=f"past_acc{k + 1}") for k in range(d.read_latency + 2)]
+            m.d.sync += past[0].eq(accept & init)
+            m.d.sync += [past[k + 1].eq(past[k]) for k in range(len(past) - 1)]
             vwait = Signal(4)
             with m.If(d.f_vfifo_level.any() & ~d.f_vfifo_pop):
                 m.d.sync += vwait.eq(vwait + 1)
@@ -177,7 +180,7 @@ class TrackerHarness(wiring.Component):
             with m.Else():
                 m.d.sync += nready.eq(0)
             with m.If(init):
-                with m.If(past_acc3):
+                with m.If(past[-1]):
                     m.d.comb += Assert(d.f_apply_valid)
                 m.d.comb += [Assert(vwait <= 3), Assert(nready <= 2)]
             with m.Else():
@@ -192,7 +195,7 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
     """The inductive invariant of ``tracker_exactly_once`` (asserted; k-induction then assumes
     it in the steps before the one it checks).  It links the watched tile's ghost state to every
     place the Tracker can hold its elements -- the architectural set word and overflow entry
-    (memory / registers with this cycle's S4 write applied), the items in S1..S3, the record S4
+    (memory / registers with this cycle's S4 write applied), the items in (SA,) S1..S3, the record S4
     pushes, the victim FIFO's slots and its landing push -- and its triggers (S4's, the trigger
     FIFO's, fired): ``acc == held + thr * triggers``; a live entry holds 1..thr-1 elements and
     the tile is in at most one entry; every place has the tile's elements >= 1 and address >=
@@ -203,7 +206,6 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
     pointer is one-hot; during the clear sweep nothing is in."""
     f = d.fv
     W, P = d.ways, d.n_ovf
-    v1, v2, v3, v4 = f.v
     vf, tf = f.vf, f.tf
     tagT = Cat(wwf, wwg[d.set_bits:])
     idxT = wwg[:d.set_bits] if d.set_bits else Const(0, 1)
@@ -245,7 +247,7 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
             e = arch[i]
             m.d.comb += Assert(~(ov & e.valid & (os_ == idxT) & (ot == e.tag)))
     n_ent = len(ent_t)
-    for vi, si in ((v1, f.s[0]), (v2, f.s[1]), (v3, f.s[2])):
+    for vi, si in zip(f.v[:-1], f.s):      # (SA,) S1, S2, S3
         places.append((vi & is_t(si), si.n, si.addr))
     rec = f.w4_vrec
     places.append(((f.w4_evict | f.w4_requeue) & is_t(rec), rec.n, rec.addr))
@@ -305,13 +307,22 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
             m.d.comb += Assert(vf.pm[i] == (vf.valid[i] & same(vf.q[i], vf.pd)))
     with m.If(vf.pe):
         m.d.comb += Assert(vf.pa == ~vf.pm.any())
-    inflight = v1.as_unsigned() + v2 + v3 + v4
+    if f.sa_vic is not None:             # a record in SA: its slot, popped, is not written
+        va = f.v[0]
+        with m.If(va & f.sa_vic):
+            m.d.comb += Assert((f.sa_1h & (f.sa_1h - 1)) == 0)
+            m.d.comb += Assert(f.sa_1h.any())
+            for i in range(D):
+                with m.If(f.sa_1h[i]):
+                    m.d.comb += [Assert(~vf.valid[i]), Assert(~(vf.pe & vf.pm[i])),
+                                 Assert(~(vf.pe & vf.pa & (vf.tail == i)))]
+    inflight = sum(v.as_unsigned() for v in f.v)
     inv(tf.level + inflight <= tf.depth)
     inv(vf.level + inflight <= D)
     inv(f.vptr.any() & ((f.vptr & (f.vptr - 1)) == 0))
     with m.If(f.clearing):
         m.d.comb += [Assert(acc == 0), Assert(ntrig == 0), Assert(vf.used == 0),
-                     Assert(~vf.pe), Assert(tf.level == 0), Assert(~v1 & ~v2 & ~v3 & ~v4)]
+                     Assert(~vf.pe), Assert(tf.level == 0), Assert(inflight == 0)]
 
 
 PROOFS = [
@@ -323,9 +334,9 @@ PROOFS = [
           doc="Tracker (1 set x 1 way, 1 overflow, 1 victim, 4 tiles), any trig.ready and src: a "
               "watched tile triggers at most once, only with all elements in, with its smallest "
               "address, and has triggered when the Tracker is idle with all elements in "
-              "(k-induction with the conservation invariant; closes at depth 4)"),
+              "(k-induction with the conservation invariant; closes at depth 5)"),
     Proof(name="tracker_bounded_response", build=lambda: TrackerHarness("response", inv=True),
           depth=6, mode="prove", fast=True,
-          doc="Tracker with trig.ready high: accepted update applied 3 cycles later, victim "
+          doc="Tracker with trig.ready high: accepted update applied read_latency + 2 cycles later, victim "
               "record re-enters within 3 cycles, upd.ready low <= 2 cycles in a row unless victims full"),
 ]

@@ -18,9 +18,9 @@ from .tracker import Tracker
 class T3Node(wiring.Component):
     def __init__(self, sets=256, ways=8, wg_width=16, wf_width=3, addr_width=48, count_width=16,
                  n_width=8, overflow=4, trig_depth=4, victims=4, entries=16, dev_width=4,
-                 tiles_width=8):
+                 tiles_width=8, read_latency=2):
         self.tracker = Tracker(sets, ways, wg_width, wf_width, addr_width, count_width, n_width,
-                               overflow, trig_depth, victims)
+                               overflow, trig_depth, victims, read_latency=read_latency)
         self.dma = DmaTable(entries, wg_width, wf_width, addr_width, dev_width, tiles_width)
         t, d = self.tracker, self.dma
         super().__init__({

@@ -12,7 +12,9 @@ paper's 19 KB Tracker.
 
 Micro-architecture (the golden model ``tessera.golden.t3.TrackerModel`` implements the same cycle
 behaviour from this description).  The set memory is one :class:`tessera.hdl.sram.SRAM` word per
-set (all ways; read latency 1), so it maps to block RAM; five pipeline stages, one item per cycle
+set (all ways; read latency ``read_latency``: 2 by default, the word passing the block RAM's
+output register, or 1), so it maps to block RAM; six pipeline stages (five with read latency 1),
+one item per cycle
 (toward 100 MHz on ECP5: block-RAM read data goes straight into a register, the read-modify-write
 loop is one stage and the 608-bit set write comes from registers; measured 82.1 MHz speed grade 6
 at default parameters with a shifting victim FIFO, 96.6 MHz in ``t3_node`` with the ring below and
@@ -42,19 +44,36 @@ branch history): the count compares made in S2 after the count select (``s3_gt``
 plus S1's tag compare in pairs of bits (one LUT level after the block RAM, S2 ANDs the
 pairs): 85.4 MHz, the critical path ``f_log`` -> the pair AND -> count select -> compare
 carry chain -> ``s3_gt_s`` (11.7 ns, 8.5 of it routing): a compare after the select lengthens
-S2 more than it shortens S3.  Next: the DP16KD output register (read latency 2: one more
-stage, trigger at t+6, a write log one deeper) or the pair compare alone; count compares per
-candidate (each way's count against a room registered in S1) rather than after the select):
+S2 more than it shortens S3.  Then the set memory read through its output register
+(``read_latency=2``, the default: one more stage, SA, trigger at t+6, the write log one deeper;
+``read_latency=1`` keeps the five-stage pipeline, trigger at t+5), the S1 tag compare then
+starting from a register: 94.4 MHz (9,708 LUT4, 6,249 FF), the critical path S1's set-index
+compares with the three logged writes -> log select -> tag compare -> ``h_logr``; those set
+compares and the older logged sets' tag compares registered in SA: 83.6 MHz (9,573 LUT4), the
+critical path
+the victim FIFO's head (a 9-slot ring now: ``victims`` + 5) -> merge select -> record
+multiplexer -> ``sa`` (12.0 ns, 9.7 of it routing); the item now assembled in SA from
+registers and the popped slot: 96.0 MHz (8,432 LUT4, 6,289 FF, 17 DP16KD), the critical path
+``s3_count`` -> count == room compare -> the S3 decision -> overflow write -> ``s3_ofree``
+(10.4 ns, 8.3 of it routing; 6 LUT levels and a carry chain) -- the same path as ``t3_node``'s
+at 109.6 MHz (9.1 ns there, before this change).  The read-latency-2 steps are cycle-identical
+to each other.  The pipeline:
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
 * S0: an *item* -- an input update or a victim record (below) -- enters and its set is read.
+* SA (``read_latency=2`` only): the word passes the memory's output register; the item is
+  assembled (an input update was registered in S0; a victim record's wg / wf come from the
+  FIFO's head registers, the rest from the slot it was popped from, which nothing writes
+  while the record is in SA); its set index is compared with the logged writes it will meet
+  in S1 and the two older logged sets' ways with its tag (registered: S1 then selects from
+  match bits and compares only the set its S4 write changes).
 * S1: the set word arrives and is registered as it is, with its ways' tag compares against
   the item's tag; against that register S2 will need the
-  sets written one and two cycles before (a *write log*, which also covers the read that
-  collided with a write) and this cycle's S3 item: the newer of the two logged sets that wrote
-  this item's set is selected here into one register (``log_set``) with its tag compares, and
-  the S3 item's set/tag matches are registered.
+  sets written one and two (with SA: one, two and three) cycles before (a *write log*, which
+  also covers the read that collided with a write) and this cycle's S3 item: the newest of the
+  logged sets that wrote this item's set is selected here into one register (``log_set``)
+  with its tag compares, and the S3 item's set/tag matches are registered.
 * S2: the set as it is now: ``log_set`` or the memory word, with the way the S4 write of
   this cycle changes replaced; the hits in every way (the memory word's compared in S1) and in
   ``overflow`` fully-associative overflow entries (registers shared by all sets, tagged by set
@@ -81,9 +100,10 @@ candidate (each way's count against a room registered in S1) rather than after t
   at the earliest 2 cycles after its S4 (was 1).
 
 Progress guarantee (a set conflict never blocks): nothing in the pipeline ever stalls -- every item
-is applied in S3 three cycles after S0 -- because space is reserved at S0: an item enters only if
-the trigger FIFO (``trig_depth`` + 4 entries) and, for an input update, the victim FIFO
-(``victims`` + 4) have room for every item in flight (S1..S4).  Victim records re-enter every other
+is applied in S3 ``read_latency`` + 2 cycles after S0 -- because space is reserved at S0: an item
+enters only if the trigger FIFO (``trig_depth`` + ``pipe`` entries, ``pipe`` = 3 +
+``read_latency``) and, for an input update, the victim FIFO (``victims`` + ``pipe``) have room for
+every item in flight (SA, S1..S4).  Victim records re-enter every other
 cycle (alternating with the input), so each is absorbed within 2 x its FIFO position + 2 cycles
 while ``trig.ready`` is high.  Only input updates evict: a re-entering record that misses in a
 full set goes back to the victim FIFO (*requeue*), and the FIFO keeps one record per tile (a
@@ -93,7 +113,7 @@ and one in flight, the pieces meet when a record re-enters while its tile is res
 update of the tile makes it resident) or merge in the FIFO, and a record holding all of a tile's
 elements triggers on re-entry without allocating: once a tile's last update is in, it triggers
 (exactly once, with its smallest address) within a few FIFO rounds.  The input is held
-(``stall``) only while the FIFO and the pipeline hold ``victims`` + 4 items, i.e. while
+(``stall``) only while the FIFO and the pipeline hold ``victims`` + ``pipe`` items, i.e. while
 ``victims`` or more distinct live tiles that were evicted wait -- a finite Tracker must refuse
 input then (it cannot store more partial counts than it has entries) -- and with at most
 ``ways`` live tiles per set no eviction happens at all.  (With records evicting, as first built,
@@ -102,7 +122,8 @@ two live tiles in a one-way set could evict each other's records forever: found 
 our additions, not in the paper (which sizes the Tracker for a GEMM stage, §4.2.1).
 
 Latency: an update accepted in cycle t that completes its tile makes ``trig.valid`` rise in cycle
-t+5 (t+3 with the earlier three-stage pipeline, 55 MHz).  Left out: address translation, per-entry thresholds (one programmable threshold; clipped edge
+t + 4 + ``read_latency``: t+6 by default (t+5 with ``read_latency=1``, the pipeline before the
+output register; t+3 with the earlier three-stage pipeline, 55 MHz).  Left out: address translation, per-entry thresholds (one programmable threshold; clipped edge
 tiles need per-entry thresholds), and the source field is carried but not used (all sources count
 the same, §4.2.1; ``src`` = 3 is reserved for victim records: an input carrying it is requeued
 rather than evicting); over-count detection sees only the entry, not a tile's victim records.
@@ -119,7 +140,6 @@ from tessera.hdl.sram import SRAM
 
 SRC_LOCAL, SRC_REMOTE, SRC_DMA = 0, 1, 2
 SRC_VICTIM = 3          # internal: a victim record re-entering
-PIPE = 4                # items in flight after S0 (S1..S4): FIFO room reserved for each
 
 
 def update_layout(wg_width=16, wf_width=3, addr_width=48, n_width=8) -> data.StructLayout:
@@ -136,7 +156,9 @@ def _log2(x: int) -> int:
 
 
 def check_tracker_params(sets, ways, wg_width, wf_width, addr_width, count_width, n_width,
-                         overflow, trig_depth, victims=4):
+                         overflow, trig_depth, victims=4, read_latency=2):
+    if read_latency not in (1, 2):
+        raise ValueError(f"read_latency must be 1 or 2, got {read_latency}")
     if sets < 1 or sets & (sets - 1):
         raise ValueError(f"sets must be a power of two, got {sets}")
     if _log2(sets) > wg_width:
@@ -150,11 +172,11 @@ def check_tracker_params(sets, ways, wg_width, wf_width, addr_width, count_width
 
 
 class _RegSets(wiring.Component):
-    """Register file with the :class:`SRAM` ports (read latency 1; a same-cycle write is not
-    seen), for set memories of 1 kbit or less."""
+    """Register file with the :class:`SRAM` ports (read latency 1 or 2; a same-cycle write is
+    not seen), for set memories of 1 kbit or less."""
 
-    def __init__(self, depth, width):
-        self.depth = depth
+    def __init__(self, depth, width, read_latency=1):
+        self.depth, self.read_latency = depth, read_latency
         ab = max(1, (max(2, depth) - 1).bit_length())
         super().__init__({"w_en": In(1), "w_addr": In(ab), "w_data": In(width), "r_en": In(1),
                           "r_addr": In(ab), "r_data": Out(width)})
@@ -164,11 +186,16 @@ class _RegSets(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         regs = self.regs
+        rd = self.r_data
+        if self.read_latency == 2:           # the output register (loads every cycle)
+            rd = Signal(len(self.r_data), name="rd1", reset_less=True)
+            self.rd1 = rd                    # state (the formal harness reads it)
+            m.d.sync += self.r_data.eq(rd)
         with m.If(self.r_en):
             with m.Switch(self.r_addr):
                 for i, r in enumerate(regs):
                     with m.Case(i):
-                        m.d.sync += self.r_data.eq(r)
+                        m.d.sync += rd.eq(r)
         for i, r in enumerate(regs):
             with m.If(self.w_en & (self.w_addr == i)):
                 m.d.sync += r.eq(self.w_data)
@@ -219,7 +246,10 @@ class _VictimFIFO(wiring.Component):
                           "pending": Out(1),
                           # r_data.wg from a register (timing: the Tracker's set-memory
                           # read address, routed to every block RAM, starts here)
-                          "r_wg": Out(layout["wg"].width)})
+                          "r_wg": Out(layout["wg"].width),
+                          # r_data.wf from a register, and the head slot (one-hot): a
+                          # reader may take the popped record from the slot a cycle later
+                          "r_wf": Out(layout["wf"].width), "r_1h": Out(depth)})
         # state (not ports; the formal harness reads it)
         D = depth
         self.q = [Signal(layout, name=f"q{i}") for i in range(D)]
@@ -232,6 +262,7 @@ class _VictimFIFO(wiring.Component):
         self.pm = Signal(D, name="pm")
         self.plt = Signal(D, name="plt")
         self.hwg = Signal(layout["wg"].width, name="hwg")
+        self.hwf = Signal(layout["wf"].width, name="hwf")
 
     def elaborate(self, platform):
         m = Module()
@@ -287,19 +318,18 @@ class _VictimFIFO(wiring.Component):
                     m.d.sync += q[i].eq(merged[i])
                 with m.If(pop & head_1h[i]):
                     m.d.sync += valid[i].eq(0)
-        # the head slot's wg as a register: the next head (head + 1 on a pop) is the slot
-        # the landing record appends to, or keeps its wg (a merge does not change it)
-        hwg = self.hwg
+        # the head slot's wg and wf as registers: the next head (head + 1 on a pop) is the
+        # slot the landing record appends to, or keeps its wg / wf (a merge changes neither)
         head1_1h = Cat(head_1h[-1], head_1h[:-1]) if D > 1 else head_1h
-        wg_at = Const(0, len(hwg))
-        wg_at1 = Const(0, len(hwg))
-        for i in range(D):
-            wg_at = wg_at | Mux(head_1h[i], q[i].wg, 0)
-            wg_at1 = wg_at1 | Mux(head1_1h[i], q[i].wg, 0)
-        hwg_stay = Mux(append & (tail_1h & head_1h).any(), pd.wg, wg_at)
-        hwg_adv = Mux(append & (tail_1h & head1_1h).any(), pd.wg, wg_at1)
-        m.d.sync += hwg.eq(Mux(pop, hwg_adv, hwg_stay))
-        m.d.comb += self.r_wg.eq(hwg)
+        for field, reg in (("wg", self.hwg), ("wf", self.hwf)):
+            at, at1 = Const(0, len(reg)), Const(0, len(reg))
+            for i in range(D):
+                at = at | Mux(head_1h[i], q[i][field], 0)
+                at1 = at1 | Mux(head1_1h[i], q[i][field], 0)
+            stay = Mux(append & (tail_1h & head_1h).any(), pd[field], at)
+            adv = Mux(append & (tail_1h & head1_1h).any(), pd[field], at1)
+            m.d.sync += reg.eq(Mux(pop, adv, stay))
+        m.d.comb += [self.r_wg.eq(self.hwg), self.r_wf.eq(self.hwf), self.r_1h.eq(head_1h)]
         with m.If(append):
             m.d.sync += tail.eq(Mux(tail == D - 1, 0, tail + 1))
         with m.If(pop):
@@ -323,10 +353,12 @@ class Tracker(wiring.Component):
     ``occupancy`` (valid entries), ``busy`` (clear sweep running)."""
 
     def __init__(self, sets=256, ways=8, wg_width=16, wf_width=3, addr_width=48, count_width=16,
-                 n_width=8, overflow=4, trig_depth=4, victims=4):
+                 n_width=8, overflow=4, trig_depth=4, victims=4, read_latency=2):
         check_tracker_params(sets, ways, wg_width, wf_width, addr_width, count_width, n_width,
-                             overflow, trig_depth, victims)
+                             overflow, trig_depth, victims, read_latency)
         self.sets, self.ways, self.n_ovf, self.trig_depth = sets, ways, overflow, trig_depth
+        self.read_latency = read_latency
+        self.pipe = 3 + read_latency         # items in flight after S0: FIFO room for each
         self.victims = victims
         self.wg_width, self.wf_width, self.addr_width = wg_width, wf_width, addr_width
         self.count_width, self.n_width = count_width, n_width
@@ -356,7 +388,7 @@ class Tracker(wiring.Component):
         # observation points for the formal harness (not ports)
         self.f_idle = Signal()               # nothing in flight, both FIFOs empty
         self.f_apply_valid = Signal()        # an item is applied (S3) this cycle
-        self.f_vfifo_level = Signal(range(victims + PIPE + 1))
+        self.f_vfifo_level = Signal(range(victims + self.pipe + 1))
         self.f_vfifo_pop = Signal()
 
     def elaborate(self, platform):
@@ -364,10 +396,11 @@ class Tracker(wiring.Component):
         W, P, sb = self.ways, self.n_ovf, self.set_bits
         Pv = max(P, 1)
         E = self.entry_layout
+        RL, PIPE = self.read_latency, self.pipe
         if self.sets * E.size * W > 1024:
-            m.submodules.sets = mem = SRAM(max(2, self.sets), E.size * W)
+            m.submodules.sets = mem = SRAM(max(2, self.sets), E.size * W, read_latency=RL)
         else:                                # small: registers, same ports and read latency
-            m.submodules.sets = mem = _RegSets(self.sets, E.size * W)
+            m.submodules.sets = mem = _RegSets(self.sets, E.size * W, read_latency=RL)
         set_layout = data.ArrayLayout(E, W)
         TD, VD = self.trig_depth + PIPE, self.victims + PIPE
         m.submodules.tfifo = tf = _fifo(self.tlayout.size, TD)
@@ -398,6 +431,10 @@ class Tracker(wiring.Component):
         # ---- pipeline registers --------------------------------------------------------------
         v1, v2, v3, v4 = Signal(), Signal(), Signal(), Signal()
         s1, s2, s3 = Signal(self.ilayout), Signal(self.ilayout), Signal(self.ilayout)
+        # read_latency=2: SA, the stage while the word passes the memory's output register
+        va, sa = (Signal(name="va"), Signal(self.ilayout, name="sa")) if RL == 2 else (None, None)
+        sa_vic = sa_1h = None                # (sa is assembled in SA: see S0)
+        vpre = [va] if RL == 2 else []       # valid bits of the stages before S1
         # S4: the decision of the item that left S3, written this cycle
         w4_set_wr, w4_ovf_wr = Signal(), Signal()   # a set way / an overflow entry is written
         w4_idx = Signal(max(1, sb))
@@ -413,15 +450,21 @@ class Tracker(wiring.Component):
         full4 = Signal(set_layout)           # the set as written this cycle
         for i in range(W):
             m.d.comb += full4[i].eq(Mux(w4_way[i], w4_ent, w4_base[i]))
-        # write log: the sets written one and two cycles ago (the read of S0 misses them)
-        # (S1 keeps the newer of the two for S2 in ``log_set``: the S2 write log is a register)
+        # write log: the sets written one and two (three with read_latency=2) cycles ago (the
+        # read of S0 misses them) (S1 keeps the newest for S2 in ``log_set``: the S2 write log
+        # is a register)
         wl0_wr = Signal()
         wl0_idx = Signal(max(1, sb))
         wl0_set = Signal(set_layout)
         m.d.sync += [wl0_wr.eq(w4_set_wr & ~clearing), wl0_idx.eq(w4_idx), wl0_set.eq(full4)]
+        if RL == 2:                          # the write before wl0's
+            wl1_wr = Signal()
+            wl1_idx = Signal(max(1, sb))
+            wl1_set = Signal(set_layout)
+            m.d.sync += [wl1_wr.eq(wl0_wr & ~clearing), wl1_idx.eq(wl0_idx), wl1_set.eq(wl0_set)]
 
         # ---- S0: input or victim re-entry, set read ---------------------------------------
-        inflight = v1.as_unsigned() + v2 + v3 + v4
+        inflight = sum(v.as_unsigned() for v in vpre) + v1 + v2 + v3 + v4
         # trigger-FIFO room: tcount = tf.level + inflight, kept in a register (its next
         # value from the next level and valid bits) so that take_vic -- which selects the
         # set-memory read address -- comes from registers through two LUT levels
@@ -437,17 +480,39 @@ class Tracker(wiring.Component):
                      self.stall.eq(~clearing & ~vic_ok),
                      vf.r_en.eq(take_vic)]
         s0 = Signal(self.ilayout)
-        with m.If(take_vic):
-            m.d.comb += s0.eq(vf.r_data)
-        with m.Else():
-            m.d.comb += [s0.wg.eq(self.upd.payload.wg), s0.wf.eq(self.upd.payload.wf),
-                         s0.addr.eq(self.upd.payload.addr), s0.n.eq(self.upd.payload.n),
-                         s0.src.eq(self.upd.payload.src)]
-        m.d.sync += [v1.eq(take_vic | (self.upd.valid & self.upd.ready)), s1.eq(s0)]
+        s0_upd = Signal(self.ilayout)        # the input update, widened
+        m.d.comb += [s0_upd.wg.eq(self.upd.payload.wg), s0_upd.wf.eq(self.upd.payload.wf),
+                     s0_upd.addr.eq(self.upd.payload.addr), s0_upd.n.eq(self.upd.payload.n),
+                     s0_upd.src.eq(self.upd.payload.src)]
+        m.d.comb += s0.eq(Mux(take_vic, vf.r_data, s0_upd))
+        enter = take_vic | (self.upd.valid & self.upd.ready)
+        if RL == 2:
+            # the item is assembled in SA (timing: the victim FIFO's head multiplexer and merge
+            # select are off the S0 path): an input update is registered; a victim record's
+            # wg / wf come from the FIFO's head registers and the rest from its slot, read a
+            # cycle after the pop (the slot keeps the popped record, merged if a push landed
+            # into it in the pop cycle, and nothing writes it while the record is in SA)
+            sa_upd = Signal(self.ilayout, name="sa_upd")
+            sa_vic = Signal(name="sa_vic")
+            sa_wg, sa_wf = Signal.like(s0.wg, name="sa_wg"), Signal.like(s0.wf, name="sa_wf")
+            sa_1h = Signal(vf.depth, name="sa_1h")
+            m.d.sync += [va.eq(enter), sa_upd.eq(s0_upd), sa_vic.eq(take_vic),
+                         sa_wg.eq(Mux(take_vic, vf.r_wg, self.upd.payload.wg)),
+                         sa_wf.eq(Mux(take_vic, vf.r_wf, self.upd.payload.wf)),
+                         sa_1h.eq(vf.r_1h),
+                         v1.eq(va & ~clearing), s1.eq(sa)]
+            slot = Const(0, self.ilayout.size)
+            for i in range(vf.depth):
+                slot = slot | Mux(sa_1h[i], vf.q[i].as_value(), 0)
+            m.d.comb += [sa.eq(Mux(sa_vic, slot, sa_upd.as_value())),
+                         sa.wg.eq(sa_wg), sa.wf.eq(sa_wf)]
+        else:
+            m.d.sync += [v1.eq(enter), s1.eq(s0)]
         tf_push = tf.w_en & tf.w_rdy if hasattr(tf, "w_rdy") else tf.w_en
         m.d.sync += tcount.eq(tf.level + tf_push - (tf.r_en & tf.r_rdy)
-                              + (take_vic | (self.upd.valid & self.upd.ready))
-                              + ((v1.as_unsigned() + v2 + v3) & Mux(clearing, 0, 7)))
+                              + enter
+                              + Mux(clearing, 0, sum(v.as_unsigned() for v in vpre)
+                                    + v1 + v2 + v3))
         # (the read address from the victim FIFO's registered head wg: the same value as
         # s0.wg, one LUT level before the block RAMs)
         m.d.comb += [mem.r_en.eq(1),
@@ -463,17 +528,39 @@ class Tracker(wiring.Component):
         # in S2, the write log's wl1 / wl0 are today's wl0 / S4 write, S4 is today's S3 item;
         # the newer of the two that wrote this set is selected here (timing: S2 sees one
         # registered set word besides the memory's)
-        n_wl1 = wl0_wr & (wl0_idx == idx1)
-        n_wl0 = w4_set_wr & (w4_idx == idx1)
+        if RL == 2:
+            # the item's set index and tag compared with the logged writes one cycle ahead, in
+            # SA (timing: S1's log select then starts from registered match bits, and only
+            # this cycle's S4 write is tag-compared in S1): in S1, wl1 / wl0 / the S4 write are
+            # SA's wl0 / S4 write / S3 item, the S3 item's write decided in SA's cycle
+            idxa, taga = set_index(sa.wg), tag_of(sa)
+            e_w0, e_w1, e_w2 = Signal(), Signal(), Signal()     # set matches in S1
+            hl1, hl2, fl1, fl2 = Signal(W), Signal(W), Signal(W), Signal(W)
+            m.d.sync += [e_w0.eq(set_index(s3.wg) == idxa), e_w1.eq(w4_idx == idxa),
+                         e_w2.eq(wl0_idx == idxa),
+                         hl1.eq(hits(full4, taga)), fl1.eq(frees(full4)),
+                         hl2.eq(hits(wl0_set, taga)), fl2.eq(frees(wl0_set))]
+            n_wl0 = w4_set_wr & e_w0
+            n_wl1 = wl0_wr & e_w1
+            n_wl2 = wl1_wr & e_w2
+            old_set = set_layout(Mux(n_wl1, wl0_set, wl1_set))   # the newest before S4's
+            old_hits, old_frees = Mux(n_wl1, hl1, hl2), Mux(n_wl1, fl1, fl2)
+            f_log_n = n_wl0 | n_wl1 | n_wl2
+        else:
+            n_wl1 = wl0_wr & (wl0_idx == idx1)
+            n_wl0 = w4_set_wr & (w4_idx == idx1)
+            old_set = set_layout(wl0_set)
+            old_hits, old_frees = hits(old_set, tag1), frees(old_set)
+            f_log_n = n_wl0 | n_wl1
         m.d.sync += [
             rd2.eq(mem.r_data),
             # the memory word's tag compares, made on the read data as it arrives (timing:
             # S2's count select then starts from registered hit bits)
             h_mem.eq(hits(set_layout(mem.r_data), tag1)),
-            f_log.eq(n_wl0 | n_wl1),
-            log_set.eq(Mux(n_wl0, full4, wl0_set)),
-            h_logr.eq(Mux(n_wl0, hits(full4, tag1), hits(wl0_set, tag1))),
-            fr_log.eq(Mux(n_wl0, frees(full4), frees(wl0_set))),
+            f_log.eq(f_log_n),
+            log_set.eq(Mux(n_wl0, full4, old_set)),
+            h_logr.eq(Mux(n_wl0, hits(full4, tag1), old_hits)),
+            fr_log.eq(Mux(n_wl0, frees(full4), old_frees)),
             f_w4.eq(v3 & (set_index(s3.wg) == idx1)), t_w4.eq(tag_of(s3) == tag1),
             v2.eq(v1 & ~clearing), s2.eq(s1)]
         # overflow-entry tag compares for S2, against the entries as they will be then (this
@@ -678,13 +765,16 @@ class Tracker(wiring.Component):
             m.d.sync += occ.eq(occ - 1)
         m.d.comb += [self.err_count.eq(err), self.error.eq(err != 0), self.conflicts.eq(conf),
                      self.evictions.eq(evc), self.occupancy.eq(occ)]
-        m.d.comb += [self.f_idle.eq(~v1 & ~v2 & ~v3 & ~v4 & ~tf.r_rdy & ~vf.r_rdy & ~vf.pending),
+        m.d.comb += [self.f_idle.eq((inflight == 0) & ~tf.r_rdy & ~vf.r_rdy & ~vf.pending),
                      self.f_apply_valid.eq(v3), self.f_vfifo_level.eq(vf.level),
                      self.f_vfifo_pop.eq(take_vic)]
         # the state and pipeline, for the formal harness's invariants (hdl/t3/formal.py)
         self.fv = SimpleNamespace(
-            mem=mem, tf=tf, vf=vf, ovf=ovf, clearing=clearing, vptr=vptr, v=(v1, v2, v3, v4),
-            s=(s1, s2, s3), w4_set_wr=w4_set_wr, w4_ovf_wr=w4_ovf_wr, w4_idx=w4_idx,
+            mem=mem, tf=tf, vf=vf, ovf=ovf, clearing=clearing, vptr=vptr,
+            v=(*vpre, v1, v2, v3, v4), s=(*([sa] if RL == 2 else []), s1, s2, s3),
+            wlog=[(wl0_wr, wl0_idx, wl0_set)] + ([(wl1_wr, wl1_idx, wl1_set)] if RL == 2 else []),
+            rd2=rd2, sa_vic=sa_vic if RL == 2 else None, sa_1h=sa_1h if RL == 2 else None,
+            w4_set_wr=w4_set_wr, w4_ovf_wr=w4_ovf_wr, w4_idx=w4_idx,
             w4_ovf=w4_ovf, w4_ent=w4_ent, full4=full4, w4_trig=w4_trig, w4_err=w4_err,
             w4_evict=w4_evict, w4_requeue=w4_requeue, w4_tword=w4_tword, w4_vrec=w4_vrec,
             tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of)

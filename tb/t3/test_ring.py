@@ -30,6 +30,7 @@ async def ring_reduce_scatter(dut):
     sim = RingRS(seed=tb.seed, tracker_sets=p["sets"], entries=p["entries"],
                  wf_width=p["wf_width"], addr_width=p["addr_width"], dma_granularity=gran)
     tp = {k: p[k] for k in ("sets", "ways", "overflow", "trig_depth", "victims")}
+    tp["read_latency"] = p.get("read_latency", 2)
     nodes = [GoldenNode(tp, p["entries"], p["wf_width"], p["addr_width"], prog)
              for prog in sim.programs]
     shadow = nodes[rtl]

@@ -30,7 +30,8 @@ class TrackerTB(TBBase):
         self.tfields = streams["trig"]["payload_fields"]
         self.model = TrackerModel(sets=p["sets"], ways=p["ways"], overflow=p["overflow"],
                                   trig_depth=p["trig_depth"], threshold=threshold,
-                                  victims=p["victims"])
+                                  victims=p["victims"],
+                                  read_latency=p.get("read_latency", 2))
         dut.threshold.value = threshold
         dut.upd__valid.value = 0
         dut.trig__ready.value = 0
@@ -92,7 +93,8 @@ def check_triggers(tb, drv, expected):
         tb.check((wg, wf) not in seen, f"tile {(wg, wf)} triggered twice")
         seen[(wg, wf)] = addr
         tb.check_equal(addr, expected[(wg, wf)][0], f"start address of {(wg, wf)}")
-        tb.check(cyc >= last_upd[(wg, wf)] + 5, f"tile {(wg, wf)} triggered before its last update")
+        tb.check(cyc >= last_upd[(wg, wf)] + tb.model.latency,
+                 f"tile {(wg, wf)} triggered before its last update")
     tb.check_equal(sorted(seen), sorted(expected), "tiles triggered")
 
 
@@ -164,23 +166,24 @@ async def tracker_overcount_and_conflict(dut):
             if o["trig_valid"]:
                 trigs.append(o["trig"])
 
+    lat = tb.model.latency           # accept -> trigger visible (6; idle waits were 5 at 5)
     # tile A: 10 + 10 > 16 -> the second update is an over-count, discarded
     await send((3, 1, 0x500, 10, SRC_LOCAL))
     await send((3, 1, 0x400, 10, SRC_DMA))
-    await idle(5)
+    await idle(lat)
     tb.check_equal(trigs, [], "no trigger on over-count")
     tb.check_equal(tb.model.err, 1, "error count")
     # state unchanged: 6 more elements complete it, start address still 0x500
     await send((3, 1, 0x520, 6, SRC_DMA))
-    await idle(5)
+    await idle(lat)
     tb.check_equal(trigs, [(3, 1, 0x500)], "trigger after over-count")
     trigs.clear()
     # an update after the tile completed starts a new entry (visible as occupancy)
     await send((3, 1, 0x500, 1, SRC_LOCAL))
-    await idle(4)
+    await idle(lat - 1)
     tb.check_equal(tb.model.occupancy, 1, "stale update occupies an entry")
     await send((3, 1, 0x500, 15, SRC_LOCAL))
-    await idle(5)
+    await idle(lat)
     trigs.clear()
     # conflict storm in set 0: ways + overflow + 2 tiles live at once (the old design held the
     # stream from ways + overflow + 1 on), 4 updates of 4 elements each
@@ -219,6 +222,7 @@ async def tracker_throughput(dut):
         last_upd[(u[0], u[1])] = cyc
     lat = sorted({c - last_upd[(t[0], t[1])] for c, t in drv.triggers})
     tb.check_equal(per_cycle, 1.0, "updates per cycle")
-    tb.check_equal(lat, [5], "update-to-trigger cycles")
+    # t+6 at the default read latency 2 (the set memory's output register; was t+5)
+    tb.check_equal(lat, [4 + tb.params.get("read_latency", 2)], "update-to-trigger cycles")
     tb.report("tracker_throughput", updates=len(drv.accepted), updates_per_cycle=per_cycle,
               update_to_trigger_cycles=lat[0])

@@ -31,7 +31,8 @@ import numpy as np
 
 from tessera.golden.t3 import SRC_DMA, SRC_LOCAL, TrackerModel
 
-LATENCY = 5          # accepted update -> trig.valid (hdl.t3.tracker docstring; was 3)
+LATENCY = 6          # accepted update -> trig.valid (hdl.t3.tracker docstring: 4 + read_latency,
+#                      default 2; was 5 with read latency 1, 3 with the three-stage pipeline)
 # RTL parameters of the cross-check: paper organisation (256 sets x 8 ways, §4.2.1) with widths cut
 # to the instance (VAs < 2 MB, wg_id < 64) and n_width = 12 so one update carries a 32x64 WF tile.
 XCHECK_PARAMS = {"sets": 256, "ways": 8, "wg_width": 8, "wf_width": 3, "addr_width": 24,
