@@ -2,7 +2,7 @@
 registers, the ECP5 synthesis flow's choice) is bit- and cycle-identical to the
 generic reference: the multiplier cell at its boundary (both side by side, every
 cycle, with resets), and a small PE (Verilator, with the primitive's behavioural
-model) through the PE testbench's exact-cycle and golden-model checks."""
+model) through the PE testbench's exact-cycle and golden-model checks (make soak)."""
 import pytest
 
 from tessera.tb.pe.vendor import mult_pair_verilog, run_pe, run_text
@@ -19,6 +19,10 @@ def test_ecp5_mult_cell_matches_generic():
              testcase="pair_random", env={"TESSERA_SEED": "5"})
 
 
+# make test budget: the PE with ecp5 cells is a second small-PE Verilator build (~30 CPU-s);
+# make test keeps the cell-level check above (ecp5 vs generic, every cycle, with resets) and
+# runs the PE-level one in make soak.
+@pytest.mark.slow
 @pytest.mark.cocotb
 @pytest.mark.parametrize("testcase", ["latency", "random_tiles", "reset_mid_tile", "back_to_back"])
 def test_ecp5_pe_cycle_exact(testcase):
