@@ -998,6 +998,8 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--dask-only", action="store_true",
                     help="rerun only the Dask speedup and update it in an existing monad_repro.json")
+    ap.add_argument("--fig8-only", action="store_true",
+                    help="rerun only Fig 8 (make bench's budget, ~15 min) and update it in an existing monad_repro.json")
     ap.add_argument("--no-dask", action="store_true",
                     help="skip the Dask speedup (it needs an idle host); dask_speedup_2_workers is carried over "
                          "from the existing monad_repro.json")
@@ -1010,6 +1012,17 @@ def main(argv=None):
         doc.setdefault("budgets", {})["dask"] = MODES["repro"]["dask"]
         path.write_text(json.dumps(doc, indent=1, default=str))
         print(f"updated {path}")
+        return 0
+    if args.fig8_only:
+        path = OUT / "monad_repro.json"
+        doc = json.loads(path.read_text())
+        t0 = time.time()
+        with make_executor(None, args.workers) as ex:
+            print("Fig 8:")
+            doc["fig8"] = fig8(ex, *MODES["repro"]["fig8"], MODES["repro"]["seeds"])
+        doc["fig8"]["wall_s"] = time.time() - t0
+        path.write_text(json.dumps(doc, indent=1, default=str))
+        print(f"updated {path} ({doc['fig8']['wall_s']:.0f} s)")
         return 0
     OUT.mkdir(parents=True, exist_ok=True)
     prev = OUT / "monad_repro.json"         # read before this run's first save (--no-dask carries its Dask entry)
