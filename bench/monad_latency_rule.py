@@ -85,7 +85,7 @@ def rand_chips(grid):
         mr.random_reference = orig
 
 
-# (key, description, latency rule, chunks (None: workloads.json's 8), Rand's chiplet grid per op (None: 2x2))
+# (key, description, latency rule, chunks (None: workloads.json's 8), Rand's chiplet grid per op (None: hardware.json's fig8_rand_chip_grid, 2x3))
 CONFIGS = [
     ("pipelined", "all 8 chunks: path + 7 x longest stage (former default)", "pipelined", None, None),
     ("path", "§III-C Lat: longest path of one chunk, D(v) per chunk (compute and volumes / 8)", "path", None, None),
