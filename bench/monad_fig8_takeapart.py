@@ -106,12 +106,12 @@ def rand_design(wl, seed, **kw):
 
 # (key, description, paper basis, hardware overrides, workload pipeline steps, Rand draw changes, search)
 ROWS = [
-    ("used", "used model: §III-C path latency, I/O-area links (0.5 mm^2, organic mesh)", "-", {}, None, {}, True),
+    ("used", "used model: §III-C path latency, I/O-area links (0.5 mm^2, organic mesh), Rand 2x3 chiplets per op", "-", {}, None, {}, True),
     ("rand_io_0.25", "Rand I/O area 0.25 mm^2 (the smallest io value)", "none: io is an integration field, Rand keeps Simba-like", {}, None, {"io": 0}, False),
     ("dram_32", "DRAM 32 B/cycle per controller (was 64)", "none (assumption)", {"dram_bw_bytes_per_cycle": 32}, None, {}, False),
     ("psum_on_package", "partial sums reduced on the package", "§III-A", {"psum_reduction": "on_package"}, None, {}, False),
-    ("rand_1x2_chiplets", "Rand 1x2 chiplets per op (10)", "Simba-like count is an assumption", {}, None, {"chips": (1, 2)}, False),
-    ("rand_2x3_chiplets", "Rand 2x3 chiplets per op (30 <= 36 nodes)", "Simba-like count is an assumption", {}, None, {"chips": (2, 3)}, False),
+    ("rand_1x2_chiplets", "Rand 1x2 chiplets per op (10)", "none", {}, None, {"chips": (1, 2)}, False),
+    ("rand_2x2_chiplets", "Rand 2x2 chiplets per op (20; former default)", "none (scaled-down Simba package)", {}, None, {"chips": (2, 2)}, False),
     ("rand_max_pe", "Rand PE use >= 90 % of the largest shape", "none: Rand's parameters are random", {}, None, {"max_pe": True}, False),
     ("rand_annealed", "Rand order/tiling annealed 200 steps (a better-mapped Rand)", "none: Rand's parameters are random", {}, None, {"anneal_steps": 200}, False),
     ("steps_32", "32 chunks (was 8)", "none (workload assumption)", {}, 32, {}, False),

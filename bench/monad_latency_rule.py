@@ -19,9 +19,8 @@ latency objective, every setting; bench/monad_repro.fig8_seed):
 
     nice -n 10 .venv/bin/python bench/monad_latency_rule.py [--only KEY]    # ~6 min on 2 cores
 
-A fourth row (``path_rand_2x3``, not used) is a premise experiment: Rand on 2x3 chiplets per
-op (30 chiplets, the nearest to Simba's 36 that gives every op its own grid within §IV-C's 36
-network nodes) instead of the scaled-down 2x2.
+A fourth row (``path_rand_2x2``) reruns the former Rand on 2x2 chiplets per op (20; the used
+Rand is 2x3 = 30 of Simba's 36, hardware.json ``simba_like.fig8_rand_chip_grid``, since s22).
 
 Prints the table and writes build/bench/monad_latency_rule.json.  Energy bars do not depend
 on the rule (energy counts all chunks either way) and are not rerun."""
@@ -62,7 +61,7 @@ def pipeline_steps(n):
 @contextmanager
 def rand_chips(grid):
     """Rand (and so every frozen field of the partial settings) with ``grid`` chiplets per op
-    instead of the scaled-down Simba-like 2x2 (None: unchanged)."""
+    instead of hardware.json's ``fig8_rand_chip_grid`` (None: unchanged)."""
     if grid is None:
         yield
         return
@@ -86,13 +85,13 @@ def rand_chips(grid):
         mr.random_reference = orig
 
 
-# (key, description, latency rule, chunks (None: workloads.json's 8), Rand's chiplet grid per op (None: 2x2))
+# (key, description, latency rule, chunks (None: workloads.json's 8), Rand's chiplet grid per op (None: hardware.json's fig8_rand_chip_grid, 2x3))
 CONFIGS = [
     ("pipelined", "all 8 chunks: path + 7 x longest stage (former default)", "pipelined", None, None),
     ("path", "§III-C Lat: longest path of one chunk, D(v) per chunk (compute and volumes / 8)", "path", None, None),
     ("path_whole_layer", "longest path with D(v) of the whole layer (1 chunk; both rules coincide)", "path", 1, None),
-    ("path_rand_2x3", "path latency, Rand on 2x3 chiplets per op (30 of Simba's 36; premise experiment, not used)",
-     "path", None, (2, 3)),
+    ("path_rand_2x2", "path latency, Rand on 2x2 chiplets per op (20; the former default)",
+     "path", None, (2, 2)),
 ]
 
 

@@ -111,9 +111,17 @@ def pair_index(space, i, pair):
     return space.pairs[i].index(pair)
 
 
+def rand_chip_grid(n_pes):
+    """Chip grid per op of Fig 8's Simba-like package (hardware.json ``simba_like``:
+    ``fig8_rand_chip_grid``, 2x3 = 30 of Simba's 36 chiplets for the Transformer;
+    ops below ``chips_per_op_min_pes`` PEs get 1x2)."""
+    sl = hardware()["simba_like"]
+    return tuple(sl["fig8_rand_chip_grid"]) if n_pes >= sl["chips_per_op_min_pes"] else (1, 2)
+
+
 def simba_chiplets(n_pes):
-    """Chiplets per op of the scaled-down Simba-like package of Fig 8 (hardware.json ``simba_like``)."""
-    return 4 if n_pes >= hardware()["simba_like"]["chips_per_op_min_pes"] else 2
+    """Chiplets per op of the Simba-like package of Fig 8."""
+    return math.prod(rand_chip_grid(n_pes))
 
 
 def _vol(t, bounds):
@@ -145,8 +153,8 @@ def baseline_fixed(wl, pe_total, style, space_fixed=None, shape=None, simba_pkg=
     PEs and die-to-die interfaces) and mapping strategies"; the remaining
     parameters (order, tiling, placement) "are searched with our optimizer".
     ``shape``: the (chip grid, core grid, PE array) of every op (Fig 7: Simba's
-    real 6x6 x 4x4 x 8x8); default the scaled Simba-like shape of Fig 8 (2x2 or
-    1x2 chiplets, 2x2 cores, the largest near-square PE array in the op's budget).
+    real 6x6 x 4x4 x 8x8); default the Simba-like shape of Fig 8 (``rand_chip_grid``:
+    2x3 or 1x2 chiplets, 2x2 cores, the largest near-square PE array in the op's budget).
     ``space_fixed``: the fixed fields of the space the indices refer to (shape
     indices depend on a ``chiplets`` filter).  ``simba_pkg``: Simba-like's package-level
     split, "channels" (output x input channels, the Monad paper's Simba, §V-B) or one
@@ -163,7 +171,7 @@ def baseline_fixed(wl, pe_total, style, space_fixed=None, shape=None, simba_pkg=
         if shape is not None:
             want = tuple(tuple(x) for x in shape)
         else:
-            chips = (2, 2) if simba_chiplets(sp.budgets[i]) == 4 else (1, 2)
+            chips = rand_chip_grid(sp.budgets[i])
             opts = [s for s in sp.shape_opts[i] if s[0] == chips and s[1] == (2, 2)]
             want = max(opts, key=lambda s: (math.prod(s[2]), -abs(s[2][0] - s[2][1])))
         fixed[f"{op.name}.shape"] = shape_index(sp, i, want)
@@ -510,7 +518,8 @@ def fig7(ex, budget, sa, seeds, polish):
 def random_reference(wl, pe, seed):
     """The paper's *Rand* (§V-C): "a Simba-like hardware configuration with random
     parameters".  The hardware configuration is Simba's organic package and mesh,
-    its chiplet count per op, and the tiling that Simba's buffers (64 KiB global
+    its chiplet count per op (2x3 per op = 30 of Simba's 36 chiplets within §IV-C's
+    36 network nodes: hardware.json ``fig8_rand_chip_grid``), and the tiling that Simba's buffers (64 KiB global
     buffer per chiplet, 43 KiB per core) impose (tiling is resource assignment,
     §IV-B).  Random: the PE use (a shape drawn among those with the Simba-like
     chiplet count, any core grid / PE array above half the op's budget) and the
@@ -989,6 +998,8 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--dask-only", action="store_true",
                     help="rerun only the Dask speedup and update it in an existing monad_repro.json")
+    ap.add_argument("--fig8-only", action="store_true",
+                    help="rerun only Fig 8 (make bench's budget, ~15 min) and update it in an existing monad_repro.json")
     ap.add_argument("--no-dask", action="store_true",
                     help="skip the Dask speedup (it needs an idle host); dask_speedup_2_workers is carried over "
                          "from the existing monad_repro.json")
@@ -1001,6 +1012,17 @@ def main(argv=None):
         doc.setdefault("budgets", {})["dask"] = MODES["repro"]["dask"]
         path.write_text(json.dumps(doc, indent=1, default=str))
         print(f"updated {path}")
+        return 0
+    if args.fig8_only:
+        path = OUT / "monad_repro.json"
+        doc = json.loads(path.read_text())
+        t0 = time.time()
+        with make_executor(None, args.workers) as ex:
+            print("Fig 8:")
+            doc["fig8"] = fig8(ex, *MODES["repro"]["fig8"], MODES["repro"]["seeds"])
+        doc["fig8"]["wall_s"] = time.time() - t0
+        path.write_text(json.dumps(doc, indent=1, default=str))
+        print(f"updated {path} ({doc['fig8']['wall_s']:.0f} s)")
         return 0
     OUT.mkdir(parents=True, exist_ok=True)
     prev = OUT / "monad_repro.json"         # read before this run's first save (--no-dask carries its Dask entry)

@@ -184,3 +184,30 @@ def test_fig8_inte_is_network_and_packaging_of_rands_own_chiplets():
     mr = _bench()
     assert mr.INTE_POOL == 1
     assert set(mr.SELECTOR_SETTINGS) == {"Pkg", "Inte"}
+
+
+def test_fig8_rand_fills_simbas_36_nodes_with_equal_chip_grids():
+    """§V-C Rand is "a Simba-like hardware configuration": Simba's package has 36
+    chiplets, the network limit of the encoding is the same 36 nodes (§IV-C), and
+    every matrix multiply is mapped to chiplets of its own.  The paper gives no
+    per-op split, so Rand gives every op the largest equal chip grid the encoding
+    holds within 36 nodes (Transformer: 2x3 per op, 30 chiplets; was 2x2, 20)."""
+    from tessera.sim_models.monad import system
+    from tessera.sim_models.monad.space import MAX_NODES
+    mr = _bench()
+    wl = load_workload("transformer")
+    pe = default_pe_total("transformer", len(wl.ops))
+    assert MAX_NODES == 36
+    sp = Space(wl, pe)
+    common = set.intersection(*({s[0] for s in opts} for opts in sp.shape_opts))
+    fits = [g for g in common if math.prod(g) * len(wl.ops) <= MAX_NODES]
+    want = max(math.prod(g) for g in fits)
+    assert want == 6
+    for seed in range(3):
+        sp, low, high = mr.random_reference(wl, pe, seed)
+        grids = {sp.shape_opts[i][low[f"{op.name}.shape"]][0] for i, op in enumerate(wl.ops)}
+        assert grids == {tuple(hardware()["simba_like"]["fig8_rand_chip_grid"])}
+        assert {math.prod(g) for g in grids} == {want}
+        n = sp.n_chiplets(low)
+        assert n == 30 and system.n_nodes(low["network"], n) <= MAX_NODES
+        sp.decode(low, high)                       # a valid design of the space
