@@ -22,6 +22,20 @@ def _v(d, key):
     return d[key]["value"]
 
 
+# The string-valued System fields and their allowed values (the dataclass default first; data/system.json may choose another).
+CHOICES = {
+    "mc_scheduler": ("drain", "bank_heads"),
+    "store_issue": ("burst", "progress", "remote_progress"),
+    "stage_split": ("cus", "chunk"),
+    "chunking": ("wgs", "bytes"),
+    "first_stage_reads": ("cold", "steady"),
+    "mca_occupancy": ("all", "reads"),
+    "wg_fast_dim": ("tokens", "fewer_tiles"),
+    "l2_retention": ("graded", "lru"),
+    "row_locality": ("stream", "region"),
+}
+
+
 @dataclass(frozen=True)
 class System:
     n_gpus: int
@@ -110,28 +124,13 @@ class System:
             raise ValueError(f"n_gpus must be >= 2, got {self.n_gpus}")
         if self.write_queue_entries < 0:
             raise ValueError(f"write_queue_entries must be >= 0, got {self.write_queue_entries}")
-        if self.mc_scheduler not in ("drain", "bank_heads"):
-            raise ValueError(f"mc_scheduler must be 'drain' or 'bank_heads', got {self.mc_scheduler!r}")
-        if self.store_issue not in ("burst", "progress", "remote_progress"):
-            raise ValueError(f"store_issue must be 'burst', 'progress' or 'remote_progress', got {self.store_issue!r}")
-        if self.stage_split not in ("cus", "chunk"):
-            raise ValueError(f"stage_split must be 'cus' or 'chunk', got {self.stage_split!r}")
-        if self.chunking not in ("wgs", "bytes"):
-            raise ValueError(f"chunking must be 'wgs' or 'bytes', got {self.chunking!r}")
-        if self.first_stage_reads not in ("cold", "steady"):
-            raise ValueError(f"first_stage_reads must be 'cold' or 'steady', got {self.first_stage_reads!r}")
-        if self.mca_occupancy not in ("all", "reads"):
-            raise ValueError(f"mca_occupancy must be 'all' or 'reads', got {self.mca_occupancy!r}")
+        for k, allowed in CHOICES.items():
+            if getattr(self, k) not in allowed:
+                raise ValueError(f"{k} must be one of {', '.join(map(repr, allowed))}, got {getattr(self, k)!r}")
         if not 0 < self.write_drain[1] < self.write_drain[0] <= (self.write_queue_entries or self.mc_queue_entries):
             raise ValueError(f"write_drain watermarks must satisfy 0 < low < high <= queue, got {self.write_drain}")
         if len(self.row_hit) != 4 or not all(0 <= x <= 1 for x in self.row_hit):
             raise ValueError(f"row_hit must be 4 probabilities, got {self.row_hit}")
-        if self.wg_fast_dim not in ("tokens", "fewer_tiles"):
-            raise ValueError(f"wg_fast_dim must be 'tokens' or 'fewer_tiles', got {self.wg_fast_dim!r}")
-        if self.l2_retention not in ("graded", "lru"):
-            raise ValueError(f"l2_retention must be 'graded' or 'lru', got {self.l2_retention!r}")
-        if self.row_locality not in ("stream", "region"):
-            raise ValueError(f"row_locality must be 'stream' or 'region', got {self.row_locality!r}")
         if self.tRAS < 0 or self.write_path_entries < 0:
             raise ValueError(f"tRAS and write_path_entries must be >= 0, got {self.tRAS}, {self.write_path_entries}")
         if len(self.mca_thresholds) != 4 or len(self.mca_bins) != 3:
