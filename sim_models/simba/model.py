@@ -606,7 +606,8 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     # fixed TMO/BAR/WAIT/END words) precedes the start (a PE ignores writes while it runs)
     ctrl_step = arch.ctrl_pe_cycles * arch.gpe_cmd_words * cp * pp * qp       # [S, 1]
     setup = arch.ctrl_pe_cycles * controller_setup_words(arch, kp, cp, pp, qp)
-    busy = np.maximum.reduce([comp, t_in, t_ps, t_oa, t_pechain, np.broadcast_to(ctrl_step * steps, comp.shape)])
+    t_ctrl = np.broadcast_to(ctrl_step * steps, comp.shape)
+    busy = np.maximum.reduce([comp, t_in, t_ps, t_oa, t_pechain, t_ctrl])
     t_port = np.zeros_like(comp)
     if arch.nop_port_shared:
         # the chiplet's one NoP router is one node of its NoC: every byte that enters the chiplet
@@ -691,7 +692,7 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
         "nop": nop_bytelinks * 8 * arch.nop_pj_per_bit,
     }
     terms = dict(steps=steps, comp=comp, t_in=t_in, t_ps=t_ps, t_oa=t_oa, t_pechain=t_pechain, t_port=t_port,
-                 ctrl=np.broadcast_to(ctrl_step * steps, comp.shape), period=period, lat_first=lat_first,
+                 ctrl=t_ctrl, period=period, lat_first=lat_first,
                  own=own, chain_max=chain_max, chain_ps=chain_ps, tail=tail, sync=pr["sync"],
                  setup=setup[:, 0], groups=G)
     return BatchResult(valid, latency, own, energy, comp, load, terms=terms)
