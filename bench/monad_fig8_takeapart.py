@@ -35,7 +35,6 @@ from tessera.sim_models.monad import system  # noqa: E402
 from tessera.sim_models.monad.executor import make_executor  # noqa: E402
 from tessera.sim_models.monad.optimizer import anneal  # noqa: E402
 from tessera.sim_models.monad.perf import hardware, hardware_overrides, load_workload  # noqa: E402
-from tessera.sim_models.monad.space import Space  # noqa: E402
 
 SEEDS = (0, 1, 2)
 WL = load_workload("transformer")
@@ -43,30 +42,9 @@ PE = mr.default_pe_total("transformer", len(WL.ops))
 
 
 def rand_ref(wl, seed, chips=None, max_pe=False, io=None, anneal_steps=0):
-    """``mr.random_reference`` with one of its assumptions changed (None: unchanged)."""
-    sp = Space(wl, PE)
-    simba = mr.baseline_fixed(wl, PE, "simba")
-    rng = random.Random(seed)
-    low = sp.full_low(sp.random_low(rng))
-    for k in ("packaging", "network", "io"):
-        if k in low and k in simba:
-            low[k] = simba[k]
-    if io is not None:
-        low["io"] = io
-    for i, op in enumerate(wl.ops):
-        c = chips or sp.shape_opts[i][simba[f"{op.name}.shape"]][0]
-        opts = [k for k, s in enumerate(sp.shape_opts[i]) if s[0] == c]
-        if max_pe:
-            def n(s):
-                return s[0][0] * s[0][1] * s[1][0] * s[1][1] * s[2][0] * s[2][1]
-            top = max(n(sp.shape_opts[i][k]) for k in opts)
-            opts = [k for k in opts if n(sp.shape_opts[i][k]) >= 0.9 * top]
-        low[f"{op.name}.shape"] = rng.choice(opts)
-    high = sp.random_high(low, rng)
-    sl = hardware()["simba_like"]
-    high["tiling"] = sp.capacity_tiling(low, sl["chip_buf_bytes"], sl["core_buf_bytes"])
-    n_ch = sp.n_chiplets(low)
-    high["placement"] = list(range(n_ch)) + [-1] * (system.n_nodes(low["network"], n_ch) - n_ch)
+    """``mr.random_reference`` with one of its assumptions changed (None: unchanged), its
+    mapping optionally annealed for latency."""
+    sp, low, high = mr.random_reference(wl, PE, seed, chips=chips, io=io, max_pe=max_pe)
     if anneal_steps:
         high = anneal(sp, low, "latency", anneal_steps, random.Random(seed), start=high)[1]
     return sp.decode(low, high)

@@ -515,7 +515,7 @@ def fig7(ex, budget, sa, seeds, polish):
 
 
 # ------------------------------------------------------------------ Fig 8
-def random_reference(wl, pe, seed):
+def random_reference(wl, pe, seed, chips=None, io=None, max_pe=False):
     """The paper's *Rand* (§V-C): "a Simba-like hardware configuration with random
     parameters".  The hardware configuration is Simba's organic package and mesh,
     its chiplet count per op (2x3 per op = 30 of Simba's 36 chiplets within §IV-C's
@@ -525,7 +525,11 @@ def random_reference(wl, pe, seed):
     chiplet count, any core grid / PE array above half the op's budget) and the
     dataflow (spatial loops, order, share); chiplets are placed in id order
     (Simba's layout) so that the frozen placement of the partial settings stays
-    valid when they change the number of chiplets."""
+    valid when they change the number of chiplets.
+
+    Take-apart variations (bench/monad_fig8_takeapart.py, bench/monad_latency_rule.py; the
+    random draws are the same): ``chips`` another chiplet grid per op, ``io`` another I/O
+    area, ``max_pe`` only shapes with >= 90 % of the largest PE count."""
     sp = Space(wl, pe)
     simba = baseline_fixed(wl, pe, "simba")
     rng = random.Random(seed)
@@ -533,9 +537,17 @@ def random_reference(wl, pe, seed):
     for k, v in simba.items():
         if k in low and k in ("packaging", "network", "io"):
             low[k] = v
+    if io is not None:
+        low["io"] = io
     for i, op in enumerate(wl.ops):
-        chips = sp.shape_opts[i][simba[f"{op.name}.shape"]][0]
-        opts = [k for k, s in enumerate(sp.shape_opts[i]) if s[0] == chips]
+        grid = chips or sp.shape_opts[i][simba[f"{op.name}.shape"]][0]
+        opts = [k for k, s in enumerate(sp.shape_opts[i]) if s[0] == grid]
+        if max_pe:
+            def n_pe(k):
+                (a, b), (c, d), (e, f) = sp.shape_opts[i][k][:3]
+                return a * b * c * d * e * f
+            top = max(n_pe(k) for k in opts)
+            opts = [k for k in opts if n_pe(k) >= 0.9 * top]
         low[f"{op.name}.shape"] = rng.choice(opts)
     high = sp.random_high(low, rng)
     sl = hardware()["simba_like"]
