@@ -42,7 +42,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from tessera.sim_models.cost import model as cm  # noqa: E402
 from tessera.sim_models.monad import system  # noqa: E402
-from tessera.sim_models.monad.executor import make_executor  # noqa: E402
+from tessera.sim_models.monad.executor import make_executor, reset_worker_caches  # noqa: E402
 from tessera.sim_models.monad.optimizer import Task, optimise, pareto_front, run_task  # noqa: E402
 from tessera.sim_models.monad.perf import Level, Mapping, Workload, hardware, load_workload  # noqa: E402
 from tessera.sim_models.monad.space import LEVELS, Space, default_pe_total  # noqa: E402
@@ -825,11 +825,16 @@ def _cpu_s():
     return r.ru_utime + r.ru_stime
 
 
-def dask_speedup(budget, sa, seed=0, order=(1, 2, 2, 1)):
+def dask_speedup(budget, sa, seed=0, order=(1, 2, 2, 1), polish_chains=2, batch=4):
     """Evaluations per second of the asynchronous BO (+ polish) on a local Dask
     cluster of 2 single-threaded worker processes, with the tasks restricted to
-    one worker (1) or spread on both (2); same budget and seed.  Each task
-    anneals ``sa`` steps (CPU-bound, ~0.1-1 s), 2 tasks per worker in flight.
+    one worker (1) or spread on both (2); same budget, seed, ``batch`` tasks in
+    flight and ``polish_chains`` polish chains in both, so both runs are the
+    same search (the polish as one task would leave a worker idle at the end).
+    Every run starts with the workers' model caches emptied (``reset_worker_caches``),
+    as a new search on new workers would: otherwise a later run inherits the
+    earlier runs' cached op results (up to 15 % more evaluations per CPU-second).
+    Each task anneals ``sa`` steps (CPU-bound, ~0.1-1 s).
 
     On a shared machine the wall-clock rate follows the CPU the workers get, so
     both are recorded: ``model`` = wall-clock evaluations/s ratio 2 vs 1 (the
@@ -851,12 +856,13 @@ def dask_speedup(budget, sa, seed=0, order=(1, 2, 2, 1)):
         client.run(run_task, Task("transformer", default_pe_total("transformer", 5), {}, [], 0, 2, "edp",
                                   low=sp0.full_low(sp0.random_low(random.Random(0)))))
         for n in order:
+            client.run(reset_worker_caches)     # every run starts cold, as a new search on new workers
             cpu0 = client.run(_cpu_s)
             me0 = _cpu_s()
             ex = client.get_executor(pure=False, workers=addrs[:n], allow_other_workers=False)
             t0 = time.perf_counter()
             h = optimise("transformer", "edp", budget=budget, sa_steps=sa, seed=seed, executor=ex,
-                         batch=2 * n, polish=sa)
+                         batch=batch, polish=sa, polish_chains=polish_chains)
             dt = time.perf_counter() - t0
             cpu1 = client.run(_cpu_s)
             per = {a: cpu1[a] - cpu0[a] for a in addrs[:n]}
@@ -889,6 +895,8 @@ def dask_speedup(budget, sa, seed=0, order=(1, 2, 2, 1)):
     return {"model": ratio, "cpu_normalised": cpu_norm, "idle_two_core_estimate": two_core, "evals_per_worker_cpu_s": {str(n): per_cpu[n] for n in (1, 2)},
             "worker_cpus_used": {str(n): share[n] for n in (1, 2)}, "cpu_share_ratio_2_vs_1": share[2] / share[1],
             "runs": runs, "order": list(order), "loadavg_1_5_15": list(load), "cpus": os.cpu_count(),
+            "search": {"bo_points": budget, "sa_steps": sa, "batch_in_flight": batch, "polish_steps": sa,
+                       "polish_chains": polish_chains, "worker_caches": "emptied before every run"},
             "note": "model = wall-clock evaluations/s 2 vs 1 worker (follows the CPU the workers get on a shared "
                     "machine); cpu_normalised = 2 x evaluations per worker CPU-second ratio (each worker on its own core); "
                     "idle_two_core_estimate = the same CPU-seconds on one idle 2-core host that also runs the client "
@@ -993,6 +1001,12 @@ def eval_rate(seconds=3.0):
 # (48, 1200) 1.47x (the client's GP CPU grows with the points: 1.4 -> 10.8 CPU-s), (16, 4000)
 # 1.97x.  The speedup is set by how much annealing one evaluation carries against the client's
 # per-point surrogate work, so the bench measures evaluations of ~3 CPU-s (4000 SA steps).
+# Those runs spread 1.58-1.97x (1.67x in stop 27's full run) for two reasons taken apart in stop 28
+# (loaded host, CPU priority raised for the bench): the polish as one task idles a worker for one
+# task's length at the end (16 + 1 tasks: at most 17/9 = 1.89x), and the runs inherited each
+# other's worker caches (evaluations per worker CPU-second 1222 in the first run, 1400 in the last
+# of one ABBA set); batch 2 vs 4 also made the two runs different searches.  Two polish chains,
+# emptied caches and 4 in flight in both: 1.94x, runs within 3 % of each other.
 MODES = {
     # fig7: BO points, SA steps per hardware point, polish; fig8: BO points, SA steps; seeds
     "repro": {"fig7": (16, 80, 80), "fig8": (24, 60), "seeds": (0, 1, 2), "fig9": (16, 30, 2000),

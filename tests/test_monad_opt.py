@@ -103,6 +103,30 @@ def test_polish_never_worse():
     assert b.best["value"] <= a.best["value"]
 
 
+def test_polish_chains_share_out_the_steps():
+    """The polish as independent chains (tasks): the steps are shared out, each
+    chain evaluates its start too, the best chain is kept; more chains than
+    steps fall back to one chain per step; 0 chains is refused."""
+    kw = dict(budget=3, sa_steps=3, seed=5, batch=3, n_initial=3)
+    a = optimise("transformer", "energy", **kw)
+    b = optimise("transformer", "energy", polish=21, polish_chains=2, **kw)
+    assert b.values == a.values and b.evals == a.evals + (11 + 1) + (10 + 1)
+    assert b.best["value"] <= a.best["value"]
+    c = optimise("transformer", "energy", polish=2, polish_chains=5, **kw)
+    assert c.evals == a.evals + 2 * 2
+    with pytest.raises(ValueError, match="polish_chains"):
+        optimise("transformer", "energy", polish=2, polish_chains=0, **kw)
+
+
+def test_reset_worker_caches_empties_the_model_caches():
+    from tessera.sim_models.monad import network, system
+    from tessera.sim_models.monad.executor import reset_worker_caches
+    optimise("transformer", "energy", budget=1, sa_steps=2, seed=1, batch=1, n_initial=1)
+    assert system._op_cache.cache_info().currsize > 0 and network._path.cache_info().currsize > 0
+    reset_worker_caches()
+    assert [c.cache_info().currsize for c in (system._op_cache, network._route, network._path)] == [0, 0, 0]
+
+
 @pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::ResourceWarning", "ignore::UserWarning")
 def test_async_bo_on_two_worker_processes():
     """Asynchronous BO + polish on a real 2-process LocalCluster: every task is a
@@ -116,10 +140,10 @@ def test_async_bo_on_two_worker_processes():
         wpids = set(client.run(os.getpid).values())
         with make_executor(client) as ex:
             h = optimise("transformer", "edp", budget=6, sa_steps=30, seed=3, batch=2, n_initial=2,
-                         executor=ex, polish=30)
+                         executor=ex, polish=30, polish_chains=2)
     assert len(wpids) == 2 and os.getpid() not in wpids
     assert h.pids == wpids                        # BO samples and polish ran on both worker processes
-    assert len(h.values) == 6 and h.evals == 6 * 31 + 31
+    assert len(h.values) == 6 and h.evals == 6 * 31 + 2 * 16
     assert h.best["value"] <= min(h.values)
 
 

@@ -75,8 +75,8 @@ def run_dse(args) -> int:
         return _err("dse", f"unknown workload {args.workload!r} (known: {', '.join(workload_names())})")
     if args.objective not in OBJECTIVES:
         return _err("dse", f"objective must be one of {', '.join(OBJECTIVES)}")
-    if args.budget < 1 or args.batch < 1 or args.sa_steps < 0 or args.polish < 0:
-        return _err("dse", "--budget and --batch must be >= 1, --sa-steps and --polish >= 0")
+    if args.budget < 1 or args.batch < 1 or args.sa_steps < 0 or args.polish < 0 or args.polish_chains < 1:
+        return _err("dse", "--budget, --batch and --polish-chains must be >= 1, --sa-steps and --polish >= 0")
     if args.workers is not None and args.workers < 0:
         return _err("dse", "--workers must be >= 0")
     if args.scheduler and not args.scheduler.startswith(("tcp://", "tls://")):
@@ -91,7 +91,8 @@ def run_dse(args) -> int:
                 tqdm(total=args.budget * (2 if args.flow == "two-stage" else 1), desc=f"dse {args.workload}/{args.objective}", file=sys.stderr) as bar:
             h = optimise(args.workload, args.objective, args.budget, args.sa_steps, args.seed, ex,
                          args.batch, keep_samples=True, progress=bar.update,
-                         two_stage=args.flow == "two-stage", polish=args.polish)
+                         two_stage=args.flow == "two-stage", polish=args.polish,
+                         polish_chains=args.polish_chains)
     except (ModelError, ValueError, OSError) as e:
         return _err("dse", str(e))
     best = h.best
@@ -166,6 +167,8 @@ def add_parser(subparsers):
     d.add_argument("--flow", choices=["two-stage", "joint"], default="two-stage",
                    help="architecture then integration stage (Fig. 6a), or one joint search")
     d.add_argument("--polish", type=int, default=0, help="final annealing steps on the best design")
+    d.add_argument("--polish-chains", type=int, default=1,
+                   help="run the polish as this many independent chains (tasks), the steps shared out")
     d.add_argument("--workers", type=int, default=None, help="local processes (0 = in-process)")
     d.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT", help="Dask scheduler")
     d.add_argument("--out", required=True, metavar="DIR")

@@ -53,3 +53,12 @@ def make_executor(scheduler=None, workers=None):
 def run_ordered(ex, fn, tasks) -> list:
     futs = [ex.submit(fn, t) for t in tasks]
     return [f.result() for f in futs]
+
+
+def reset_worker_caches() -> None:
+    """Empty this process's model caches (op results, routes, network paths), so
+    that a timed search on a reused worker starts as cold as on a new one."""
+    from . import network, system
+    system._op_cache.cache_clear()
+    network._route.cache_clear()
+    network._path.cache_clear()

@@ -139,7 +139,7 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
              progress=None, two_stage: bool = False, x0: list | None = None, keep: int = 4,
              polish: int = 0, asynchronous: bool = True, warm: bool = True,
              known: list | None = None, stage1: History | None = None,
-             x0_integration: list | None = None, op_screen: int = 0) -> History:
+             x0_integration: list | None = None, op_screen: int = 0, polish_chains: int = 1) -> History:
     """Bayes (GP + PI) over the free low-dimensional fields; SA inside each evaluation.
 
     ``two_stage`` (Fig. 6a): ``budget`` evaluations explore the architecture
@@ -151,7 +151,10 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     told to the surrogate and used as the first incumbent (not counted in
     ``budget``); the ``n_initial`` first samples are then local (1-2 free
     fields of the incumbent redrawn) instead of uniformly random.  ``warm``: anneal every sample from the incumbent's mapping.
-    ``polish``: a final annealing task of that many steps from the best point.
+    ``polish``: a final annealing of that many steps from the best point, split
+    into ``polish_chains`` independent chains (tasks with their own seeds, the
+    steps shared out, the best chain kept) so that it runs on several workers;
+    one chain is the single polish task.
     ``asynchronous``: see the module docstring.  ``stage1``: the History of an
     architecture search already run on the first stage's space (organic mesh,
     default I/O area, identity placement), reused as the architecture stage.
@@ -165,8 +168,8 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     from skopt import Optimizer  # noqa: F401 -- fail early if missing
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}")
-    if budget < 1 or sa_steps < 0 or batch < 1 or polish < 0:
-        raise ValueError("budget and batch must be >= 1, sa_steps and polish >= 0")
+    if budget < 1 or sa_steps < 0 or batch < 1 or polish < 0 or polish_chains < 1:
+        raise ValueError("budget, batch and polish_chains must be >= 1, sa_steps and polish >= 0")
     from threadpoolctl import threadpool_limits
     from .executor import SerialExecutor
     wl = load_workload(workload)
@@ -180,14 +183,18 @@ def optimise(workload: str, objective: str = "edp", budget: int = 20, sa_steps: 
     if polish and h.best is not None and not h.best.get("known"):    # a known design is not re-polished
         b = h.best
         f = {k: v for k, v in (fixed or {}).items() if k in ("order", "tiling", "placement", "chiplets", "candidates")}
-        t = Task(workload, pe_total, f, [], seed + 104729, polish, objective, keep_samples,
-                 start=b["high"], t0=0.05, low=b["low"])
-        o = cfg["ex"].submit(run_task, t).result()
-        h.evals += o["evals"]
-        h.samples.extend(o["samples"])
-        h.pids.add(o["pid"])
-        if o["result"] is not None and o["value"] < b["value"]:
-            h.best = {**b, "value": o["value"], "high": o["high"], "result": o["result"]}
+        n = min(polish_chains, polish)
+        steps = [polish // n + (1 if j < polish % n else 0) for j in range(n)]
+        futs = [cfg["ex"].submit(run_task, Task(workload, pe_total, f, [], seed + 104729 + 7 * j, st, objective,
+                                                keep_samples, start=b["high"], t0=0.05, low=b["low"]))
+                for j, st in enumerate(steps)]
+        for fut in futs:                  # chain order: the first of equal values is kept
+            o = fut.result()
+            h.evals += o["evals"]
+            h.samples.extend(o["samples"])
+            h.pids.add(o["pid"])
+            if o["result"] is not None and o["value"] < h.best["value"]:
+                h.best = {**b, "value": o["value"], "high": o["high"], "result": o["result"]}
     return h
 
 
