@@ -812,5 +812,8 @@ class Tracker(wiring.Component):
             w4_set_wr=w4_set_wr, w4_ovf_wr=w4_ovf_wr, w4_idx=w4_idx,
             w4_ovf=w4_ovf, w4_ent=w4_ent, full4=full4, w4_trig=w4_trig, w4_err=w4_err,
             w4_evict=w4_evict, w4_requeue=w4_requeue, w4_tword=w4_tword, w4_vrec=w4_vrec,
-            tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of)
+            tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of,
+            # the registered count compares (S2 -> S3) and their operands
+            room2=room2, pr=pr, s3_gt=s3_gt, s3_eq=s3_eq, s3_fgt=s3_fgt, s3_feq=s3_feq,
+            s3_room0=s3_room0, s3_count=s3_count, s3_hit_any=hit, s3_fwd=fwd)
         return m
