@@ -56,8 +56,13 @@ multiplexer -> ``sa`` (12.0 ns, 9.7 of it routing); the item now assembled in SA
 registers and the popped slot: 96.0 MHz (8,432 LUT4, 6,289 FF, 17 DP16KD), the critical path
 ``s3_count`` -> count == room compare -> the S3 decision -> overflow write -> ``s3_ofree``
 (10.4 ns, 8.3 of it routing; 6 LUT levels and a carry chain) -- the same path as ``t3_node``'s
-at 109.6 MHz (9.1 ns there, before this change).  The read-latency-2 steps are cycle-identical
-to each other.  The pipeline:
+at 109.6 MHz (9.1 ns there, before this change).  Then S3's decision from registered compare
+bits: S2 compares every candidate count (the memory word's ways, the write log's newest set, the
+S4 write, the overflow entries) with ``room2`` = threshold - n (registered in S1) beside the
+count select and selects the compare bits with the same hit bits; the count the item ahead
+writes (the forwarded one) is compared a cycle early, in that item's S3, with ``pr`` =
+threshold - n(ahead) - n (registered in S1 for the pair): MHZ_TBD.  The read-latency-2 steps are
+cycle-identical to each other.  The pipeline:
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
@@ -73,7 +78,8 @@ to each other.  The pipeline:
   sets written one and two (with SA: one, two and three) cycles before (a *write log*, which
   also covers the read that collided with a write) and this cycle's S3 item: the newest of the
   logged sets that wrote this item's set is selected here into one register (``log_set``)
-  with its tag compares, and the S3 item's set/tag matches are registered.
+  with its tag compares, and the S3 item's set/tag matches are registered; ``room2`` =
+  threshold - n and, with the item ahead (entering S3), ``pr`` = threshold - n(ahead) - n.
 * S2: the set as it is now: ``log_set`` or the memory word, with the way the S4 write of
   this cycle changes replaced; the hits in every way (the memory word's compared in S1) and in
   ``overflow`` fully-associative overflow entries (registers shared by all sets, tagged by set
@@ -81,7 +87,11 @@ to each other.  The pipeline:
   count and address are selected -- split by source, so that only an AND-OR over the memory
   word's ways lies between ``rd2`` and the S3 registers (the log / S4-write / overflow terms,
   all from registers, are OR-ed in last).  The hit / free vectors are registered for S3
-  already corrected for the write of the item now in S3 (its decision, made this cycle).
+  already corrected for the write of the item now in S3 (its decision, made this cycle).  The
+  hit count's compares with threshold - n are registered too (each candidate compared with
+  ``room2``, the bits selected like the count), and the count the S3 item will write is
+  compared with ``pr`` there, for this item (its old count if the S3 item leaves the tile
+  live): S3's decision selects one of the two pairs of bits and compares no count.
 * S3: the count and address are corrected for the write of the item one ahead (in S4 now;
   same tile, from registers), then: hit -> add the element count; the count reaching ``threshold``
   triggers and frees the entry; exceeding it is an over-count: the item is discarded, the error
