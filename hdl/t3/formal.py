@@ -331,6 +331,13 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
     inv(~(v3 & f.s3_fwd) | ((f.s3_fgt == (c_f > thr)) & (f.s3_feq == (c_f == thr))))
     c_s = f.s3_count + s3.n
     inv(~(v3 & f.s3_hit_any & ~f.s3_fwd & (s3.n <= thr)) | ((f.s3_gt == (c_s > thr)) & (f.s3_eq == (c_s == thr))))
+    # the registered OR-reductions of S3's hit / free vectors, and the forwarding flag
+    inv(f.s3_fwd == (f.s3_same_tile & (f.w4_set_wr | f.w4_ovf_wr) & f.w4_ent.valid))
+    inv(f.s3_shit == f.s3_hit.any())
+    inv(f.s3_fa == f.s3_free.any())
+    if P:
+        inv(f.s3_oany == f.s3_ohit.any())
+        inv(f.s3_foa == f.s3_ofree.any())
     inflight = sum(v.as_unsigned() for v in f.v)
     inv(tf.level + inflight <= tf.depth)
     inv(vf.level + inflight <= D)

@@ -662,6 +662,10 @@ class Tracker(wiring.Component):
         s3_base = Signal(set_layout)
         s3_hit, s3_free = Signal(W), Signal(W)
         s3_ohit, s3_ofree = Signal(Pv), Signal(Pv)
+        # their OR-reductions, registered with them (timing: the decision starts from these)
+        s3_shit, s3_oany, s3_fa, s3_foa = (Signal(name=f"s3_{x}")
+                                           for x in ("shit", "oany", "fa", "foa"))
+        s3_fwd = Signal()                    # the item ahead leaves this item's tile live
         s3_count, s3_addr = Signal(self.count_width), Signal(self.addr_width)
         s3_same_set, s3_same_tile = Signal(), Signal()
         # the count compares, registered: the selected count vs threshold - n (s3_gt / s3_eq),
@@ -680,14 +684,16 @@ class Tracker(wiring.Component):
         # ---- S3: correct for the write of the item ahead (now in S4), count, decide -----------
         idx3, tag3 = set_index(s3.wg), tag_of(s3)
         ss = s3_same_set & w4_set_wr
-        fwd = s3_same_tile & (w4_set_wr | w4_ovf_wr) & w4_ent.valid  # ahead left this tile live
+        # the item ahead left this tile live (= s3_same_tile & (w4_set_wr | w4_ovf_wr) &
+        # w4_ent.valid; registered from the decision ahead, timing)
+        fwd = s3_fwd
         # the hit / free vectors as they are now (the S4 write already applied: registered so,
         # see below; timing: the decision starts from registers)
         hit_v, free_v, ohit_v, ofree_v = s3_hit, s3_free, s3_ohit, s3_ofree
         base = Signal(set_layout)            # the set as it is now
         for i in range(W):
             m.d.comb += base[i].eq(Mux(ss & w4_way[i], w4_ent, s3_base[i]))
-        shit, ohit = hit_v.any(), ohit_v.any()
+        shit, ohit = s3_shit, s3_oany      # = hit_v.any(), ohit_v.any()
         hit = shit | ohit
         # the hit entry's count/address is the S4 write's (fwd) or the one selected in S2; the
         # comparisons and sums run on both candidates in parallel, then select
@@ -719,7 +725,7 @@ class Tracker(wiring.Component):
         # overflow-allocate, requeue, evict -- need none of the hit-count compares)
         miss_go = v3 & ~hit & ~s3_n_over & ~s3_room0   # a miss that neither triggers nor errs
         h_ok = v3 & hit & ~over                             # a hit applied (trigger or update)
-        fa, foa = free_v.any(), ofree_v.any() & (P > 0)
+        fa, foa = s3_fa, s3_foa & (P > 0)   # = free_v.any(), ofree_v.any()
         is_rec = s3.src == SRC_VICTIM                       # a record does not evict: requeued
         m.d.comb += [act_err.eq(v3 & over), act_trig.eq(v3 & ~over & done),
                      act_free.eq(h_ok & done), act_upd.eq(h_ok & ~done),
@@ -730,7 +736,7 @@ class Tracker(wiring.Component):
         # way is free -- written only on an eviction)
         way_1h = Signal(W)
         ovf_1h = Signal(Pv)
-        m.d.comb += [way_1h.eq(Mux(shit, hit_v, Mux(free_v.any(), free_1h, vptr))),
+        m.d.comb += [way_1h.eq(Mux(shit, hit_v, Mux(fa, free_1h, vptr))),
                      ovf_1h.eq(Mux(ohit, ohit_v, ofree_1h))]
         set_wr = (h_ok & shit) | act_alloc | act_evict          # (h_ok = act_free | act_upd)
         ovf_wr = (h_ok & ohit & ~shit) | act_oalloc
@@ -745,7 +751,9 @@ class Tracker(wiring.Component):
             vacc = vacc | Mux(vptr[i], base[i].as_value(), 0)
         m.d.comb += victim.eq(vacc)
         vrec = Signal(self.ilayout)
-        with m.If(act_requeue):
+        # (selected by the item's kind, not by the decision: a record is only ever requeued,
+        # an input update only ever evicts; timing: the record is off the decision path)
+        with m.If(is_rec):
             m.d.comb += [vrec.eq(s3), vrec.src.eq(SRC_VICTIM)]
         with m.Else():
             m.d.comb += [vrec.wf.eq(victim.tag[:self.wf_width]),
@@ -761,11 +769,21 @@ class Tracker(wiring.Component):
         m.d.sync += [
             s3_hit.eq(Mux(nx_ss, (hit2 & ~way_1h) | Mux(nx_live, way_1h, 0), hit2)),
             s3_free.eq(Mux(nx_ss, (free2 & ~way_1h) | Mux(live, 0, way_1h), free2))]
+        m.d.sync += s3_fwd.eq(same_tile2 & (set_wr | ovf_wr) & live & ~clearing)
+        # (the OR-reductions: each term reduced before the decision's select)
+        w_any = way_1h.any()
+        m.d.sync += [
+            s3_shit.eq(Mux(nx_ss, (hit2 & ~way_1h).any() | (nx_live & w_any), hit2.any())),
+            s3_fa.eq(Mux(nx_ss, (free2 & ~way_1h).any() | (~live & w_any), free2.any()))]
         if P:
             nx_ow = ovf_wr & ~clearing
             m.d.sync += [
                 s3_ohit.eq(Mux(nx_ow, (ohit2 & ~ovf_1h) | Mux(nx_live, ovf_1h, 0), ohit2)),
                 s3_ofree.eq(Mux(nx_ow, (ofree2 & ~ovf_1h) | Mux(live, 0, ovf_1h), ofree2))]
+            o_any = ovf_1h.any()
+            m.d.sync += [
+                s3_oany.eq(Mux(nx_ow, (ohit2 & ~ovf_1h).any() | (nx_live & o_any), ohit2.any())),
+                s3_foa.eq(Mux(nx_ow, (ofree2 & ~ovf_1h).any() | (~live & o_any), ofree2.any()))]
         with m.If(act_evict):
             m.d.sync += vptr.eq(Cat(vptr[-1], vptr[:-1]) if W > 1 else vptr)
         trig_word = Signal(self.tlayout)
@@ -825,5 +843,8 @@ class Tracker(wiring.Component):
             tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of,
             # the registered count compares (S2 -> S3) and their operands
             room2=room2, pr=pr, s3_gt=s3_gt, s3_eq=s3_eq, s3_fgt=s3_fgt, s3_feq=s3_feq,
-            s3_room0=s3_room0, s3_count=s3_count, s3_hit_any=hit, s3_fwd=fwd)
+            s3_room0=s3_room0, s3_count=s3_count, s3_hit_any=hit, s3_fwd=fwd,
+            s3_same_tile=s3_same_tile,
+            s3_hit=s3_hit, s3_free=s3_free, s3_ohit=s3_ohit, s3_ofree=s3_ofree,
+            s3_shit=s3_shit, s3_oany=s3_oany, s3_fa=s3_fa, s3_foa=s3_foa)
         return m
