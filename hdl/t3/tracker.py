@@ -56,13 +56,19 @@ multiplexer -> ``sa`` (12.0 ns, 9.7 of it routing); the item now assembled in SA
 registers and the popped slot: 96.0 MHz (8,432 LUT4, 6,289 FF, 17 DP16KD), the critical path
 ``s3_count`` -> count == room compare -> the S3 decision -> overflow write -> ``s3_ofree``
 (10.4 ns, 8.3 of it routing; 6 LUT levels and a carry chain) -- the same path as ``t3_node``'s
-at 109.6 MHz (9.1 ns there, before this change).  Then S3's decision from registered compare
-bits: S2 compares every candidate count (the memory word's ways, the write log's newest set, the
-S4 write, the overflow entries) with ``room2`` = threshold - n (registered in S1) beside the
-count select and selects the compare bits with the same hit bits; the count the item ahead
-writes (the forwarded one) is compared a cycle early, in that item's S3, with ``pr`` =
-threshold - n(ahead) - n (registered in S1 for the pair): MHZ_TBD.  The read-latency-2 steps are
-cycle-identical to each other.  The pipeline:
+at 109.6 MHz (9.1 ns there, before this change).  Tried and reverted (cycle-identical, both
+proofs closing with the invariant extended to the new registers; branch n23trk's history, rows in
+``build/bench/synth_tracker_n23.json``): S3's decision from registered compare bits (S2 compares
+every candidate count with threshold - n, registered in S1, and selects the bits like the
+count; the forwarded count is compared a cycle early, in the S3 of the item ahead, with
+threshold - n(ahead) - n): 91.5 MHz (8,850 LUT4), the critical path S3's hit vector -> hit ->
+decision -> requeue select -> ``w4_vrec`` (10.9 ns, 8.8 routing); plus the hit / free
+OR-reductions and the forwarding flag registered, the victim record selected by the item's
+kind: 81.6 MHz (seed 2: 89.2), the loop ``s3_shit`` -> decision -> next item's ``s3_shit`` /
+``s3_fa`` (12.3 / 11.2 ns, 10.0 / 9.0 routing, 7 levels).  Fewer LUT levels in S3 did not
+raise Fmax: every path is ~80 % routing, and S3's decision -> the next item's pre-corrected
+hit / free vectors is a one-cycle loop that no register inside S3 shortens.  The
+read-latency-2 steps are cycle-identical to each other.  The pipeline:
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
@@ -78,8 +84,7 @@ cycle-identical to each other.  The pipeline:
   sets written one and two (with SA: one, two and three) cycles before (a *write log*, which
   also covers the read that collided with a write) and this cycle's S3 item: the newest of the
   logged sets that wrote this item's set is selected here into one register (``log_set``)
-  with its tag compares, and the S3 item's set/tag matches are registered; ``room2`` =
-  threshold - n and, with the item ahead (entering S3), ``pr`` = threshold - n(ahead) - n.
+  with its tag compares, and the S3 item's set/tag matches are registered.
 * S2: the set as it is now: ``log_set`` or the memory word, with the way the S4 write of
   this cycle changes replaced; the hits in every way (the memory word's compared in S1) and in
   ``overflow`` fully-associative overflow entries (registers shared by all sets, tagged by set
@@ -87,11 +92,7 @@ cycle-identical to each other.  The pipeline:
   count and address are selected -- split by source, so that only an AND-OR over the memory
   word's ways lies between ``rd2`` and the S3 registers (the log / S4-write / overflow terms,
   all from registers, are OR-ed in last).  The hit / free vectors are registered for S3
-  already corrected for the write of the item now in S3 (its decision, made this cycle).  The
-  hit count's compares with threshold - n are registered too (each candidate compared with
-  ``room2``, the bits selected like the count), and the count the S3 item will write is
-  compared with ``pr`` there, for this item (its old count if the S3 item leaves the tile
-  live): S3's decision selects one of the two pairs of bits and compares no count.
+  already corrected for the write of the item now in S3 (its decision, made this cycle).
 * S3: the count and address are corrected for the write of the item one ahead (in S4 now;
   same tile, from registers), then: hit -> add the element count; the count reaching ``threshold``
   triggers and frees the entry; exceeding it is an over-count: the item is discarded, the error
@@ -142,7 +143,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from amaranth import Cat, Const, Module, Mux, Signal, signed
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -573,17 +574,6 @@ class Tracker(wiring.Component):
             fr_log.eq(Mux(n_wl0, frees(full4), old_frees)),
             f_w4.eq(v3 & (set_index(s3.wg) == idx1)), t_w4.eq(tag_of(s3) == tag1),
             v2.eq(v1 & ~clearing), s2.eq(s1)]
-        # threshold - n of the item entering S2 (``room2``: S2 compares every candidate count
-        # with it, from registers), and threshold - n(S3) - n(S2) of the pair entering S3 / S2
-        # (``pr``: in S3 the item ahead's count is compared with it, for the item behind it,
-        # whose count is then the one the item ahead writes).  Signed: n may exceed the
-        # threshold (an over-count; room2 is used only when it does not).
-        room2 = Signal(self.count_width)
-        NW = max(self.count_width, len(s1.n)) + 2
-        pr = Signal(signed(NW))
-        pr_a, pr_b = Signal(signed(NW)), Signal(signed(NW))
-        m.d.comb += [pr_a.eq(room2), pr_b.eq(s1.n)]
-        m.d.sync += [room2.eq(self.threshold - s1.n), pr.eq(pr_a - pr_b)]
         # overflow-entry tag compares for S2, against the entries as they will be then (this
         # cycle's S4 write applied; timing: off the S2 select path)
         ohit_r = Signal(Pv)
@@ -640,21 +630,6 @@ class Tracker(wiring.Component):
         for i in range(W):
             sel_count = Mux(h_rd[i], rd2[i].count, 0) | sel_count
             sel_addr = Mux(h_rd[i], rd2[i].addr, 0) | sel_addr
-        # the hit count compared with threshold - n: every candidate compared (from registers,
-        # in parallel), the compare bits selected with the same hit bits (timing: no compare
-        # after the count select here, none in S3's decision)
-        g_w4, e_w4 = w4_ent.count > room2, w4_ent.count == room2
-        sel_gt, sel_eq = w4_hit2 & g_w4, w4_hit2 & e_w4
-        for i in range(W):
-            sel_gt = sel_gt | (h_log[i] & (log_set[i].count > room2))
-            sel_eq = sel_eq | (h_log[i] & (log_set[i].count == room2))
-        for j in range(P):
-            ov = w4_ovf_wr & w4_ovf[j]
-            sel_gt = sel_gt | (ohit2[j] & Mux(ov, g_w4, ovf[j].count > room2))
-            sel_eq = sel_eq | (ohit2[j] & Mux(ov, e_w4, ovf[j].count == room2))
-        for i in range(W):
-            sel_gt = (h_rd[i] & (rd2[i].count > room2)) | sel_gt
-            sel_eq = (h_rd[i] & (rd2[i].count == room2)) | sel_eq
         # the item ahead (in S3 now) is written in S4 while this one is in S3: flags for S3
         same_set2 = v3 & (set_index(s3.wg) == idx2)
         same_tile2 = same_set2 & (tag_of(s3) == tag2)
@@ -662,19 +637,12 @@ class Tracker(wiring.Component):
         s3_base = Signal(set_layout)
         s3_hit, s3_free = Signal(W), Signal(W)
         s3_ohit, s3_ofree = Signal(Pv), Signal(Pv)
-        # their OR-reductions, registered with them (timing: the decision starts from these)
-        s3_shit, s3_oany, s3_fa, s3_foa = (Signal(name=f"s3_{x}")
-                                           for x in ("shit", "oany", "fa", "foa"))
-        s3_fwd = Signal()                    # the item ahead leaves this item's tile live
         s3_count, s3_addr = Signal(self.count_width), Signal(self.addr_width)
         s3_same_set, s3_same_tile = Signal(), Signal()
-        # the count compares, registered: the selected count vs threshold - n (s3_gt / s3_eq),
-        # and the count the item ahead writes vs threshold - n (s3_fgt / s3_feq, from S3 below)
-        s3_gt, s3_eq, s3_fgt, s3_feq = (Signal(name=f"s3_{x}") for x in ("gt", "eq", "fgt", "feq"))
-        s3_room0 = Signal()                         # n == threshold
+        # threshold - n, so that S3 compares the old count instead of adding first
+        s3_room = Signal(self.count_width)          # threshold - n (when n <= threshold)
         s3_n_over = Signal()                        # n > threshold: over-count even on a miss
-        m.d.sync += [s3_gt.eq(sel_gt), s3_eq.eq(sel_eq), s3_room0.eq(s2.n == self.threshold),
-                     s3_n_over.eq(s2.n > self.threshold)]
+        m.d.sync += [s3_room.eq(self.threshold - s2.n), s3_n_over.eq(s2.n > self.threshold)]
         # (s3_hit / s3_free / s3_ohit / s3_ofree are registered below, after the S3 decision:
         # already corrected for the write of the item now in S3)
         m.d.sync += [v3.eq(v2 & ~clearing), s3.eq(s2), s3_base.eq(ent2),
@@ -684,16 +652,14 @@ class Tracker(wiring.Component):
         # ---- S3: correct for the write of the item ahead (now in S4), count, decide -----------
         idx3, tag3 = set_index(s3.wg), tag_of(s3)
         ss = s3_same_set & w4_set_wr
-        # the item ahead left this tile live (= s3_same_tile & (w4_set_wr | w4_ovf_wr) &
-        # w4_ent.valid; registered from the decision ahead, timing)
-        fwd = s3_fwd
+        fwd = s3_same_tile & (w4_set_wr | w4_ovf_wr) & w4_ent.valid  # ahead left this tile live
         # the hit / free vectors as they are now (the S4 write already applied: registered so,
         # see below; timing: the decision starts from registers)
         hit_v, free_v, ohit_v, ofree_v = s3_hit, s3_free, s3_ohit, s3_ofree
         base = Signal(set_layout)            # the set as it is now
         for i in range(W):
             m.d.comb += base[i].eq(Mux(ss & w4_way[i], w4_ent, s3_base[i]))
-        shit, ohit = s3_shit, s3_oany      # = hit_v.any(), ohit_v.any()
+        shit, ohit = hit_v.any(), ohit_v.any()
         hit = shit | ohit
         # the hit entry's count/address is the S4 write's (fwd) or the one selected in S2; the
         # comparisons and sums run on both candidates in parallel, then select
@@ -704,16 +670,10 @@ class Tracker(wiring.Component):
         new_min = Signal(self.addr_width)
         m.d.comb += new_min.eq(Mux(hit & ~Mux(fwd, lt_f, lt_s), Mux(fwd, w4_ent.addr, s3_addr),
                                    s3.addr))
-        old_gt = Mux(fwd, s3_fgt, s3_gt)                      # cnt_old > threshold - n
-        old_eq = Mux(fwd, s3_feq, s3_eq)                      # cnt_old == threshold - n
+        old_gt = Mux(fwd, cnt_f > s3_room, cnt_s > s3_room)
+        old_eq = Mux(fwd, cnt_f == s3_room, cnt_s == s3_room)
         over = s3_n_over | (hit & old_gt)                     # cnt_old + n > threshold
-        done = ~s3_n_over & Mux(hit, old_eq, s3_room0)        # cnt_old + n == threshold
-        # for the item behind (in S2): the count this item leaves (new_cnt, written in S4: the
-        # item behind's forwarded count) + its n > threshold, i.e. this item's old count (0 on
-        # a miss) > threshold - n - n_behind (``pr``); registered (timing: S3's decision
-        # starts from compare bits)
-        m.d.sync += [s3_fgt.eq(Mux(hit, Mux(fwd, cnt_f > pr, cnt_s > pr), pr < 0)),
-                     s3_feq.eq(Mux(hit, Mux(fwd, cnt_f == pr, cnt_s == pr), pr == 0))]
+        done = ~s3_n_over & Mux(hit, old_eq, s3_room == 0)    # cnt_old + n == threshold
         free_1h = Signal(W)
         m.d.comb += free_1h.eq(free_v & -free_v)            # lowest free way
         ofree_1h = Signal(Pv)
@@ -723,9 +683,9 @@ class Tracker(wiring.Component):
         act_alloc, act_oalloc, act_evict, act_requeue = Signal(), Signal(), Signal(), Signal()
         # the decision, flat: one term per action (timing: the miss actions -- allocate,
         # overflow-allocate, requeue, evict -- need none of the hit-count compares)
-        miss_go = v3 & ~hit & ~s3_n_over & ~s3_room0   # a miss that neither triggers nor errs
+        miss_go = v3 & ~hit & ~s3_n_over & (s3_room != 0)   # a miss that neither triggers nor errs
         h_ok = v3 & hit & ~over                             # a hit applied (trigger or update)
-        fa, foa = s3_fa, s3_foa & (P > 0)   # = free_v.any(), ofree_v.any()
+        fa, foa = free_v.any(), ofree_v.any() & (P > 0)
         is_rec = s3.src == SRC_VICTIM                       # a record does not evict: requeued
         m.d.comb += [act_err.eq(v3 & over), act_trig.eq(v3 & ~over & done),
                      act_free.eq(h_ok & done), act_upd.eq(h_ok & ~done),
@@ -736,7 +696,7 @@ class Tracker(wiring.Component):
         # way is free -- written only on an eviction)
         way_1h = Signal(W)
         ovf_1h = Signal(Pv)
-        m.d.comb += [way_1h.eq(Mux(shit, hit_v, Mux(fa, free_1h, vptr))),
+        m.d.comb += [way_1h.eq(Mux(shit, hit_v, Mux(free_v.any(), free_1h, vptr))),
                      ovf_1h.eq(Mux(ohit, ohit_v, ofree_1h))]
         set_wr = (h_ok & shit) | act_alloc | act_evict          # (h_ok = act_free | act_upd)
         ovf_wr = (h_ok & ohit & ~shit) | act_oalloc
@@ -751,9 +711,7 @@ class Tracker(wiring.Component):
             vacc = vacc | Mux(vptr[i], base[i].as_value(), 0)
         m.d.comb += victim.eq(vacc)
         vrec = Signal(self.ilayout)
-        # (selected by the item's kind, not by the decision: a record is only ever requeued,
-        # an input update only ever evicts; timing: the record is off the decision path)
-        with m.If(is_rec):
+        with m.If(act_requeue):
             m.d.comb += [vrec.eq(s3), vrec.src.eq(SRC_VICTIM)]
         with m.Else():
             m.d.comb += [vrec.wf.eq(victim.tag[:self.wf_width]),
@@ -769,21 +727,11 @@ class Tracker(wiring.Component):
         m.d.sync += [
             s3_hit.eq(Mux(nx_ss, (hit2 & ~way_1h) | Mux(nx_live, way_1h, 0), hit2)),
             s3_free.eq(Mux(nx_ss, (free2 & ~way_1h) | Mux(live, 0, way_1h), free2))]
-        m.d.sync += s3_fwd.eq(same_tile2 & (set_wr | ovf_wr) & live & ~clearing)
-        # (the OR-reductions: each term reduced before the decision's select)
-        w_any = way_1h.any()
-        m.d.sync += [
-            s3_shit.eq(Mux(nx_ss, (hit2 & ~way_1h).any() | (nx_live & w_any), hit2.any())),
-            s3_fa.eq(Mux(nx_ss, (free2 & ~way_1h).any() | (~live & w_any), free2.any()))]
         if P:
             nx_ow = ovf_wr & ~clearing
             m.d.sync += [
                 s3_ohit.eq(Mux(nx_ow, (ohit2 & ~ovf_1h) | Mux(nx_live, ovf_1h, 0), ohit2)),
                 s3_ofree.eq(Mux(nx_ow, (ofree2 & ~ovf_1h) | Mux(live, 0, ovf_1h), ofree2))]
-            o_any = ovf_1h.any()
-            m.d.sync += [
-                s3_oany.eq(Mux(nx_ow, (ohit2 & ~ovf_1h).any() | (nx_live & o_any), ohit2.any())),
-                s3_foa.eq(Mux(nx_ow, (ofree2 & ~ovf_1h).any() | (~live & o_any), ofree2.any()))]
         with m.If(act_evict):
             m.d.sync += vptr.eq(Cat(vptr[-1], vptr[:-1]) if W > 1 else vptr)
         trig_word = Signal(self.tlayout)
@@ -840,11 +788,5 @@ class Tracker(wiring.Component):
             w4_set_wr=w4_set_wr, w4_ovf_wr=w4_ovf_wr, w4_idx=w4_idx,
             w4_ovf=w4_ovf, w4_ent=w4_ent, full4=full4, w4_trig=w4_trig, w4_err=w4_err,
             w4_evict=w4_evict, w4_requeue=w4_requeue, w4_tword=w4_tword, w4_vrec=w4_vrec,
-            tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of,
-            # the registered count compares (S2 -> S3) and their operands
-            room2=room2, pr=pr, s3_gt=s3_gt, s3_eq=s3_eq, s3_fgt=s3_fgt, s3_feq=s3_feq,
-            s3_room0=s3_room0, s3_count=s3_count, s3_hit_any=hit, s3_fwd=fwd,
-            s3_same_tile=s3_same_tile,
-            s3_hit=s3_hit, s3_free=s3_free, s3_ohit=s3_ohit, s3_ofree=s3_ofree,
-            s3_shit=s3_shit, s3_oany=s3_oany, s3_fa=s3_fa, s3_foa=s3_foa)
+            tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of)
         return m
