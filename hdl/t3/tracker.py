@@ -66,8 +66,9 @@ decision -> requeue select -> ``w4_vrec`` (10.9 ns, 8.8 routing); plus the hit /
 OR-reductions and the forwarding flag registered, the victim record selected by the item's
 kind: 81.6 MHz (seed 2: 89.2), the loop ``s3_shit`` -> decision -> next item's ``s3_shit`` /
 ``s3_fa`` (12.3 / 11.2 ns, 10.0 / 9.0 routing, 7 levels).  Fewer LUT levels in S3 did not
-raise Fmax: every path is ~80 % routing, and S3's decision -> the next item's pre-corrected
-hit / free vectors is a one-cycle loop that no register inside S3 shortens.  The
+raise Fmax: every path is ~80 % routing, and S3's decision feeds the next item's pre-corrected
+hit / free vectors (a one-cycle loop): registering their OR-reductions put the way select and
+the reductions into that loop, which became the critical path on both seeds.  The
 read-latency-2 steps are cycle-identical to each other.  The pipeline:
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
