@@ -56,8 +56,20 @@ multiplexer -> ``sa`` (12.0 ns, 9.7 of it routing); the item now assembled in SA
 registers and the popped slot: 96.0 MHz (8,432 LUT4, 6,289 FF, 17 DP16KD), the critical path
 ``s3_count`` -> count == room compare -> the S3 decision -> overflow write -> ``s3_ofree``
 (10.4 ns, 8.3 of it routing; 6 LUT levels and a carry chain) -- the same path as ``t3_node``'s
-at 109.6 MHz (9.1 ns there, before this change).  The read-latency-2 steps are cycle-identical
-to each other.  The pipeline:
+at 109.6 MHz (9.1 ns there, before this change).  Tried and reverted (cycle-identical, both
+proofs closing with the invariant extended to the new registers; branch n23trk's history, rows in
+``build/bench/synth_tracker_n23.json``): S3's decision from registered compare bits (S2 compares
+every candidate count with threshold - n, registered in S1, and selects the bits like the
+count; the forwarded count is compared a cycle early, in the S3 of the item ahead, with
+threshold - n(ahead) - n): 91.5 MHz (8,850 LUT4), the critical path S3's hit vector -> hit ->
+decision -> requeue select -> ``w4_vrec`` (10.9 ns, 8.8 routing); plus the hit / free
+OR-reductions and the forwarding flag registered, the victim record selected by the item's
+kind: 81.6 MHz (seed 2: 89.2), the loop ``s3_shit`` -> decision -> next item's ``s3_shit`` /
+``s3_fa`` (12.3 / 11.2 ns, 10.0 / 9.0 routing, 7 levels).  Fewer LUT levels in S3 did not
+raise Fmax: every path is ~80 % routing, and S3's decision feeds the next item's pre-corrected
+hit / free vectors (a one-cycle loop): registering their OR-reductions put the way select and
+the reductions into that loop, which became the critical path on both seeds.  The
+read-latency-2 steps are cycle-identical to each other.  The pipeline:
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
