@@ -430,6 +430,10 @@ class Router(wiring.Component):
             return Mux(im, 0, rq), Mux(im, rq, 0)
 
         S2 = c.sa_stages == 2
+        # one-stage allocation: each input VC's front sent in the previous cycle (a register);
+        # the buffer's state (front registers, counters, packet state) catches up with a grant
+        # in the cycle after it, so no grant feeds the state's next-state logic
+        sent_r = [[Signal(name=f"sentr_{p}_{v}") for v in range(V)] for p in range(5)]
         s2vc = [[None] * V for _ in range(5)]      # two-stage allocation: next-state requests
         mc_in = Signal(5, name="mc_in")            # a multicast head is written this cycle
         mc_in_terms = [[] for _ in range(5)]
@@ -499,9 +503,12 @@ class Router(wiring.Component):
                 wdrop = Signal(name=f"wdrop_{p}_{v}")
                 err = Signal(name=f"err_{p}_{v}")
                 m.d.comb += [whead.eq(f.head), wtail.eq(f.tail)]
-                full = mcnt == D
+                # (one-stage allocation: the front sent last cycle leaves the buffer in this
+                # cycle; its slot counts as free, as its credit went upstream when it was sent)
+                full = Signal(name=f"full_{p}_{v}")
+                m.d.comb += full.eq((mcnt == D) & (~sent_r[p][v] if not S2 else 1))
                 if p == L:
-                    lin_space.append(mcnt != D)
+                    lin_space.append(~full)
                 with m.If(we):
                     with m.If(full):
                         # upstream violated credits: drop, keep packet state
@@ -545,10 +552,112 @@ class Router(wiring.Component):
                 self._write[p][v] = write
                 mc_in_terms[p].append(hwrite & f.mcast)
                 wctl = Cat(whead, wtail, f.mcast, wdrop, route)
-                for lst, sig in zip(vw, (write, wr, rd, hwrite, hwr, hrd)):
-                    lst.append(sig)
-                m.d.comb += [cmem.w_en.eq(write), cmem.w_addr.eq(wr), cmem.w_data.eq(wctl),
-                             cmem.r_addr.eq(rd1)]
+                m.d.comb += [cmem.w_en.eq(write), cmem.w_addr.eq(wr), cmem.w_data.eq(wctl)]
+                if S2:
+                    for lst, sig in zip(vw, (write, wr, rd, hwrite, hwr, hrd)):
+                        lst.append(sig)
+                    m.d.comb += cmem.r_addr.eq(rd1)
+                else:
+                    # One-stage allocation, deferred pop.  The state is the buffer after the
+                    # pops of the grants up to two cycles ago: the front entry ``fc`` (F0) and
+                    # the one after it ``fc1`` (F1), each with its registered request, and the
+                    # packet state before each.  Allocation sees the front the grants up to the
+                    # previous cycle leave: F1 if F0 was sent in the previous cycle
+                    # (``sent_r``), else F0 -- one 2:1 select by a register.  The state pops F0
+                    # in the cycle after it was sent (or at once if it is a dropped entry), so
+                    # the next state depends on registers and the write only.  Same cycles as
+                    # popping at the grant, except that a dropped entry behind a front sent in
+                    # the previous cycle leaves a cycle later.
+                    sr = sent_r[p][v]
+                    fc1 = Signal(RB, name=f"fctl1_{p}_{v}")
+                    rd2 = Signal(aw, name=f"rd2_{p}_{v}", init=2 % max(2, D))
+                    act0 = Signal(5, name=f"act0_{p}_{v}")       # packet state before F0
+                    inmc0 = Signal(name=f"inmc0_{p}_{v}")
+                    act1 = Signal(5, name=f"act1_{p}_{v}")       # ... before F1
+                    inmc1 = Signal(name=f"inmc1_{p}_{v}")
+                    u0, m0 = Signal(5, name=f"ureq0_{p}_{v}"), Signal(5, name=f"mreq0_{p}_{v}")
+                    u1, m1 = Signal(5, name=f"ureq1_{p}_{v}"), Signal(5, name=f"mreq1_{p}_{v}")
+                    m.d.comb += cmem.r_addr.eq(rd2)
+                    dpop = Signal(name=f"dpop_{p}_{v}")          # the state's pop (F0 leaves)
+                    m.d.comb += dpop.eq(sr | (_nz(mcnt) & fc[3]))
+                    # what allocation sees
+                    fce = Signal(RB, name=f"fce_{p}_{v}")
+                    m.d.comb += [fce.eq(Mux(sr, fc1, fc)),
+                                 fv[p][v].eq(Mux(sr, _gt_const(mcnt, 1), _nz(mcnt))),
+                                 ureq[p][v].eq(Mux(sr, u1, u0)), mreq[p][v].eq(Mux(sr, m1, m0)),
+                                 active[p][v].eq(Mux(sr, act1, act0)),
+                                 in_mc[p][v].eq(Mux(sr, inmc1, inmc0))]
+                    fhead[p][v], ftail[p][v], fmc[p][v], fdrop[p][v] = \
+                        fce[0], fce[1], fce[2], fce[3]
+                    froute[p][v] = fce[4:RB]
+                    mcnte = Signal(cw, name=f"mcnte_{p}_{v}")
+                    m.d.comb += mcnte.eq(mcnt - sr)
+                    self._mcnt[p][v] = mcnte
+                    f0tl = fc[1] & ~fc[3]                          # F0 is a (kept) tail
+                    rde = Signal(aw, name=f"rde_{p}_{v}")
+                    hrde = Signal(aw, name=f"hrde_{p}_{v}")
+                    m.d.comb += [rde.eq(Mux(sr, rd1, rd)),
+                                 hrde.eq(Mux(sr & f0tl, inc(hrd), hrd))]
+                    for lst, sig in zip(vw, (write, wr, rde, hwrite, hwr, hrde)):
+                        lst.append(sig)
+
+                    def after(f, act, inmc):
+                        hd, tl, mcb, dr, rt = f[0], f[1], f[2], f[3], f[4:RB]
+                        return (Mux(~dr & hd, Mux(tl, 0, rt), Mux(~dr & tl, 0, act)),
+                                Mux(~dr & hd, mcb, inmc))
+                    # next state: pop F0 (dpop), then append the written entry
+                    tw = write & wtail & ~wdrop
+                    lt = len(tails[p][v])
+                    left = Signal(cw, name=f"left_{p}_{v}")        # entries left after the pop
+                    m.d.comb += left.eq(mcnt - dpop)
+                    fc0n = Signal(RB, name=f"fc0n_{p}_{v}")
+                    fc1n = Signal(RB, name=f"fc1n_{p}_{v}")
+                    m.d.comb += [fc0n.eq(Mux(_nz(left), Mux(dpop, fc1, fc), wctl)),
+                                 fc1n.eq(Mux(_gt_const(left, 1), Mux(dpop, cmem.r_data, fc1),
+                                             wctl))]
+                    a_pop, i_pop = after(fc, act0, inmc0)
+                    act0n = Signal(5, name=f"act0n_{p}_{v}")
+                    inmc0n = Signal(name=f"inmc0n_{p}_{v}")
+                    m.d.comb += [act0n.eq(Mux(dpop, a_pop, act0)),
+                                 inmc0n.eq(Mux(dpop, i_pop, inmc0))]
+                    a1n, i1n = after(fc0n, act0n, inmc0n)
+                    act1n = Signal(5, name=f"act1n_{p}_{v}")
+                    inmc1n = Signal(name=f"inmc1n_{p}_{v}")
+                    m.d.comb += [act1n.eq(a1n), inmc1n.eq(i1n)]
+                    tails_n = Signal(lt, name=f"tailsn_{p}_{v}")
+                    tails1n = Signal(lt, name=f"tails1n_{p}_{v}")
+                    m.d.comb += [tails_n.eq(tails[p][v] + tw - (dpop & f0tl)),
+                                 tails1n.eq(tails_n - (fc0n[1] & ~fc0n[3]))]
+                    mcnt_n = Signal(cw, name=f"mcntn_{p}_{v}")
+                    m.d.comb += mcnt_n.eq(left + write)
+                    u0n, m0n = derive(_nz(mcnt_n), fc0n, _z(tails_n), act0n, inmc0n, f"n0{p}_{v}")
+                    u1n, m1n = derive(_gt_const(mcnt_n, 1), fc1n, _z(tails1n), act1n, inmc1n,
+                                      f"n1{p}_{v}")
+                    m.d.sync += [fc.eq(fc0n), fc1.eq(fc1n), mcnt.eq(mcnt_n),
+                                 tails[p][v].eq(tails_n), act0.eq(act0n), inmc0.eq(inmc0n),
+                                 act1.eq(act1n), inmc1.eq(inmc1n),
+                                 u0.eq(u0n), m0.eq(m0n), u1.eq(u1n), m1.eq(m1n)]
+                    with m.If(write):
+                        m.d.sync += wr.eq(inc(wr))
+                    with m.If(hwrite):
+                        m.d.sync += hwr.eq(inc(hwr))
+                    with m.If(dpop):
+                        m.d.sync += [rd.eq(rd1), rd1.eq(rd2), rd2.eq(inc(rd2))]
+                        with m.If(f0tl):
+                            m.d.sync += hrd.eq(inc(hrd))
+                    # the request allocation sees, from the state (the formal equivalence
+                    # check of the registered requests)
+                    tze = _z(tails[p][v] - (sr & f0tl))
+                    self._reqc[p][v] = derive(fv[p][v], fce, tze, active[p][v], in_mc[p][v],
+                                              f"c{p}_{v}")
+                    self._vcstate[p][v] = dict(cmem=cmem, wr=wr, rd=rd, rd1=rd1, rd2=rd2, fc=fc,
+                                               fc1=fc1, mcnt=mcnt, sent_r=sr, dropping=dropping,
+                                               tails=tails[p][v], active=act0, in_mc=inmc0,
+                                               act1=act1, in_mc1=inmc1)
+                    if p != L:
+                        # a credit goes back when a flit leaves the buffer: at its grant
+                        m.d.comb += in_links[p].credit[v].eq(pop[p][v])
+                    continue
                 # the front's payload and header are asynchronous reads at the read pointers;
                 # its framing and route are a register (allocation starts from flip-flops),
                 # loaded from the entry after it on a pop or from the write into an empty slot
@@ -1074,6 +1183,14 @@ class Router(wiring.Component):
         for p in range(5):
             for v in range(V):
                 i = p * V + v
+                if not S2:
+                    # the front allocation saw leaves: sent now, or a dropped F0 (the state
+                    # pops it in the next cycle / now); this is the upstream credit
+                    fc0 = self._vcstate[p][v]["fc"]
+                    m.d.comb += pop[p][v].eq(sent[i] | (~sent_r[p][v] & _nz(
+                        self._vcstate[p][v]["mcnt"]) & fc0[3]))
+                    m.d.sync += sent_r[p][v].eq(sent[i])
+                    continue
                 m.d.comb += pop[p][v].eq(fv[p][v] & (fdrop[p][v] | sent[i]))
                 with m.If(fv[p][v] & ~fdrop[p][v] & sent[i] & fhead[p][v]):
                     m.d.sync += [active[p][v].eq(Mux(ftail[p][v], 0, froute[p][v])),
