@@ -434,6 +434,7 @@ class Router(wiring.Component):
         # the buffer's state (front registers, counters, packet state) catches up with a grant
         # in the cycle after it, so no grant feeds the state's next-state logic
         sent_r = [[Signal(name=f"sentr_{p}_{v}") for v in range(V)] for p in range(5)]
+        s1split = {}
         s2vc = [[None] * V for _ in range(5)]      # two-stage allocation: next-state requests
         mc_in = Signal(5, name="mc_in")            # a multicast head is written this cycle
         mc_in_terms = [[] for _ in range(5)]
@@ -633,6 +634,21 @@ class Router(wiring.Component):
                     u0n, m0n = derive(_nz(mcnt_n), fc0n, _z(tails_n), act0n, inmc0n, f"n0{p}_{v}")
                     u1n, m1n = derive(_gt_const(mcnt_n, 1), fc1n, _z(tails1n), act1n, inmc1n,
                                       f"n1{p}_{v}")
+                    # the requests split by head / body, and "has a multicast request", as
+                    # registers too: allocation's acceptance is then a select and one LUT
+                    spl = {}
+                    for nm, rq, hdb in (("u0", u0n, fc0n[0]), ("u1", u1n, fc1n[0]),
+                                        ("m0", m0n, fc0n[0]), ("m1", m1n, fc1n[0])):
+                        for part, sel_ in (("h", hdb), ("b", ~hdb)):
+                            r_ = Signal(5, name=f"{nm}{part}_{p}_{v}")
+                            m.d.sync += r_.eq(Mux(sel_, rq, 0))
+                            spl[nm + part] = r_
+                    for nm, rq in (("m0", m0n), ("m1", m1n)):
+                        r_ = Signal(name=f"{nm}nz_{p}_{v}")
+                        m.d.sync += r_.eq(_nz(rq))
+                        spl[nm + "nz"] = r_
+                    s1split[(p, v)] = {k_: Mux(sr, spl[k_.replace("0", "1")], spl[k_])
+                                       for k_ in ("u0h", "u0b", "m0h", "m0b", "m0nz")}
                     m.d.sync += [fc.eq(fc0n), fc1.eq(fc1n), mcnt.eq(mcnt_n),
                                  tails[p][v].eq(tails_n), act0.eq(act0n), inmc0.eq(inmc0n),
                                  act1.eq(act1n), inmc1.eq(inmc1n),
@@ -650,6 +666,15 @@ class Router(wiring.Component):
                     tze = _z(tails[p][v] - (sr & f0tl))
                     self._reqc[p][v] = derive(fv[p][v], fce, tze, active[p][v], in_mc[p][v],
                                               f"c{p}_{v}")
+                    # F0's and F1's registered requests / F1's packet state from the state
+                    # (formal: the induction invariants)
+                    self._s1chk = getattr(self, "_s1chk", {})
+                    self._s1chk[(p, v)] = dict(
+                        u0=u0, m0=m0, u1=u1, m1=m1, act1=act1, inmc1=inmc1,
+                        r0=derive(_nz(mcnt), fc, _z(tails[p][v]), act0, inmc0, f"k0{p}_{v}"),
+                        r1=derive(_gt_const(mcnt, 1), fc1, _z(tails[p][v] - f0tl), act1, inmc1,
+                                  f"k1{p}_{v}"),
+                        a1=after(fc, act0, inmc0))
                     self._vcstate[p][v] = dict(cmem=cmem, wr=wr, rd=rd, rd1=rd1, rd2=rd2, fc=fc,
                                                fc1=fc1, mcnt=mcnt, sent_r=sr, dropping=dropping,
                                                tails=tails[p][v], active=act0, in_mc=inmc0,
@@ -764,11 +789,17 @@ class Router(wiring.Component):
         m.d.comb += lq_space.eq(lq_res != LQ)
         self._lbusy, self._lq_space, self._cv = lbusy, lq_space, cv
         # a credit arriving this cycle counts at once (the credit round trip stays 2L+2)
-        cr_nz = [[_nz(credits[o][v]) | out_links[o].credit[v] for v in range(V)]
-                 for o in range(4)]
-        cr_pkt = [[(credits[o][v] >= c.max_len) |
-                   ((credits[o][v] == c.max_len - 1) & out_links[o].credit[v])
-                   for v in range(V)] for o in range(4)]
+        # the counters' compares as registers (loaded with the next count's compares), so the
+        # acceptance is one LUT from flip-flops: count != 0, >= max_packet_flits, == that - 1
+        c_nz = [[Signal(name=f"crnz_{o}_{v}", init=D > 0) for v in range(V)] for o in range(4)]
+        c_ge = [[Signal(name=f"crge_{o}_{v}", init=D >= c.max_len) for v in range(V)]
+                for o in range(4)]
+        c_m1 = [[Signal(name=f"crm1_{o}_{v}", init=D == c.max_len - 1) for v in range(V)]
+                for o in range(4)]
+        self._crflags = (c_nz, c_ge, c_m1)
+        cr_nz = [[c_nz[o][v] | out_links[o].credit[v] for v in range(V)] for o in range(4)]
+        cr_pkt = [[c_ge[o][v] | (c_m1[o][v] & out_links[o].credit[v]) for v in range(V)]
+                  for o in range(4)]
 
         # ---------------- per input VC requests (from the registered request) -----------
         req = [[Signal(5, name=f"req_{p}_{v}") for v in range(V)] for p in range(5)]
@@ -795,6 +826,17 @@ class Router(wiring.Component):
                 m.d.comb += [is_mc[p][v].eq(Mux(hd, fmc[p][v], in_mc[p][v])),
                              req[p][v].eq(u | mr)]
                 okm = []
+                if not S2:
+                    sp = s1split[(p, v)]
+                    for o in range(5):
+                        if o == p and o != L:
+                            continue
+                        m.d.comb += uni_ok[o][i].eq((sp["u0h"][o] & acc(a_uh, o, v)) |
+                                                    (sp["u0b"][o] & acc(a_ub, o, v)))
+                        okm.append(~(sp["m0h"][o] & ~acc(a_mh, o, v)) &
+                                   ~(sp["m0b"][o] & ~acc(a_ub, o, v)))
+                    m.d.comb += mc_ok[i].eq(sp["m0nz"] & Cat(*okm).all())
+                    continue
                 for o in range(5):
                     if o == p and o != L:
                         a_u = a_m = Const(0, 1)
@@ -900,7 +942,19 @@ class Router(wiring.Component):
         mc_gnt = mc_tok
         # the token port's offered VC: its multicast branches, head bit and VC; it goes when
         # every branch accepts (the same test as mc_ok, on that one VC)
-        mc_route = _pick(m, mc_tok, s2_pmr if S2 else p_mreq, "mc_route", 5)
+        tok1h = Signal(5, name="mc_tok1h", init=1)   # the same token, one-hot
+        if S2:
+            mc_route = _pick(m, mc_tok, s2_pmr, "mc_route", 5)
+        else:
+            # the token port's offered VC's multicast may go (mc_ok, the same test) and its
+            # branches, as and-or over the one-hot token
+            pmc_ok = [(_pick(m, cv[p], [mc_ok[p * V + v] for v in range(V)], f"pmcok_{p}", 1)
+                       if V > 1 else mc_ok[p * V]) for p in range(5)]
+            tok_go = Signal(5, name="mc_tok_go")
+            m.d.comb += tok_go.eq(Cat(*[tok1h[p] & pmc_ok[p] for p in range(5)]))
+            mc_route = Signal(5, name="mc_route")
+            m.d.comb += mc_route.eq(Cat(*[Cat(*[tok1h[p] & p_mreq[p][o] for p in range(5)]).any()
+                                          for o in range(5)]))
         tok_hd = _pick(m, mc_tok, [p_hd[p] for p in range(5)], "mc_hd", 1)
         tok_vc = _pick(m, mc_tok, cv, "mc_vc", _bits(V)) if V > 1 else Const(0, 1)
         tok_ok = []
@@ -912,7 +966,7 @@ class Router(wiring.Component):
                 a = a & ~_eqc(mc_tok, o)
             tok_ok.append(~mc_route[o] | a)
         if not S2:
-            m.d.comb += mc_any.eq(_nz(mc_route) & Cat(*tok_ok).all())
+            m.d.comb += mc_any.eq(_nz(tok_go))
         else:
             # the token port's multicast goes (one-hot by port) and the outputs it takes:
             # registers loaded with the next cycle's token and requests
@@ -940,24 +994,28 @@ class Router(wiring.Component):
             with m.Default():
                 m.d.comb += tok_next.eq(0)
         tok_tail = Signal(name="mc_tok_tail")
-        m.d.comb += tok_tail.eq(mc_any & _pick(m, mc_tok, [ptail[p] for p in range(5)],
-                                              "mc_tailp", 1))
+        if S2:
+            m.d.comb += tok_tail.eq(mc_any & _pick(m, mc_tok, [ptail[p] for p in range(5)],
+                                                  "mc_tailp", 1))
+        else:
+            m.d.comb += tok_tail.eq(_nz(tok_go & ptail))
         # the token stays only while its port's multicast is under way (a head that went and
         # its tail has not): the body then never waits for credits (the head reserved a whole
         # packet downstream).  A holder that cannot start one passes it on, so a blocked
         # multicast never keeps a ready one waiting (a cycle of such waits across routers
         # would deadlock).
         keep = Signal(name="mc_tok_keep")
-        m.d.comb += keep.eq((_pick(m, mc_tok, [mid_mc[p] for p in range(5)], "mc_mid", 1) |
-                             mc_any) & ~tok_tail)
+        tok_mid = (_pick(m, mc_tok, [mid_mc[p] for p in range(5)], "mc_mid", 1) if S2
+                   else _nz(tok1h & mid_mc))
+        m.d.comb += keep.eq((tok_mid | mc_any) & ~tok_tail)
         with m.If(~keep):
-            m.d.sync += mc_tok.eq(tok_next)
+            m.d.sync += [mc_tok.eq(tok_next), tok1h.eq(Const(1, 5) << tok_next)]
         tok_n = Mux(keep, mc_tok, tok_next)          # next cycle's token
         take = Signal(5, name="take")                 # output granted this cycle
         src = [Signal(3, name=f"src_{o}") for o in range(5)]      # input port (for checks)
         sel = []                                      # crossbar select: index into _LEGAL_IN[o]
         psent = Signal(5, name="psent")
-        sent_terms = [[(s2_go[p] if S2 else mc_any & _eqc(mc_gnt, p))] for p in range(5)]
+        sent_terms = [[(s2_go[p] if S2 else tok_go[p])] for p in range(5)]
         self._rrptr = []                              # (formal harness)
         ohs, bymc = [], []                            # one-hot unicast grant, multicast, per output
         for o in range(5):
@@ -1011,8 +1069,14 @@ class Router(wiring.Component):
         for o in range(4):
             for v in range(V):
                 t = tov[o][v]
-                m.d.sync += credits[o][v].eq(Mux(t, credits[o][v] - 1, credits[o][v])
-                                             + out_links[o].credit[v])
+                ci = out_links[o].credit[v]
+                m.d.sync += credits[o][v].eq(Mux(t, credits[o][v] - 1, credits[o][v]) + ci)
+                # next count = credits + ci - t: its compares for t = 0 / 1, t the last select
+                n0 = Signal(cw + 1, name=f"crn0_{o}_{v}")
+                m.d.comb += n0.eq(credits[o][v] + ci)
+                m.d.sync += [c_nz[o][v].eq(Mux(t, n0 >= 2, _nz(n0))),
+                             c_ge[o][v].eq(Mux(t, n0 >= c.max_len + 1, n0 >= c.max_len)),
+                             c_m1[o][v].eq(Mux(t, n0 == c.max_len, n0 == c.max_len - 1))]
                 with m.If(t):
                     m.d.sync += obusy[o][v].eq(~otail[o])
         with m.If(take[L]):
