@@ -190,6 +190,12 @@ class _RouterHarness(wiring.Component):
                     m.d.comb += Assert(r._credits[o][0] + r._take_r[o] + dc == D)
                     m.d.comb += Assert(~r._take[o] | (r._credits[o][0] != 0) | olk.credit[0])
                     m.d.comb += Assert(hc + r._mcnt[o][0] <= D)
+                    if c.sa_stages == 1:
+                        # the counter's compare registers match it
+                        nz, ge, m1 = (f[o][0] for f in r._crflags)
+                        cr = r._credits[o][0]
+                        m.d.comb += [Assert(nz == (cr != 0)), Assert(ge == (cr >= c.max_len)),
+                                     Assert(m1 == (cr == c.max_len - 1))]
         if self.what == "request":
             # the registered request (loaded with the next state's request, for both "front
             # leaves" and "front stays") equals the request computed from the state: the

@@ -679,9 +679,6 @@ class Router(wiring.Component):
                                                fc1=fc1, mcnt=mcnt, sent_r=sr, dropping=dropping,
                                                tails=tails[p][v], active=act0, in_mc=inmc0,
                                                act1=act1, in_mc1=inmc1)
-                    if p != L:
-                        # a credit goes back when a flit leaves the buffer: at its grant
-                        m.d.comb += in_links[p].credit[v].eq(pop[p][v])
                     continue
                 # the front's payload and header are asynchronous reads at the read pointers;
                 # its framing and route are a register (allocation starts from flip-flops),
@@ -759,9 +756,6 @@ class Router(wiring.Component):
                     tails[p][v].eq(tails[p][v] + (write & wtail & ~wdrop)
                                    - (pop[p][v] & ftail[p][v] & ~fdrop[p][v])),
                 ]
-                if p != L:
-                    # a credit goes back when a flit leaves the buffer
-                    m.d.comb += in_links[p].credit[v].eq(pop[p][v])
             m.d.comb += mc_in[p].eq(Cat(*mc_in_terms[p]).any())
             wrs, wps, rps, hws, hwps, hrps = vw
             if V == 1:
@@ -1247,6 +1241,10 @@ class Router(wiring.Component):
         for p in range(5):
             for v in range(V):
                 i = p * V + v
+                if p != L:
+                    # a credit goes back when a flit leaves the buffer (one-stage allocation:
+                    # at its grant; the state pops it a cycle later)
+                    m.d.comb += in_links[p].credit[v].eq(pop[p][v])
                 if not S2:
                     # the front allocation saw leaves: sent now, or a dropped F0 (the state
                     # pops it in the next cycle / now); this is the upstream credit
