@@ -125,26 +125,6 @@ def _s2_asserts(m, r):
                                                   for p in range(5)]).any())
 
 
-def _s1_asserts(m, r, cells=False):
-    """One-stage allocation with the deferred pop: F0's and F1's registered requests and F1's
-    packet state equal what the state gives; a front sent in the previous cycle is a stored,
-    kept entry; with ``cells``, F1 is the buffer entry after the front."""
-    D = r.cfg.depth
-    for p in range(5):
-        for v in range(r.cfg.vcs):
-            k, st = r._s1chk[(p, v)], r._vcstate[p][v]
-            mcnt = st["mcnt"]
-            m.d.comb += [Assert(k["u0"] == k["r0"][0]), Assert(k["m0"] == k["r0"][1]),
-                         Assert(k["u1"] == k["r1"][0]), Assert(k["m1"] == k["r1"][1]),
-                         Assert(~st["sent_r"] | ((mcnt != 0) & ~st["fc"][3]))]
-            with m.If(mcnt != 0):
-                m.d.comb += [Assert(k["act1"] == k["a1"][0]), Assert(k["inmc1"] == k["a1"][1])]
-            if cells:
-                m.d.comb += Assert(st["rd2"] == (st["rd"] + 2) % D)
-                with m.If(mcnt > 1):
-                    m.d.comb += Assert(st["fc1"] == _at(m, st["cmem"].probe, st["rd1"]))
-
-
 class _RouterHarness(wiring.Component):
     def __init__(self, what, sa_stages=1):
         self.what = what
@@ -190,12 +170,6 @@ class _RouterHarness(wiring.Component):
                     m.d.comb += Assert(r._credits[o][0] + r._take_r[o] + dc == D)
                     m.d.comb += Assert(~r._take[o] | (r._credits[o][0] != 0) | olk.credit[0])
                     m.d.comb += Assert(hc + r._mcnt[o][0] <= D)
-                    if c.sa_stages == 1:
-                        # the counter's compare registers match it
-                        nz, ge, m1 = (f[o][0] for f in r._crflags)
-                        cr = r._credits[o][0]
-                        m.d.comb += [Assert(nz == (cr != 0)), Assert(ge == (cr >= c.max_len)),
-                                     Assert(m1 == (cr == c.max_len - 1))]
         if self.what == "request":
             # the registered request (loaded with the next state's request, for both "front
             # leaves" and "front stays") equals the request computed from the state: the
@@ -207,8 +181,6 @@ class _RouterHarness(wiring.Component):
                                      Assert(r._mreq[p][v] == r._reqc[p][v][1])]
                 if c.sa_stages == 2:
                     _s2_asserts(m, r)
-                else:
-                    _s1_asserts(m, r)
         if self.what == "conservation":
             # legal packets only (bad input is dropped and counted, checked by the tb)
             for e in r._err_events:
@@ -269,8 +241,6 @@ class _RouterHarness(wiring.Component):
                 m.d.comb += Assert(r._mc_tok < 5)
                 if c.sa_stages == 2:
                     _s2_asserts(m, r)
-                else:
-                    _s1_asserts(m, r, cells=True)
                 for ptr in r._rrptr:        # one-hot (proven alone in noc_rr_arbiter_bound)
                     m.d.comb += Assert((ptr != 0) & ((ptr & (ptr - 1)) == 0))
         return m

@@ -105,6 +105,20 @@ pop -> tails counter, 10 LUT levels, 2.4 ns logic + 8.7 ns routing), so the mult
 test costs ~2 ns and the unicast loop alone still misses; registering each port's offered
 VC's request/head/tail (a VC-pick off the front of the loop, cycle-identical, commit 26a289a,
 reverted) made it worse, 68.3 MHz: the next offered VC's pick lands behind the pop select.
+"Deferred pop" (branch n23rtr, commit 78d824d, reverted; cycle-identical to this RTL on
+legal traffic by a random cycle-by-cycle comparison, router sim tests pass): the buffer
+state pops a granted front a cycle after its grant (front and next entry in registers with
+their requests; allocation sees a 2:1 select by the registered grant), so no grant feeds
+the buffer's next-state logic: 81.1 MHz (5,301 LUT4, 1,868 FF), path sent -> requested
+front -> acceptance -> output arbiter (3 levels) -> port sent -> sent, 10 levels, ~80 %
+routing -- the remaining one-cycle loop (a VC's front may leave in consecutive cycles, so
+its next request waits for the arbiters) is as deep as before.  Adding registered credit
+compares, head/body-split request registers and a one-hot multicast token (commit
+ca141a1, reverted): 72.4 MHz (5,854 LUT4, 2,169 FF; path obusy -> ... -> sent).  Neither
+closes k-induction of noc_router_credits / noc_router_request_register with the
+invariants written (the new registers need more).  So 100 MHz at grade 6 needs the
+allocation loop itself over two cycles (a VC's consecutive flits allocated from a
+speculative or two-cycle-old grant), which changes cycles.
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
@@ -430,11 +444,6 @@ class Router(wiring.Component):
             return Mux(im, 0, rq), Mux(im, rq, 0)
 
         S2 = c.sa_stages == 2
-        # one-stage allocation: each input VC's front sent in the previous cycle (a register);
-        # the buffer's state (front registers, counters, packet state) catches up with a grant
-        # in the cycle after it, so no grant feeds the state's next-state logic
-        sent_r = [[Signal(name=f"sentr_{p}_{v}") for v in range(V)] for p in range(5)]
-        s1split = {}
         s2vc = [[None] * V for _ in range(5)]      # two-stage allocation: next-state requests
         mc_in = Signal(5, name="mc_in")            # a multicast head is written this cycle
         mc_in_terms = [[] for _ in range(5)]
@@ -504,12 +513,9 @@ class Router(wiring.Component):
                 wdrop = Signal(name=f"wdrop_{p}_{v}")
                 err = Signal(name=f"err_{p}_{v}")
                 m.d.comb += [whead.eq(f.head), wtail.eq(f.tail)]
-                # (one-stage allocation: the front sent last cycle leaves the buffer in this
-                # cycle; its slot counts as free, as its credit went upstream when it was sent)
-                full = Signal(name=f"full_{p}_{v}")
-                m.d.comb += full.eq((mcnt == D) & (~sent_r[p][v] if not S2 else 1))
+                full = mcnt == D
                 if p == L:
-                    lin_space.append(~full)
+                    lin_space.append(mcnt != D)
                 with m.If(we):
                     with m.If(full):
                         # upstream violated credits: drop, keep packet state
@@ -553,133 +559,10 @@ class Router(wiring.Component):
                 self._write[p][v] = write
                 mc_in_terms[p].append(hwrite & f.mcast)
                 wctl = Cat(whead, wtail, f.mcast, wdrop, route)
-                m.d.comb += [cmem.w_en.eq(write), cmem.w_addr.eq(wr), cmem.w_data.eq(wctl)]
-                if S2:
-                    for lst, sig in zip(vw, (write, wr, rd, hwrite, hwr, hrd)):
-                        lst.append(sig)
-                    m.d.comb += cmem.r_addr.eq(rd1)
-                else:
-                    # One-stage allocation, deferred pop.  The state is the buffer after the
-                    # pops of the grants up to two cycles ago: the front entry ``fc`` (F0) and
-                    # the one after it ``fc1`` (F1), each with its registered request, and the
-                    # packet state before each.  Allocation sees the front the grants up to the
-                    # previous cycle leave: F1 if F0 was sent in the previous cycle
-                    # (``sent_r``), else F0 -- one 2:1 select by a register.  The state pops F0
-                    # in the cycle after it was sent (or at once if it is a dropped entry), so
-                    # the next state depends on registers and the write only.  Same cycles as
-                    # popping at the grant, except that a dropped entry behind a front sent in
-                    # the previous cycle leaves a cycle later.
-                    sr = sent_r[p][v]
-                    fc1 = Signal(RB, name=f"fctl1_{p}_{v}")
-                    rd2 = Signal(aw, name=f"rd2_{p}_{v}", init=2 % max(2, D))
-                    act0 = Signal(5, name=f"act0_{p}_{v}")       # packet state before F0
-                    inmc0 = Signal(name=f"inmc0_{p}_{v}")
-                    act1 = Signal(5, name=f"act1_{p}_{v}")       # ... before F1
-                    inmc1 = Signal(name=f"inmc1_{p}_{v}")
-                    u0, m0 = Signal(5, name=f"ureq0_{p}_{v}"), Signal(5, name=f"mreq0_{p}_{v}")
-                    u1, m1 = Signal(5, name=f"ureq1_{p}_{v}"), Signal(5, name=f"mreq1_{p}_{v}")
-                    m.d.comb += cmem.r_addr.eq(rd2)
-                    dpop = Signal(name=f"dpop_{p}_{v}")          # the state's pop (F0 leaves)
-                    m.d.comb += dpop.eq(sr | (_nz(mcnt) & fc[3]))
-                    # what allocation sees
-                    fce = Signal(RB, name=f"fce_{p}_{v}")
-                    m.d.comb += [fce.eq(Mux(sr, fc1, fc)),
-                                 fv[p][v].eq(Mux(sr, _gt_const(mcnt, 1), _nz(mcnt))),
-                                 ureq[p][v].eq(Mux(sr, u1, u0)), mreq[p][v].eq(Mux(sr, m1, m0)),
-                                 active[p][v].eq(Mux(sr, act1, act0)),
-                                 in_mc[p][v].eq(Mux(sr, inmc1, inmc0))]
-                    fhead[p][v], ftail[p][v], fmc[p][v], fdrop[p][v] = \
-                        fce[0], fce[1], fce[2], fce[3]
-                    froute[p][v] = fce[4:RB]
-                    mcnte = Signal(cw, name=f"mcnte_{p}_{v}")
-                    m.d.comb += mcnte.eq(mcnt - sr)
-                    self._mcnt[p][v] = mcnte
-                    f0tl = fc[1] & ~fc[3]                          # F0 is a (kept) tail
-                    rde = Signal(aw, name=f"rde_{p}_{v}")
-                    hrde = Signal(aw, name=f"hrde_{p}_{v}")
-                    m.d.comb += [rde.eq(Mux(sr, rd1, rd)),
-                                 hrde.eq(Mux(sr & f0tl, inc(hrd), hrd))]
-                    for lst, sig in zip(vw, (write, wr, rde, hwrite, hwr, hrde)):
-                        lst.append(sig)
-
-                    def after(f, act, inmc):
-                        hd, tl, mcb, dr, rt = f[0], f[1], f[2], f[3], f[4:RB]
-                        return (Mux(~dr & hd, Mux(tl, 0, rt), Mux(~dr & tl, 0, act)),
-                                Mux(~dr & hd, mcb, inmc))
-                    # next state: pop F0 (dpop), then append the written entry
-                    tw = write & wtail & ~wdrop
-                    lt = len(tails[p][v])
-                    left = Signal(cw, name=f"left_{p}_{v}")        # entries left after the pop
-                    m.d.comb += left.eq(mcnt - dpop)
-                    fc0n = Signal(RB, name=f"fc0n_{p}_{v}")
-                    fc1n = Signal(RB, name=f"fc1n_{p}_{v}")
-                    m.d.comb += [fc0n.eq(Mux(_nz(left), Mux(dpop, fc1, fc), wctl)),
-                                 fc1n.eq(Mux(_gt_const(left, 1), Mux(dpop, cmem.r_data, fc1),
-                                             wctl))]
-                    a_pop, i_pop = after(fc, act0, inmc0)
-                    act0n = Signal(5, name=f"act0n_{p}_{v}")
-                    inmc0n = Signal(name=f"inmc0n_{p}_{v}")
-                    m.d.comb += [act0n.eq(Mux(dpop, a_pop, act0)),
-                                 inmc0n.eq(Mux(dpop, i_pop, inmc0))]
-                    a1n, i1n = after(fc0n, act0n, inmc0n)
-                    act1n = Signal(5, name=f"act1n_{p}_{v}")
-                    inmc1n = Signal(name=f"inmc1n_{p}_{v}")
-                    m.d.comb += [act1n.eq(a1n), inmc1n.eq(i1n)]
-                    tails_n = Signal(lt, name=f"tailsn_{p}_{v}")
-                    tails1n = Signal(lt, name=f"tails1n_{p}_{v}")
-                    m.d.comb += [tails_n.eq(tails[p][v] + tw - (dpop & f0tl)),
-                                 tails1n.eq(tails_n - (fc0n[1] & ~fc0n[3]))]
-                    mcnt_n = Signal(cw, name=f"mcntn_{p}_{v}")
-                    m.d.comb += mcnt_n.eq(left + write)
-                    u0n, m0n = derive(_nz(mcnt_n), fc0n, _z(tails_n), act0n, inmc0n, f"n0{p}_{v}")
-                    u1n, m1n = derive(_gt_const(mcnt_n, 1), fc1n, _z(tails1n), act1n, inmc1n,
-                                      f"n1{p}_{v}")
-                    # the requests split by head / body, and "has a multicast request", as
-                    # registers too: allocation's acceptance is then a select and one LUT
-                    spl = {}
-                    for nm, rq, hdb in (("u0", u0n, fc0n[0]), ("u1", u1n, fc1n[0]),
-                                        ("m0", m0n, fc0n[0]), ("m1", m1n, fc1n[0])):
-                        for part, sel_ in (("h", hdb), ("b", ~hdb)):
-                            r_ = Signal(5, name=f"{nm}{part}_{p}_{v}")
-                            m.d.sync += r_.eq(Mux(sel_, rq, 0))
-                            spl[nm + part] = r_
-                    for nm, rq in (("m0", m0n), ("m1", m1n)):
-                        r_ = Signal(name=f"{nm}nz_{p}_{v}")
-                        m.d.sync += r_.eq(_nz(rq))
-                        spl[nm + "nz"] = r_
-                    s1split[(p, v)] = {k_: Mux(sr, spl[k_.replace("0", "1")], spl[k_])
-                                       for k_ in ("u0h", "u0b", "m0h", "m0b", "m0nz")}
-                    m.d.sync += [fc.eq(fc0n), fc1.eq(fc1n), mcnt.eq(mcnt_n),
-                                 tails[p][v].eq(tails_n), act0.eq(act0n), inmc0.eq(inmc0n),
-                                 act1.eq(act1n), inmc1.eq(inmc1n),
-                                 u0.eq(u0n), m0.eq(m0n), u1.eq(u1n), m1.eq(m1n)]
-                    with m.If(write):
-                        m.d.sync += wr.eq(inc(wr))
-                    with m.If(hwrite):
-                        m.d.sync += hwr.eq(inc(hwr))
-                    with m.If(dpop):
-                        m.d.sync += [rd.eq(rd1), rd1.eq(rd2), rd2.eq(inc(rd2))]
-                        with m.If(f0tl):
-                            m.d.sync += hrd.eq(inc(hrd))
-                    # the request allocation sees, from the state (the formal equivalence
-                    # check of the registered requests)
-                    tze = _z(tails[p][v] - (sr & f0tl))
-                    self._reqc[p][v] = derive(fv[p][v], fce, tze, active[p][v], in_mc[p][v],
-                                              f"c{p}_{v}")
-                    # F0's and F1's registered requests / F1's packet state from the state
-                    # (formal: the induction invariants)
-                    self._s1chk = getattr(self, "_s1chk", {})
-                    self._s1chk[(p, v)] = dict(
-                        u0=u0, m0=m0, u1=u1, m1=m1, act1=act1, inmc1=inmc1,
-                        r0=derive(_nz(mcnt), fc, _z(tails[p][v]), act0, inmc0, f"k0{p}_{v}"),
-                        r1=derive(_gt_const(mcnt, 1), fc1, _z(tails[p][v] - f0tl), act1, inmc1,
-                                  f"k1{p}_{v}"),
-                        a1=after(fc, act0, inmc0))
-                    self._vcstate[p][v] = dict(cmem=cmem, wr=wr, rd=rd, rd1=rd1, rd2=rd2, fc=fc,
-                                               fc1=fc1, mcnt=mcnt, sent_r=sr, dropping=dropping,
-                                               tails=tails[p][v], active=act0, in_mc=inmc0,
-                                               act1=act1, in_mc1=inmc1)
-                    continue
+                for lst, sig in zip(vw, (write, wr, rd, hwrite, hwr, hrd)):
+                    lst.append(sig)
+                m.d.comb += [cmem.w_en.eq(write), cmem.w_addr.eq(wr), cmem.w_data.eq(wctl),
+                             cmem.r_addr.eq(rd1)]
                 # the front's payload and header are asynchronous reads at the read pointers;
                 # its framing and route are a register (allocation starts from flip-flops),
                 # loaded from the entry after it on a pop or from the write into an empty slot
@@ -756,6 +639,9 @@ class Router(wiring.Component):
                     tails[p][v].eq(tails[p][v] + (write & wtail & ~wdrop)
                                    - (pop[p][v] & ftail[p][v] & ~fdrop[p][v])),
                 ]
+                if p != L:
+                    # a credit goes back when a flit leaves the buffer
+                    m.d.comb += in_links[p].credit[v].eq(pop[p][v])
             m.d.comb += mc_in[p].eq(Cat(*mc_in_terms[p]).any())
             wrs, wps, rps, hws, hwps, hrps = vw
             if V == 1:
@@ -783,17 +669,11 @@ class Router(wiring.Component):
         m.d.comb += lq_space.eq(lq_res != LQ)
         self._lbusy, self._lq_space, self._cv = lbusy, lq_space, cv
         # a credit arriving this cycle counts at once (the credit round trip stays 2L+2)
-        # the counters' compares as registers (loaded with the next count's compares), so the
-        # acceptance is one LUT from flip-flops: count != 0, >= max_packet_flits, == that - 1
-        c_nz = [[Signal(name=f"crnz_{o}_{v}", init=D > 0) for v in range(V)] for o in range(4)]
-        c_ge = [[Signal(name=f"crge_{o}_{v}", init=D >= c.max_len) for v in range(V)]
-                for o in range(4)]
-        c_m1 = [[Signal(name=f"crm1_{o}_{v}", init=D == c.max_len - 1) for v in range(V)]
-                for o in range(4)]
-        self._crflags = (c_nz, c_ge, c_m1)
-        cr_nz = [[c_nz[o][v] | out_links[o].credit[v] for v in range(V)] for o in range(4)]
-        cr_pkt = [[c_ge[o][v] | (c_m1[o][v] & out_links[o].credit[v]) for v in range(V)]
-                  for o in range(4)]
+        cr_nz = [[_nz(credits[o][v]) | out_links[o].credit[v] for v in range(V)]
+                 for o in range(4)]
+        cr_pkt = [[(credits[o][v] >= c.max_len) |
+                   ((credits[o][v] == c.max_len - 1) & out_links[o].credit[v])
+                   for v in range(V)] for o in range(4)]
 
         # ---------------- per input VC requests (from the registered request) -----------
         req = [[Signal(5, name=f"req_{p}_{v}") for v in range(V)] for p in range(5)]
@@ -820,17 +700,6 @@ class Router(wiring.Component):
                 m.d.comb += [is_mc[p][v].eq(Mux(hd, fmc[p][v], in_mc[p][v])),
                              req[p][v].eq(u | mr)]
                 okm = []
-                if not S2:
-                    sp = s1split[(p, v)]
-                    for o in range(5):
-                        if o == p and o != L:
-                            continue
-                        m.d.comb += uni_ok[o][i].eq((sp["u0h"][o] & acc(a_uh, o, v)) |
-                                                    (sp["u0b"][o] & acc(a_ub, o, v)))
-                        okm.append(~(sp["m0h"][o] & ~acc(a_mh, o, v)) &
-                                   ~(sp["m0b"][o] & ~acc(a_ub, o, v)))
-                    m.d.comb += mc_ok[i].eq(sp["m0nz"] & Cat(*okm).all())
-                    continue
                 for o in range(5):
                     if o == p and o != L:
                         a_u = a_m = Const(0, 1)
@@ -936,19 +805,7 @@ class Router(wiring.Component):
         mc_gnt = mc_tok
         # the token port's offered VC: its multicast branches, head bit and VC; it goes when
         # every branch accepts (the same test as mc_ok, on that one VC)
-        tok1h = Signal(5, name="mc_tok1h", init=1)   # the same token, one-hot
-        if S2:
-            mc_route = _pick(m, mc_tok, s2_pmr, "mc_route", 5)
-        else:
-            # the token port's offered VC's multicast may go (mc_ok, the same test) and its
-            # branches, as and-or over the one-hot token
-            pmc_ok = [(_pick(m, cv[p], [mc_ok[p * V + v] for v in range(V)], f"pmcok_{p}", 1)
-                       if V > 1 else mc_ok[p * V]) for p in range(5)]
-            tok_go = Signal(5, name="mc_tok_go")
-            m.d.comb += tok_go.eq(Cat(*[tok1h[p] & pmc_ok[p] for p in range(5)]))
-            mc_route = Signal(5, name="mc_route")
-            m.d.comb += mc_route.eq(Cat(*[Cat(*[tok1h[p] & p_mreq[p][o] for p in range(5)]).any()
-                                          for o in range(5)]))
+        mc_route = _pick(m, mc_tok, s2_pmr if S2 else p_mreq, "mc_route", 5)
         tok_hd = _pick(m, mc_tok, [p_hd[p] for p in range(5)], "mc_hd", 1)
         tok_vc = _pick(m, mc_tok, cv, "mc_vc", _bits(V)) if V > 1 else Const(0, 1)
         tok_ok = []
@@ -960,7 +817,7 @@ class Router(wiring.Component):
                 a = a & ~_eqc(mc_tok, o)
             tok_ok.append(~mc_route[o] | a)
         if not S2:
-            m.d.comb += mc_any.eq(_nz(tok_go))
+            m.d.comb += mc_any.eq(_nz(mc_route) & Cat(*tok_ok).all())
         else:
             # the token port's multicast goes (one-hot by port) and the outputs it takes:
             # registers loaded with the next cycle's token and requests
@@ -988,28 +845,24 @@ class Router(wiring.Component):
             with m.Default():
                 m.d.comb += tok_next.eq(0)
         tok_tail = Signal(name="mc_tok_tail")
-        if S2:
-            m.d.comb += tok_tail.eq(mc_any & _pick(m, mc_tok, [ptail[p] for p in range(5)],
-                                                  "mc_tailp", 1))
-        else:
-            m.d.comb += tok_tail.eq(_nz(tok_go & ptail))
+        m.d.comb += tok_tail.eq(mc_any & _pick(m, mc_tok, [ptail[p] for p in range(5)],
+                                              "mc_tailp", 1))
         # the token stays only while its port's multicast is under way (a head that went and
         # its tail has not): the body then never waits for credits (the head reserved a whole
         # packet downstream).  A holder that cannot start one passes it on, so a blocked
         # multicast never keeps a ready one waiting (a cycle of such waits across routers
         # would deadlock).
         keep = Signal(name="mc_tok_keep")
-        tok_mid = (_pick(m, mc_tok, [mid_mc[p] for p in range(5)], "mc_mid", 1) if S2
-                   else _nz(tok1h & mid_mc))
-        m.d.comb += keep.eq((tok_mid | mc_any) & ~tok_tail)
+        m.d.comb += keep.eq((_pick(m, mc_tok, [mid_mc[p] for p in range(5)], "mc_mid", 1) |
+                             mc_any) & ~tok_tail)
         with m.If(~keep):
-            m.d.sync += [mc_tok.eq(tok_next), tok1h.eq(Const(1, 5) << tok_next)]
+            m.d.sync += mc_tok.eq(tok_next)
         tok_n = Mux(keep, mc_tok, tok_next)          # next cycle's token
         take = Signal(5, name="take")                 # output granted this cycle
         src = [Signal(3, name=f"src_{o}") for o in range(5)]      # input port (for checks)
         sel = []                                      # crossbar select: index into _LEGAL_IN[o]
         psent = Signal(5, name="psent")
-        sent_terms = [[(s2_go[p] if S2 else tok_go[p])] for p in range(5)]
+        sent_terms = [[(s2_go[p] if S2 else mc_any & _eqc(mc_gnt, p))] for p in range(5)]
         self._rrptr = []                              # (formal harness)
         ohs, bymc = [], []                            # one-hot unicast grant, multicast, per output
         for o in range(5):
@@ -1063,14 +916,8 @@ class Router(wiring.Component):
         for o in range(4):
             for v in range(V):
                 t = tov[o][v]
-                ci = out_links[o].credit[v]
-                m.d.sync += credits[o][v].eq(Mux(t, credits[o][v] - 1, credits[o][v]) + ci)
-                # next count = credits + ci - t: its compares for t = 0 / 1, t the last select
-                n0 = Signal(cw + 1, name=f"crn0_{o}_{v}")
-                m.d.comb += n0.eq(credits[o][v] + ci)
-                m.d.sync += [c_nz[o][v].eq(Mux(t, n0 >= 2, _nz(n0))),
-                             c_ge[o][v].eq(Mux(t, n0 >= c.max_len + 1, n0 >= c.max_len)),
-                             c_m1[o][v].eq(Mux(t, n0 == c.max_len, n0 == c.max_len - 1))]
+                m.d.sync += credits[o][v].eq(Mux(t, credits[o][v] - 1, credits[o][v])
+                                             + out_links[o].credit[v])
                 with m.If(t):
                     m.d.sync += obusy[o][v].eq(~otail[o])
         with m.If(take[L]):
@@ -1241,18 +1088,6 @@ class Router(wiring.Component):
         for p in range(5):
             for v in range(V):
                 i = p * V + v
-                if p != L:
-                    # a credit goes back when a flit leaves the buffer (one-stage allocation:
-                    # at its grant; the state pops it a cycle later)
-                    m.d.comb += in_links[p].credit[v].eq(pop[p][v])
-                if not S2:
-                    # the front allocation saw leaves: sent now, or a dropped F0 (the state
-                    # pops it in the next cycle / now); this is the upstream credit
-                    fc0 = self._vcstate[p][v]["fc"]
-                    m.d.comb += pop[p][v].eq(sent[i] | (~sent_r[p][v] & _nz(
-                        self._vcstate[p][v]["mcnt"]) & fc0[3]))
-                    m.d.sync += sent_r[p][v].eq(sent[i])
-                    continue
                 m.d.comb += pop[p][v].eq(fv[p][v] & (fdrop[p][v] | sent[i]))
                 with m.If(fv[p][v] & ~fdrop[p][v] & sent[i] & fhead[p][v]):
                     m.d.sync += [active[p][v].eq(Mux(ftail[p][v], 0, froute[p][v])),
