@@ -114,9 +114,10 @@ front -> acceptance -> output arbiter (3 levels) -> port sent -> sent, 10 levels
 routing -- the remaining one-cycle loop (a VC's front may leave in consecutive cycles, so
 its next request waits for the arbiters) is as deep as before.  Adding registered credit
 compares, head/body-split request registers and a one-hot multicast token (commit
-ca141a1, reverted): 72.4 MHz (5,854 LUT4, 2,169 FF; path obusy -> ... -> sent).  Neither
-closes k-induction of noc_router_credits / noc_router_request_register with the
-invariants written (the new registers need more).  So 100 MHz at grade 6 needs the
+ca141a1, reverted): 72.4 MHz (5,854 LUT4, 2,169 FF; path obusy -> ... -> sent).  With
+ca141a1 and its harness invariants, noc_router_credits and noc_router_request_register
+pass the base case (depth 20) but fail k-induction (the new registers need more
+invariants; not written).  So 100 MHz at grade 6 needs the
 allocation loop itself over two cycles (a VC's consecutive flits allocated from a
 speculative or two-cycle-old grant), which changes cycles.
 
