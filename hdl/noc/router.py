@@ -105,6 +105,23 @@ pop -> tails counter, 10 LUT levels, 2.4 ns logic + 8.7 ns routing), so the mult
 test costs ~2 ns and the unicast loop alone still misses; registering each port's offered
 VC's request/head/tail (a VC-pick off the front of the loop, cycle-identical, commit 26a289a,
 reverted) made it worse, 68.3 MHz: the next offered VC's pick lands behind the pop select.
+"Deferred pop" (branch n23rtr, commit 78d824d, reverted; cycle-identical to this RTL on
+legal traffic by a random cycle-by-cycle comparison, router sim tests pass): the buffer
+state pops a granted front a cycle after its grant (front and next entry in registers with
+their requests; allocation sees a 2:1 select by the registered grant), so no grant feeds
+the buffer's next-state logic: 81.1 MHz (5,301 LUT4, 1,868 FF), path sent -> requested
+front -> acceptance -> output arbiter (3 levels) -> port sent -> sent, 10 levels, ~80 %
+routing (seed 2: 80.8 MHz, path input framing counter -> drop -> bad-input event sum ->
+saturating ``errors`` counter, 12.4 ns; the sa_stages=2 pipeline registers those events)
+-- the remaining one-cycle loop (a VC's front may leave in consecutive cycles, so its next
+request waits for the arbiters) is as deep as before.  Adding registered credit
+compares, head/body-split request registers and a one-hot multicast token (commit
+ca141a1, reverted): 72.4 MHz (5,854 LUT4, 2,169 FF; path obusy -> ... -> sent).  With
+ca141a1 and its harness invariants, noc_router_credits and noc_router_request_register
+pass the base case (depth 20) but fail k-induction (the new registers need more
+invariants; not written).  So 100 MHz at grade 6 needs the
+allocation loop itself over two cycles (a VC's consecutive flits allocated from a
+speculative or two-cycle-old grant), which changes cycles.
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
