@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from t3_stage0_takeapart import CFGS, NO_HOLD, large_and_fig19, pct  # noqa: E402
+from t3_stage0_takeapart import CFGS, NO_HOLD, large_and_fig19, pct, set_summary  # noqa: E402
 
 from tessera.sim_models.t3 import cases, config, study  # noqa: E402
 
@@ -101,13 +101,7 @@ PAPER_SAYS = {
 def fig16(sysm) -> tuple[dict, dict]:
     rows = {c: study.evaluate(sysm, config.model(c[0]), c[1], c[2], configs=CFGS) for c in CASES}
     rr = list(rows.values())
-    out = {}
-    for c in ("t3", "t3-mca", "ideal"):
-        best = max(rr, key=lambda r: r.speedup(c))
-        out[c] = dict(geomean=pct(study.geomean(r.speedup(c) for r in rr)), max=pct(best.speedup(c)),
-                      max_case=f"{best.model} {best.sublayer} TP{best.tp}")
-    out["mca_minus_t3"] = out["t3-mca"]["geomean"] - out["t3"]["geomean"]
-    out["op_t3_over_ideal_min"] = min(r.speedup("t3") / r.speedup("ideal") for r in rr if r.sublayer == "OP")
+    out = set_summary(rr)
     red = [1 - sum(r.traffic["t3-mca"].values()) / sum(r.traffic["sequential"].values()) for r in rr]
     out["fig18_reduction_geomean"] = 100 * (1 - study.geomean(1 - np.array(red)))
     out["ideal_geomean"] = out["ideal"]["geomean"]
