@@ -41,8 +41,12 @@ def pct(x: float) -> float:
 
 
 def fig16_set(sysm) -> dict:
-    rows = [study.evaluate(sysm, config.model(k), tp, sl, configs=CFGS)
-            for k in ("mega-gpt-2", "t-nlg") for tp in config.model(k).tp for sl in config.SUBLAYERS]
+    return set_summary([study.evaluate(sysm, config.model(k), tp, sl, configs=CFGS)
+                        for k in ("mega-gpt-2", "t-nlg") for tp in config.model(k).tp for sl in config.SUBLAYERS])
+
+
+def set_summary(rows) -> dict:
+    """T3 / T3-MCA / Ideal geomean and max (with its case), MCA - T3, OP T3 / Ideal of a Fig 16 row set."""
     out = {}
     for c in ("t3", "t3-mca", "ideal"):
         best = max(rows, key=lambda r: r.speedup(c))

@@ -752,3 +752,20 @@ def test_stage0_is_its_compute_plus_the_remote_burst_hold():
     g = overlap.simulate(sn, p, comm=True, policy="rr")
     assert (g.send_end - g.send_start)[2:n - 1].mean() == pytest.approx(chunk, rel=0.01)
     assert g.stage_end[0] - g.stage_compute_end[0] == pytest.approx(hold, abs=2e-6)
+
+
+def _t3_speedup(key, tp, sl, **kw):
+    r = study.evaluate(config.system(**kw), config.model(key), tp, sl, configs=("t3",))
+    return r.speedup("t3")
+
+
+def test_no_hold_drain_level_lifts_the_t3_max_case_and_slows_a_memory_bound_fc_case():
+    """bench t3_drain_takeapart: under the no-hold start-up reading (stage 1 not held behind stage 0's
+    remote burst), raising the write-drain watermarks at a fixed 4-entry batch (12/8 -> 24/20) lifts the
+    set's T3 maximum case (Mega-GPT-2 IP TP16) and slows a memory-bound FC case (Mega-GPT-2 FC-2 TP16):
+    the watermark level separates the maximum from the geomean, the batch moves both together."""
+    nh = dict(remote_store_buffer_bytes=1e12)
+    ip = {wd: _t3_speedup("mega-gpt-2", 16, "IP", **nh, write_drain=wd) for wd in ((12, 8), (24, 20))}
+    fc = {wd: _t3_speedup("mega-gpt-2", 16, "FC-2", **nh, write_drain=wd) for wd in ((12, 8), (24, 20))}
+    assert ip[(24, 20)] > ip[(12, 8)] + 0.02
+    assert fc[(24, 20)] < fc[(12, 8)] - 0.02
