@@ -186,10 +186,12 @@ def _sim_dir(block: str, params: dict | None):
 
 def prepare(block: str, params: dict | None = None, extra_sources=()):
     """Export the block for this parameter set (cached, see the module doc);
-    returns (sim_dir, verilog_path, params).  Holds the parameter set's lock: under
-    pytest-xdist one worker elaborates, the other waits and reuses the result."""
+    returns (sim_dir, verilog_path, params); the manifest is ``<sim_dir>/<block>.manifest.json``.
+    Holds the parameter set's elaboration lock: under pytest-xdist one worker elaborates, the
+    other waits and reuses the result.  (Its own lock, not the build's: a test that only
+    needs the Verilog -- tests/test_export.py -- does not wait for a Verilator build of it.)"""
     spec, params, sim_dir = _sim_dir(block, params)
-    with _locked(sim_dir / ".lock"):
+    with _locked(sim_dir / ".elab.lock"):
         return _prepare(spec, block, params, sim_dir)
 
 
@@ -240,7 +242,7 @@ def _run(block, params, module, *, testcase=None, seed=1, waves=None, extra_env=
     trace_args = ["--trace", "--trace-structs"] if waves else []
     lock = sim_dir / ".lock"
     BUILDS_USED.append(f"{sim_dir.name}/{build_dir.name}")
-    with _locked(lock):                    # elaboration: once per parameter set
+    with _locked(sim_dir / ".elab.lock"):      # elaboration: once per parameter set
         sim_dir, vpath, params = _prepare(spec, block, params, sim_dir)
     env["TESSERA_PARAMS"] = json.dumps(params)
     with _locked(lock) if waves else nullcontext():    # one dump.vcd per build dir
