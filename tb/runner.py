@@ -21,6 +21,15 @@ Verilator skips itself when its inputs and arguments are unchanged
 nothing to do, so a cached run starts in seconds.  ``opt="-O0"`` builds the
 C++ model at that optimisation level in its own build dir (``obj_O0``): short
 runs (``make demo``) build several times faster; benches keep the default.
+
+Several testcases, one simulator: ``run_cases(..., testcases=[...])`` runs them in one
+simulator process (cocotb runs them in module order, each test resets the DUT itself) and
+returns each one's outcome and failure message from cocotb's results file, instead of one
+process start-up (Python, cocotb, the testbench's imports, the model's load) per case.
+``run_case(request, ...)`` is its pytest form: the first of a test function's parametrised
+items to run starts one simulator for every selected sibling item (same parameters but
+``testcase``) and each item then passes or fails by its own case's result, with its
+assertion message (make test: tests/test_pe_rtl.py and others).
 """
 from __future__ import annotations
 
@@ -28,7 +37,10 @@ import fcntl
 import hashlib
 import json
 import os
+import re
+import xml.etree.ElementTree as ET
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 from tessera.export import generate, manifest, param_hash
@@ -85,7 +97,8 @@ def _write_if_changed(path: Path, text: str):
         os.replace(tmp, path)
 
 
-def cocotb_verilator(public: str = "all", lock: Path | None = None, **kwargs):
+def cocotb_verilator(public: str = "all", lock: Path | None = None, keep_going: bool = False,
+                     **kwargs):
     """cocotb-test's Verilator run, with a choice of what VPI can see.
 
     ``lock``: a lock file held while Verilator and make run (one build per build dir under
@@ -99,6 +112,11 @@ def cocotb_verilator(public: str = "all", lock: Path | None = None, **kwargs):
     and signals): for the NoC meshes that is 3x less C++ (30 MB -> 10 MB for
     the 4x4 traffic top) and a several times faster build.  Testbenches that
     use it may only touch top-level ports.
+
+    ``keep_going``: failed cocotb tests do not raise (cocotb-test's ``SystemExit``); the
+    results file is returned for :func:`read_results`.  A failed build raises
+    :class:`BuildError`; a simulator that ends without writing its results raises
+    :class:`SimulatorCrash`.
     """
     from cocotb_test.simulator import Verilator
     if public not in ("all", "top"):
@@ -117,13 +135,34 @@ def cocotb_verilator(public: str = "all", lock: Path | None = None, **kwargs):
             return cmds
 
         def execute(self, cmds):
-            if lock is None or self.compile_only:
+            if not keep_going:
+                return self._execute(cmds)
+            try:
+                self._execute(cmds)
+            except SystemExit as e:
+                raise (SimulatorCrash if self.built else BuildError)(str(e)) from None
+
+        def _execute(self, cmds):
+            self.built = False
+            if self.compile_only:
                 return super().execute(cmds)
-            with _locked(lock):
+            with _locked(lock) if lock is not None else nullcontext():
                 super().execute(cmds[:-1])
+            self.built = True
             super().execute(cmds[-1:])
 
-    return _Verilator(**kwargs).run()
+    sim = _Verilator(**kwargs)
+    if not keep_going:
+        return sim.run()
+    try:
+        return sim.run()
+    except SystemExit as e:                       # tests failed (or no results file)
+        path = sim.env.get("COCOTB_RESULTS_FILE") or os.getenv("COCOTB_RESULTS_FILE")
+        try:
+            ET.parse(path)
+        except (TypeError, OSError, ET.ParseError):
+            raise SimulatorCrash(str(e)) from None
+        return path
 
 
 def source_key() -> str:
@@ -147,10 +186,12 @@ def _sim_dir(block: str, params: dict | None):
 
 def prepare(block: str, params: dict | None = None, extra_sources=()):
     """Export the block for this parameter set (cached, see the module doc);
-    returns (sim_dir, verilog_path, params).  Holds the parameter set's lock: under
-    pytest-xdist one worker elaborates, the other waits and reuses the result."""
+    returns (sim_dir, verilog_path, params); the manifest is ``<sim_dir>/<block>.manifest.json``.
+    Holds the parameter set's elaboration lock: under pytest-xdist one worker elaborates, the
+    other waits and reuses the result.  (Its own lock, not the build's: a test that only
+    needs the Verilog -- tests/test_export.py -- does not wait for a Verilator build of it.)"""
     spec, params, sim_dir = _sim_dir(block, params)
-    with _locked(sim_dir / ".lock"):
+    with _locked(sim_dir / ".elab.lock"):
         return _prepare(spec, block, params, sim_dir)
 
 
@@ -176,6 +217,13 @@ def run(block: str, params: dict | None, module: str, *, testcase: str | None = 
     """Build (cached) and run cocotb ``module`` against ``block``; raises on any failure.
     ``opt``: C++ optimisation level of the model (e.g. ``"-O0"``), own build dir; default
     ``$TESSERA_SIM_OPT`` (the test suite sets ``-O0``, see tests/conftest.py), else Verilator's."""
+    return _run(block, params, module, testcase=testcase, seed=seed, waves=waves,
+                extra_env=extra_env, result_file=result_file, public=public, opt=opt)[0]
+
+
+def _run(block, params, module, *, testcase=None, seed=1, waves=None, extra_env=None,
+         result_file=None, public="all", opt=None, keep_going=False):
+    """(build dir, results file or None); ``keep_going``: see :func:`cocotb_verilator`."""
     ensure_path()
     opt = opt or os.environ.get("TESSERA_SIM_OPT") or None
     spec, params, sim_dir = _sim_dir(block, params)
@@ -194,17 +242,140 @@ def run(block: str, params: dict | None, module: str, *, testcase: str | None = 
     trace_args = ["--trace", "--trace-structs"] if waves else []
     lock = sim_dir / ".lock"
     BUILDS_USED.append(f"{sim_dir.name}/{build_dir.name}")
-    with _locked(lock):                    # elaboration: once per parameter set
+    with _locked(sim_dir / ".elab.lock"):      # elaboration: once per parameter set
         sim_dir, vpath, params = _prepare(spec, block, params, sim_dir)
     env["TESSERA_PARAMS"] = json.dumps(params)
     with _locked(lock) if waves else nullcontext():    # one dump.vcd per build dir
         # the build under the lock, the simulation outside it (unless waves: held throughout)
-        cocotb_verilator(
-            public=public, lock=None if waves else lock, toplevel=block, module=module,
+        results = cocotb_verilator(
+            public=public, lock=None if waves else lock, keep_going=keep_going,
+            toplevel=block, module=module,
             testcase=testcase, verilog_sources=[str(vpath)], toplevel_lang="verilog",
             sim_build=str(build_dir), work_dir=str(build_dir),
             compile_args=SIM_COMPILE_ARGS + trace_args, plus_args=["--trace"] if waves else [],
             make_args=["-j2", PCH_FIX] + opt_args, extra_env=env, waves=False, seed=seed,
             timescale="1ns/1ps",
         )
-    return build_dir
+    return build_dir, results
+
+
+class BuildError(RuntimeError):
+    """Verilator or the C++ build of a model failed."""
+
+
+class SimulatorCrash(RuntimeError):
+    """The simulator ended without writing cocotb's results file (crash, fatal error)."""
+
+
+@dataclass
+class CaseResult:
+    """One cocotb testcase's outcome in a shared simulator run: ``passed``, ``failed`` (an
+    assertion or exception; ``message`` has it and its traceback), ``error`` (the test could
+    not start), ``skipped``, or ``missing`` (requested but not run)."""
+    name: str
+    outcome: str
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "passed"
+
+
+def case_filter(module: str, testcases) -> str:
+    """cocotb's ``COCOTB_TEST_FILTER`` (a regex searched in ``<module>.<test>``) that selects
+    exactly these testcases of ``module``."""
+    names = "|".join(re.escape(t) for t in testcases)
+    return f"^{re.escape(module)}\\.({names})$"
+
+
+def read_results(path, testcases) -> dict[str, CaseResult]:
+    """Each requested testcase's :class:`CaseResult` from a cocotb results (xUnit) file."""
+    out = {}
+    for tc in ET.parse(path).iter("testcase"):
+        name = tc.get("name")
+        outcome, message = "passed", ""
+        for tag, what in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
+            el = tc.find(tag)
+            if el is not None:
+                outcome = what
+                message = "\n".join(x for x in (el.get("message"), el.text) if x)
+                break
+        out[name] = CaseResult(name, outcome, message)
+    return {t: out.get(t, CaseResult(t, "missing", "not run by the simulator (not found, or "
+                                                   "the run stopped before it)"))
+            for t in testcases}
+
+
+def run_cases(block: str, params: dict | None, module: str, testcases, *, seed: int = 1,
+              extra_env: dict | None = None, result_file=None, public: str = "all",
+              opt: str | None = None) -> dict[str, CaseResult]:
+    """Build (cached) and run several cocotb testcases of ``module`` in ONE simulator process,
+    in the module's order; returns ``{testcase: CaseResult}`` and raises only when the model
+    does not build (:class:`BuildError`) or the simulator ends abnormally
+    (:class:`SimulatorCrash`).  Same build dir, environment and seed as :func:`run`."""
+    testcases = list(dict.fromkeys(testcases))
+    _, results = _run(block, params, module, testcase=case_filter(module, testcases), seed=seed,
+                      waves=None, extra_env=extra_env, result_file=result_file, public=public,
+                      opt=opt, keep_going=True)
+    try:
+        return read_results(results, testcases)
+    finally:
+        Path(results).unlink(missing_ok=True)     # (cocotb-test's temporary file)
+
+
+_SHARED: dict = {}
+
+
+def _siblings(request) -> list[str]:
+    """``testcase`` of every selected item of this test function whose other parameters equal
+    this item's, in collection order."""
+    node = request.node
+    mine = {k: v for k, v in node.callspec.params.items() if k != "testcase"}
+    out = []
+    for it in request.session.items:
+        cs = getattr(it, "callspec", None)
+        if (cs is None or getattr(it, "originalname", None) != node.originalname
+                or it.path != node.path or "testcase" not in cs.params):
+            continue
+        if {k: v for k, v in cs.params.items() if k != "testcase"} == mine:
+            out.append(cs.params["testcase"])
+    return out or [node.callspec.params["testcase"]]
+
+
+def run_case(request, block: str, params: dict | None, module: str, testcase: str, *,
+             seed: int = 1, extra_env: dict | None = None, public: str = "all",
+             opt: str | None = None):
+    """pytest: pass or fail by cocotb ``testcase``, run in one simulator process together with
+    the sibling items (the test function's other selected items with the same parameters but
+    ``testcase``, which must be a parametrize argument); the first sibling to run starts it.
+    A failed case fails its own item with cocotb's message and traceback.  If the shared
+    simulator crashes, each item re-runs its case alone (so the crash is reported by name); a
+    failed build fails every sibling with the build's error.  Under pytest-xdist, give the
+    siblings one ``xdist_group`` so that one worker runs them (else each worker repeats it)."""
+    key = (str(request.node.path), request.node.originalname, block,
+           json.dumps(params, sort_keys=True, default=str), module, seed,
+           json.dumps(extra_env or {}, sort_keys=True), public, opt)
+    if key not in _SHARED:
+        names = _siblings(request)
+        if testcase not in names:
+            names.append(testcase)
+        try:
+            _SHARED[key] = run_cases(block, params, module, names, seed=seed,
+                                     extra_env=extra_env, public=public, opt=opt)
+        except (BuildError, SimulatorCrash) as e:
+            _SHARED[key] = e
+    res = _SHARED[key]
+    if isinstance(res, BuildError):
+        raise res
+    if isinstance(res, SimulatorCrash) or testcase not in res:
+        # alone, as before: a crash is then reported by the case that crashes
+        return run(block, params, module, testcase=testcase, seed=seed, extra_env=extra_env,
+                   public=public, opt=opt)
+    r = res[testcase]
+    if not r.ok:
+        n = len(res)
+        raise AssertionError(f"cocotb testcase {module}.{testcase} {r.outcome} (one simulator "
+                             f"ran {n} case{'s' * (n != 1)}: "
+                             f"{', '.join(k + '=' + v.outcome for k, v in res.items())}):\n"
+                             f"{r.message}")
+    return None

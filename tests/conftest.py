@@ -4,7 +4,8 @@
 
 * Tests that ran the same Verilator build (one parameter set, one build dir) get one
   ``xdist_group``: they run on one worker, after its one build, and the other worker never
-  waits on that build's lock.
+  waits on that build's lock.  A test file's own ``xdist_group`` (cocotb cases that share one
+  simulator process, tessera.tb.runner.run_case) takes precedence.
 * Work units (a group or a single test) are ordered longest first (recorded CPU seconds), so
   the long cosimulations start at once and the short tests fill the end; tests missing from
   the record (new ones) count as 2 s and keep their file order.
@@ -47,11 +48,18 @@ def _build(nodeid: str) -> str:
     return _record().get(nodeid, {}).get("build", "").split("/")[0]     # <block>-<param hash>
 
 
+def _group(item) -> str:
+    """The item's ``xdist_group`` name ('' if none)."""
+    m = item.get_closest_marker("xdist_group")
+    return str(m.args[0] if m.args else m.kwargs.get("name", "default")) if m else ""
+
+
 def pytest_itemcollected(item):
     # (here, not in modifyitems: xdist's worker turns the mark into the '@group' nodeid
-    # suffix in its own modifyitems hook, which may run first)
+    # suffix in its own modifyitems hook, which may run first).  A group the test file gives
+    # (cases sharing one simulator process, tessera.tb.runner.run_case) is kept as it is.
     build = _build(item.nodeid)
-    if build:
+    if build and not _group(item):
         item.add_marker(pytest.mark.xdist_group(build))
 
 
@@ -64,8 +72,8 @@ def pytest_collection_modifyitems(config, items):
     for it in items:
         nodeid = it.nodeid.split("@")[0]
         r = rec.get(nodeid, {})
-        build = _build(nodeid)
-        unit = f"build:{build}" if build else nodeid
+        group = _group(it)
+        unit = f"group:{group}" if group else nodeid
         unit_of[it.nodeid] = unit
         cost[unit] = cost.get(unit, 0.0) + float(r.get("cpu_s", NEW_TEST_S))
     first = {}

@@ -1,14 +1,18 @@
 """Every registered block exports lint-clean (verilator -Wall with the documented
 waivers), synthesises in Yosys with no latches/loops, and has a consistent
-manifest.  Also pins the CLI's error behaviour for bad parameters."""
+manifest.  Also pins the CLI's error behaviour for bad parameters.
+
+The Verilog and manifest come from tessera.tb.runner.prepare: the same generate() + manifest()
+as tessera.export.export, cached per parameter set in build/sim/, so a parameter set that a
+cocotb test or tests/test_noc_params.py also uses is elaborated once per suite run."""
 import json
 import subprocess
 import sys
 
 import pytest
 
-from tessera.export import export
 from tessera.registry import blocks
+from tessera.tb.runner import prepare
 from tessera.toolchain import verilator_lint, yosys_check
 
 NAMES = sorted(blocks())
@@ -24,10 +28,16 @@ CASES = ([pytest.param(n, {}, id=n) for n in NAMES if n not in SMALL]
          + [pytest.param(n, {}, id=f"{n}-default", marks=pytest.mark.slow) for n in SMALL])
 
 
+def _exported(name, params):
+    """{'verilog', 'manifest'} of the block at these parameters (cached export, see above)."""
+    sim_dir, vpath, _ = prepare(name, params)
+    return {"verilog": vpath, "manifest": sim_dir / f"{name}.manifest.json"}
+
+
 @pytest.mark.parametrize("name,params", CASES)
-def test_export_lint_synth(name, params, tmp_path):
+def test_export_lint_synth(name, params):
     spec = blocks()[name]
-    paths = export(spec, params, tmp_path)
+    paths = _exported(name, params)
     doc = json.loads(paths["manifest"].read_text())
     assert doc["block"] == name and doc["parameters"] == spec.resolve(**params)
     text = paths["verilog"].read_text()
@@ -49,10 +59,10 @@ SOAK_LINT = {"package"}
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SOAK_LINT else n
                                   for n in sorted(SMALL)])
-def test_export_lint_small(name, tmp_path):
+def test_export_lint_small(name):
     """make test's check of the blocks above: small-size export, manifest, Verilator -Wall."""
     spec = blocks()[name]
-    paths = export(spec, SMALL[name], tmp_path)
+    paths = _exported(name, SMALL[name])
     doc = json.loads(paths["manifest"].read_text())
     assert doc["block"] == name and doc["parameters"] == spec.resolve(**SMALL[name])
     lint = verilator_lint([paths["verilog"]], name)

@@ -1,19 +1,22 @@
-"""Global PE: cocotb on Verilator against the golden model (one cached build)."""
+"""Global PE: cocotb on Verilator against the golden model (one cached build).  The directed
+cases run in one simulator process (tessera.tb.runner.run_case), each reported by name; the
+testbench puts the buffer banks back to their power-on (zero) contents at each case's start."""
 import pytest
 
-from tessera.tb.runner import run
+from tessera.tb.runner import run, run_case
 
 MODULE = "tessera.tb.global_pe.test_global_pe"
 ENV = {}      # (the Verilator PCH make fix now lives in tessera.tb.runner)
 
 
 @pytest.mark.cocotb
+@pytest.mark.xdist_group("global_pe-directed")
 @pytest.mark.parametrize("testcase", ["demo", "malformed_commands", "ewise_saturation",
                                       "credit_window_and_slow_group", "overlapping_sends",
                                       "maxpool_near_memory", "completion_fairness", "reset_mid_send",
                                       "protocol_errors", "recv_two_windows"])
-def test_directed(testcase):
-    run("global_pe", {}, MODULE, testcase=testcase, seed=3, extra_env=ENV)
+def test_directed(request, testcase):
+    run_case(request, "global_pe", {}, MODULE, testcase, seed=3, extra_env=ENV)
 
 
 @pytest.mark.cocotb

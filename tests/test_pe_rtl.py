@@ -1,13 +1,14 @@
 """Simba PE RTL (cocotb on Verilator) against the golden model.
 
-Each cocotb test is a separate pytest case so xdist spreads them; builds are
-cached per parameter set (tessera.tb.runner).  Parameter sets: the Simba
+Each cocotb test is a separate pytest case, reported by name; the cases of one parameter set
+run in one simulator process (tessera.tb.runner.run_case: one start-up instead of 18) on one
+xdist worker (``xdist_group``); builds are cached per parameter set.  Parameter sets: the Simba
 default (8x8, 24-bit) and a small odd one (K0=4, C0=2, 20-bit accumulators,
 small buffers, LUT multipliers next to DSP ones, non-default pipeline depths)
 so that layout/width/timing bugs that cancel at the defaults show up."""
 import pytest
 
-from tessera.tb.runner import run
+from tessera.tb.runner import run_case
 
 DEFAULT = {}
 SMALL = {"K0": 4, "C0": 2, "acc_width": 20, "wbuf_bytes": 512, "ibuf_bytes": 256,
@@ -28,6 +29,8 @@ TESTS = ["random_tiles", "directed", "chain3", "ppu_corners", "illegal", "reset_
 
 @pytest.mark.cocotb
 @pytest.mark.parametrize("testcase", TESTS)
-@pytest.mark.parametrize("params,seed", [(DEFAULT, 11), (SMALL, 23)], ids=["simba", "small"])
-def test_pe(params, seed, testcase):
-    run("pe", params, "tessera.tb.pe.test_pe", testcase=testcase, seed=seed)
+@pytest.mark.parametrize("params,seed", [
+    pytest.param(DEFAULT, 11, id="simba", marks=pytest.mark.xdist_group("pe-simba")),
+    pytest.param(SMALL, 23, id="small", marks=pytest.mark.xdist_group("pe-small"))])
+def test_pe(request, params, seed, testcase):
+    run_case(request, "pe", params, "tessera.tb.pe.test_pe", testcase, seed=seed)

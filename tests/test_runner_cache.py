@@ -74,20 +74,27 @@ def test_schedule_groups_tests_of_one_build_longest_first(monkeypatch, tmp_path)
     import conftest
     rec = tmp_path / "durations.json"
     rec.write_text('{"tests": {"a": {"cpu_s": 1, "build": "pe-1/obj"}, "b": {"cpu_s": 9},'
-                   ' "c": {"cpu_s": 5, "build": "pe-1/obj_O0"}, "d": {"cpu_s": 7}}}')
+                   ' "c": {"cpu_s": 5, "build": "pe-1/obj_O0"}, "d": {"cpu_s": 7},'
+                   ' "f": {"cpu_s": 8, "build": "pe-2/obj_O0"}, "g": {"cpu_s": 0.5}}}')
     monkeypatch.setattr(conftest, "DURATIONS", rec)
     monkeypatch.setattr(conftest, "_RECORD", None)
 
     class Item:
-        def __init__(self, nodeid):
-            self.nodeid, self.marks = nodeid, []
+        def __init__(self, nodeid, marks=()):
+            self.nodeid, self.marks = nodeid, list(marks)
 
         def add_marker(self, m):
             self.marks.append(m)
-    items = [Item(n) for n in "abcde"]
+
+        def get_closest_marker(self, name):
+            return next((m for m in reversed(self.marks) if m.name == name), None)
+    own = pytest.mark.xdist_group("pe-cases").mark   # a file's own group (one shared simulator)
+    items = [Item(n) for n in "abcde"] + [Item("f", [own]), Item("g", [own])]
     for it in items:
         conftest.pytest_itemcollected(it)
     conftest.pytest_collection_modifyitems(None, items)
-    assert [i.nodeid for i in items] == ["b", "d", "a", "c", "e"]    # the pe-1 unit: 6 s
-    assert [m.args for m in items[2].marks] == [("pe-1",)] == [m.args for m in items[3].marks]
-    assert items[0].marks == [] and items[4].marks == []            # unknown test: no group
+    # units: pe-1 (a+c) 6 s, the file's group pe-cases (f+g) 8.5 s
+    assert [i.nodeid for i in items] == ["b", "f", "g", "d", "a", "c", "e"]
+    assert [m.args for m in items[4].marks] == [("pe-1",)] == [m.args for m in items[5].marks]
+    assert items[0].marks == [] and items[6].marks == []            # unknown test: no group
+    assert items[1].marks == [own] and items[2].marks == [own]      # its own group, kept alone

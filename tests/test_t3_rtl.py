@@ -2,16 +2,18 @@
 compared cycle by cycle with the golden models of ``tessera.golden.t3``."""
 import pytest
 
-from tessera.tb.runner import run
+from tessera.tb.runner import run, run_case
 
 TRACKER_SMALL = {"sets": 8, "ways": 2, "wg_width": 8, "addr_width": 24, "count_width": 10,
                  "overflow": 2, "trig_depth": 2, "victims": 2}
 
 
+@pytest.mark.xdist_group("tracker-small")
 @pytest.mark.parametrize("testcase", ["tracker_random", "tracker_trigger_backpressure",
                                       "tracker_overcount_and_conflict"])
-def test_tracker(testcase):
-    run("tracker", TRACKER_SMALL, "tessera.tb.t3.test_tracker", testcase=testcase, seed=3)
+def test_tracker(request, testcase):
+    """(the three cases run in one simulator process, tessera.tb.runner.run_case)"""
+    run_case(request, "tracker", TRACKER_SMALL, "tessera.tb.t3.test_tracker", testcase, seed=3)
 
 
 MCA_SMALL = {"req_width": 16, "occ_width": 5, "wait_width": 8, "learn_log2": 4}

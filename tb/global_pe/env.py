@@ -61,8 +61,19 @@ class GpeEnv(TBBase):
         dut.net_in__valid.value = 0
         dut.net_out__ready.value = 0
         self.delay = {}                   # consumer -> (min, max) credit-return delay or None
+        self.power_on_buffer()
         self.reset_model()
         cocotb.start_soon(self._noc())
+
+    def power_on_buffer(self):
+        """Bank contents back to their power-on value (all zeros, the SRAM's initial contents,
+        which the golden model also starts from): several testcases share one simulator
+        process (tessera.tb.runner.run_case) and reset does not clear memory."""
+        buf = self.dut.buffer
+        for k in range(self.cfg.banks):
+            cells = getattr(buf, f"bank{k}").cells
+            for i in range(len(cells)):
+                cells[i].value = 0
 
     # -- model state ---------------------------------------------------------
     def reset_model(self):
