@@ -93,20 +93,27 @@ def round_robin(m: Module, reqs, name: str, en=None):
 class Buffer(wiring.Component):
     """Banked activation buffer with ``n_read`` read and ``n_write`` write requesters."""
 
-    def __init__(self, words=2048, width=256, banks=4, n_read=3, n_write=2, wr_first=False):
+    def __init__(self, words=2048, width=256, banks=4, n_read=3, n_write=2, wr_first=False,
+                 rd_first=False, read_latency=1):
         if banks < 1 or banks & (banks - 1):
             raise ValueError("banks must be a power of two")
         if words % banks or words < banks:
             raise ValueError("words must be a multiple of banks")
+        if read_latency not in (1, 2):
+            raise ValueError(f"read_latency must be 1 or 2, got {read_latency}")
         self.words, self.width, self.banks = words, width, banks
         self.addr_bits = max(1, (words - 1).bit_length())
         self.n_read, self.n_write = n_read, n_write
-        self.wr_first = wr_first
-        super().__init__({
+        self.wr_first, self.rd_first = wr_first, rd_first and n_read > 1
+        self.read_latency = read_latency
+        ports = {
             "rd": In(read_req_signature(self.addr_bits, width)).array(n_read),
             "wr": In(write_req_signature(self.addr_bits, width)).array(n_write),
             "collision": Out(1),
-        })
+        }
+        if self.rd_first:
+            ports["rd_hold"] = In(1)
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
@@ -124,11 +131,21 @@ class Buffer(wiring.Component):
         bank_rdata = []
         coll = []
         for k in range(self.banks):
-            bank = SRAM(depth, self.width, collision="undefined")
+            bank = SRAM(depth, self.width, collision="undefined", read_latency=self.read_latency)
             m.submodules[f"bank{k}"] = bank
             bank_rdata.append(bank.r_data)
             rreq = [p.valid & (bank_of(p.addr) == k) for p in self.rd]
-            gr, anyr = round_robin(m, rreq, f"rd_b{k}")
+            if self.rd_first:
+                # read requester 0 first: its grant is its own request; the others share,
+                # round robin, the cycles in which ``rd_hold`` (a superset of requester 0's
+                # requests, from registers) is low -- nothing of theirs reaches requester 0,
+                # and requester 0's address decides nothing of theirs but through rd_hold
+                rest, anyo = round_robin(m, rreq[1:], f"rd_b{k}", en=~self.rd_hold)
+                gr = [rreq[0]] + rest
+                anyr = Signal(name=f"rd_b{k}_any")
+                m.d.comb += anyr.eq(rreq[0] | anyo)
+            else:
+                gr, anyr = round_robin(m, rreq, f"rd_b{k}")
             wreq = [p.valid & (bank_of(p.addr) == k) for p in self.wr]
             if self.wr_first and self.n_write > 1:
                 # write requester 0 first; the others share what it leaves, round robin
@@ -144,8 +161,10 @@ class Buffer(wiring.Component):
             # select fewer); the write port's first select is requester 0's own request
             # when it goes first
             r_addr = row_of(self.rd[-1].addr)
-            for i in reversed(range(self.n_read - 1)):
+            for i in reversed(range(1 if self.rd_first else 0, self.n_read - 1)):
                 r_addr = Mux(gr[i], row_of(self.rd[i].addr), r_addr)
+            if self.rd_first:      # requester 0's address while it may read (no decode)
+                r_addr = Mux(self.rd_hold, row_of(self.rd[0].addr), r_addr)
             w_addr, w_data = row_of(self.wr[-1].addr), self.wr[-1].data
             for i in reversed(range(self.n_write - 1)):
                 w_addr = Mux(gw[i], row_of(self.wr[i].addr), w_addr)
@@ -155,7 +174,10 @@ class Buffer(wiring.Component):
                 rgrant[i][k] = gr[i]
             for i in range(self.n_write):
                 wgrant[i][k] = gw[i]
-            m.d.comb += [bank.r_en.eq(anyr), bank.w_en.eq(anyw)]
+            # r_en: with rd_first, every rd_hold cycle reads (requester 0's address; a read
+            # nobody asked for is dropped: no data_valid) -- no decode of its address here
+            r_en = (self.rd_hold | anyr) if self.rd_first else anyr
+            m.d.comb += [bank.r_en.eq(r_en), bank.w_en.eq(anyw)]
             both = Signal(name=f"rw_b{k}")
             ra, wa = Signal.like(bank.r_addr), Signal.like(bank.w_addr)
             m.d.sync += [both.eq(anyr & anyw), ra.eq(bank.r_addr), wa.eq(bank.w_addr)]
@@ -165,10 +187,17 @@ class Buffer(wiring.Component):
         for i, p in enumerate(self.rd):
             g = Signal(name=f"rd{i}_granted")
             m.d.comb += [g.eq(Cat(*rgrant[i]).any()), p.grant.eq(g)]
+            # the granted bank and data_valid, delayed by the read latency
             which = Signal(range(max(2, self.banks)), name=f"rd{i}_bank")
-            m.d.sync += p.data_valid.eq(g)
+            dv = g
             with m.If(g):
                 m.d.sync += which.eq(bank_of(p.addr))
+            for d in range(1, self.read_latency):
+                w2 = Signal.like(which, name=f"rd{i}_bank_d{d}")
+                dv2 = Signal(name=f"rd{i}_valid_d{d}")
+                m.d.sync += [w2.eq(which), dv2.eq(dv)]
+                which, dv = w2, dv2
+            m.d.sync += p.data_valid.eq(dv)
             for k in range(self.banks):
                 with m.If(which == k):
                     m.d.comb += p.data.eq(bank_rdata[k])
