@@ -281,7 +281,8 @@ def test_cli_rejects_inconsistent_parameters(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-def test_ewise_pipeline_against_golden_under_write_backpressure():
+@pytest.mark.parametrize("rl", [1, 2])
+def test_ewise_pipeline_against_golden_under_write_backpressure(rl):
     """The EWISE unit (operand -> raw -> shift/saturate -> write queue) on a real banked
     buffer, amaranth.sim: random add / mul / max with random shifts on extreme int8
     values (saturation both ways), in place and to a third region, while a second
@@ -293,10 +294,11 @@ def test_ewise_pipeline_against_golden_under_write_backpressure():
     from tessera.golden.global_pe import int_to_word
     from tessera.hdl.global_pe.ewise import EwiseUnit
 
-    cfg = GpeConfig(words=64, word_bits=64, banks=4)
+    cfg = GpeConfig(words=64, word_bits=64, banks=4, read_latency=rl)
     nb = cfg.word_bits // 8
     m = Module()
-    m.submodules.buf = buf = Buffer(words=64, width=64, banks=4, n_read=3, n_write=3)
+    m.submodules.buf = buf = Buffer(words=64, width=64, banks=4, n_read=3, n_write=3,
+                                    read_latency=rl)
     m.submodules.ew = ew = EwiseUnit(cfg, 6)
     connect(m, ew.rda, buf.rd[1])
     connect(m, ew.rdb, buf.rd[2])
@@ -353,6 +355,8 @@ def test_ewise_pipeline_against_golden_under_write_backpressure():
             ctx.set(buf.rd[0].addr, x)
             await ctx.tick()
             ctx.set(buf.rd[0].valid, 0)
+            for _ in range(rl - 1):
+                await ctx.tick()
             assert ctx.get(buf.rd[0].data) == word_to_int(mem[x]), (x, mem[x])
         assert ctx.get(buf.collision) == 0
 
