@@ -5,7 +5,9 @@ Simba §3.1 "Simba global PE" (second-level activation store; 64 KB, 2048 x
 
 Organisation: ``banks`` banks of ``words / banks`` words, low-order
 interleaved (bank = address mod banks, row = address div banks).  Each bank
-is one :class:`tessera.hdl.sram.SRAM` (1W1R, read latency 1), so a read and a
+is one :class:`tessera.hdl.sram.SRAM` (1W1R, read latency ``read_latency``:
+1, or 2 with the SRAM's output register -- on ECP5 the DP16KD's 5.6 ns
+clock-to-output then ends in a flip-flop), so a read and a
 write to the same bank proceed in the same cycle.  A read and a write of the
 *same word* in one cycle return an undefined value (``collision="undefined"``:
 no bypass logic, block RAM as is).  The Global PE never relies on that word:
@@ -32,8 +34,15 @@ only for cycles in which RECV writes the same bank (RECV never writes one
 bank in two consecutive cycles when ``banks`` >= 2: consecutive kept words
 of a packet have consecutive addresses, and packets are separated by a head
 flit, so an EWISE write waits at most 1 cycle).  Requesters on different banks are granted in the
-same cycle.  Read data appears on ``data`` with ``data_valid`` one cycle
-after the grant.
+same cycle.  With ``rd_first`` the read port is not round robin either: read requester
+0 is granted whenever it asks (its grant is its own request), and it must raise
+``rd_hold`` (from registers: a superset of the cycles it may ask in) -- the other
+readers share, round robin, the cycles with ``rd_hold`` low, on every bank (the
+bank's address multiplexer selects requester 0 by ``rd_hold``, so requester 0's
+address is never decoded into anyone's grant; a ``rd_hold`` cycle without a
+request reads a word nobody receives).  The Global PE gives read requester 0 and
+``rd_first`` to SEND at read latency 2.  Read data appears on ``data`` with
+``data_valid`` ``read_latency`` cycles after the grant.
 
 Left out: ECC, power gating, byte write enables (writes are whole words).
 """
@@ -91,7 +100,9 @@ def round_robin(m: Module, reqs, name: str, en=None):
 
 
 class Buffer(wiring.Component):
-    """Banked activation buffer with ``n_read`` read and ``n_write`` write requesters."""
+    """Banked activation buffer with ``n_read`` read and ``n_write`` write requesters
+    (``wr_first`` / ``rd_first``: requester 0 first on the write / read port;
+    ``read_latency`` 1 or 2)."""
 
     def __init__(self, words=2048, width=256, banks=4, n_read=3, n_write=2, wr_first=False,
                  rd_first=False, read_latency=1):

@@ -15,8 +15,10 @@ j = bits [8j+7 : 8j], two's complement), for word i of the regions:
 * saturate: ``c = min(127, max(-128, y))``.
 
 Pipeline (for >= 100 MHz on ECP5): two read requesters (A and B; each
-operand slot holds one word, taken straight from the SRAM output or parked
-if the other operand is late) -> operand registers -> raw per-lane result
+operand slot holds ``read_latency`` words granted and not yet used -- in flight,
+arriving, or parked if the other operand is late -- so one pair per cycle flows at
+either read latency; a word is taken straight from the SRAM output when none is
+parked) -> operand registers -> raw per-lane result
 (add / mul / max, registered) -> shift and saturate -> write queue
 (:data:`WQ_DEPTH` words: data in LUT RAM, addresses in a shift register
 whose head is a flip-flop, so the write request's bank comes from a
@@ -26,7 +28,9 @@ plus the queue's fill level are below the queue depth, so the queue cannot
 overflow and nothing waits on this cycle's write grant.  One word per cycle
 when the A and B reads are in different banks and the writes are granted;
 half that when A and B share a bank (one read port per bank); an EWISE
-takes 3 cycles longer than the single-stage unit did (pipeline fill).
+takes 3 cycles longer than the single-stage unit did (pipeline fill), and one more at
+read latency 2.  At read latency 2 the SEND engine goes first on the read
+port: an operand read waits in every cycle a SEND may read (``rd_hold``).
 
 Max pooling is composed from this unit: EWISE max of row pairs, EWISE max of
 neighbouring words, then a SEND whose stride-2 address level picks the

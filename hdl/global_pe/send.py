@@ -43,7 +43,16 @@ last read (conservative: words already read or skipped by strides count).  The t
 an earlier SEND has yet to read.
 
 Pipeline: issue stage (head flit, or one buffer read per cycle) -> one
-cycle SRAM latency -> flit FIFO (depth 4) -> ``out``.  The issue stage only
+cycle SRAM latency -> flit FIFO (depth 4) -> ``out``.  With read latency 2
+(``GpeConfig.read_latency``, the default) the buffer read is issued one cycle
+ahead of the issue stage (*read ahead*): in every cycle the engine computes the
+issue stage's next-cycle read (DATA next cycle and FIFO room next cycle --
+this cycle's pick, last word and ``out`` pop decide it; address = ``raddr``'s
+next value, in the pick cycle the picked lane's first word), so each word still
+reaches s1 in the same cycle as at read latency 1, and every flit, pick, credit
+and completion keeps its cycle.  SEND then goes first on the bank read port
+(``rd_hold``, from registers, announces the cycles in which it may read; the
+EWISE operand reads wait in those), so a SEND never waits for a bank.  The issue stage only
 issues when the FIFO has room for everything in flight, so the read data
 always has a place (no loss, no replay); with the network ready and credit
 available the engine emits one flit per cycle, head flits included.
