@@ -278,7 +278,14 @@ class SendEngine(wiring.Component):
                                                base2[i] + l_str[2][i])))
 
         cur_next = Signal(self.addr_bits)     # the current lane's address after this one
-        m.d.comb += cur_next.eq(onehot_mux(cur_oh, nxt_addr)[:self.addr_bits])
+        if lead:
+            # read latency 2: kept in a register, ``cn`` (== the current lane's next
+            # address in every DATA cycle, see the read ahead below), not computed from
+            # the lane's generator in the cycle it is used
+            cn = Signal(FIELD, name="cur_next_addr")
+            m.d.comb += cur_next.eq(cn[:self.addr_bits])
+        else:
+            m.d.comb += cur_next.eq(onehot_mux(cur_oh, nxt_addr)[:self.addr_bits])
         pick_addr = None
 
         with m.If(state == PICK):
@@ -351,11 +358,30 @@ class SendEngine(wiring.Component):
             data_n = Signal()        # in DATA next cycle
             addr_n = Signal(self.addr_bits)
             with m.If(state == PICK):
-                m.d.comb += [data_n.eq(issue), addr_n.eq(pick_addr)]
+                m.d.comb += data_n.eq(issue)
             with m.Else():
-                m.d.comb += [data_n.eq(~(rd_now & (left == 1))),
-                             addr_n.eq(Mux(rd_now, cur_next, raddr))]
+                m.d.comb += data_n.eq(~(rd_now & (left == 1)))
+            # the lane grants are zero outside PICK: an OR instead of a state multiplexer
+            in_data = (state == DATA).replicate(self.addr_bits)
+            m.d.comb += addr_n.eq(pick_addr | (Mux(rd_now, cur_next, raddr) & in_data))
             m.d.comb += [self.rd.valid.eq(data_n & room_n), self.rd.addr.eq(addr_n)]
+            # ``cn``: the current lane's next address, one step ahead of its generator.  At
+            # a pick: the picked lane's next address.  In DATA, when the lane advances
+            # (``rd_now``): the address after that one, from ``cn`` itself (two steps of the
+            # generator: the level-0 / level-1 wrap tests of the advanced state, from the
+            # current counters), so no generator output reaches the block-RAM address.
+            k0c, k1c, b1c, b2c, s0c, s1c, s2c, c0c, c1c = (
+                onehot_mux(cur_oh, v) for v in (k0, k1, base1, base2, l_str[0], l_str[1],
+                                                 l_str[2], l_cnt[0], l_cnt[1]))
+            w0, w1 = k0c == 0, k1c == 0
+            k0p_nz = Mux(~w0, k0c != 1, c0c != 1)
+            k1p_nz = Mux(~w0, ~w1, Mux(~w1, k1c != 1, c1c != 1))
+            b1p = Mux(~w0, b1c, cn)
+            b2p = Mux(w0 & w1, cn, b2c)
+            with m.If((state == PICK) & issue):
+                m.d.sync += cn.eq(onehot_mux(grants, nxt_addr))
+            with m.Elif((state == DATA) & rd_now):
+                m.d.sync += cn.eq(Mux(k0p_nz, cn + s0c, Mux(k1p_nz, b1p + s1c, b2p + s2c)))
             m.d.sync += rd_now.eq(self.rd.valid)
             # ``rd_hold``: a superset of ``rd.valid`` from registers (the other readers of
             # the buffer wait while it is high): a pick is possible, or DATA continues
