@@ -44,7 +44,7 @@ an earlier SEND has yet to read.
 
 Pipeline: issue stage (head flit, or one buffer read per cycle) -> one
 cycle SRAM latency -> flit FIFO (depth 4) -> ``out``.  With read latency 2
-(``GpeConfig.read_latency``, the default) the buffer read is issued one cycle
+(``GpeConfig.read_latency=2``; the default is 1) the buffer read is issued one cycle
 ahead of the issue stage (*read ahead*): in every cycle the engine computes the
 issue stage's next-cycle read (DATA next cycle and FIFO room next cycle --
 this cycle's pick, last word and ``out`` pop decide it; address = ``raddr``'s
