@@ -270,6 +270,70 @@ def test_buffer_write_requester_0_first():
     sim.run()
 
 
+def test_buffer_read_first_latency2():
+    """``rd_first`` with ``read_latency=2`` (the Global PE's SEND port): read requester 0
+    is granted whenever it asks (``rd_hold`` high, as the SEND engine guarantees); the other
+    readers are granted only in cycles with ``rd_hold`` low, round robin per bank (wait
+    <= 1 cycle among themselves then); every read returns its word two cycles after
+    the grant (``data_valid`` with it), also when a word is read back-to-back."""
+    dut = Buffer(words=32, width=16, banks=4, n_read=3, n_write=1, rd_first=True,
+                 read_latency=2)
+    rng = random.Random(13)
+    mem = [rng.getrandbits(16) for _ in range(32)]
+    stats = {"r0": 0, "other": 0, "held": 0}
+
+    async def bench(ctx):
+        for a, v in enumerate(mem):
+            ctx.set(dut.wr[0].valid, 1)
+            ctx.set(dut.wr[0].addr, a)
+            ctx.set(dut.wr[0].data, v)
+            await ctx.tick()
+        ctx.set(dut.wr[0].valid, 0)
+        pend = [None] * 3
+        expect = []          # (cycle due, requester, value)
+        for cycle in range(500):
+            hold = rng.random() < 0.4
+            for i in range(3):
+                if pend[i] is None and rng.random() < (0.5 if i == 0 else 0.8):
+                    pend[i] = rng.randrange(32)
+            if not hold:
+                pend[0] = None                   # requester 0 asks only under rd_hold
+            ctx.set(dut.rd_hold, hold)
+            for i in range(3):
+                ctx.set(dut.rd[i].valid, pend[i] is not None)
+                if pend[i] is not None:
+                    ctx.set(dut.rd[i].addr, pend[i])
+            g = [ctx.get(dut.rd[i].grant) for i in range(3)]
+            assert g[0] == (pend[0] is not None), cycle
+            for i in (1, 2):
+                if hold:
+                    assert not g[i], cycle
+                elif pend[i] is not None:
+                    other = pend[3 - i]
+                    if other is None or other % 4 != pend[i] % 4:
+                        assert g[i], cycle           # alone on its bank: granted at once
+            assert not (g[1] and g[2] and pend[1] % 4 == pend[2] % 4), cycle
+            stats["held"] += hold and any(p is not None for p in pend[1:])
+            for i in range(3):
+                if g[i]:
+                    expect.append((cycle + 2, i, mem[pend[i]]))
+                    stats["r0" if i == 0 else "other"] += 1
+                    pend[i] = None
+            await ctx.tick()
+            for i in range(3):
+                due = [e for e in expect if e[0] == cycle + 1 and e[1] == i]
+                assert ctx.get(dut.rd[i].data_valid) == bool(due), (cycle, i)
+                if due:
+                    assert ctx.get(dut.rd[i].data) == due[0][2], (cycle, i)
+            expect = [e for e in expect if e[0] > cycle + 1]
+        assert stats["r0"] > 100 and stats["other"] > 300 and stats["held"] > 100, stats
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+
 def test_cli_rejects_inconsistent_parameters(tmp_path):
     import subprocess
     import sys
@@ -281,7 +345,8 @@ def test_cli_rejects_inconsistent_parameters(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-def test_ewise_pipeline_against_golden_under_write_backpressure():
+@pytest.mark.parametrize("rl", [1, 2])
+def test_ewise_pipeline_against_golden_under_write_backpressure(rl):
     """The EWISE unit (operand -> raw -> shift/saturate -> write queue) on a real banked
     buffer, amaranth.sim: random add / mul / max with random shifts on extreme int8
     values (saturation both ways), in place and to a third region, while a second
@@ -293,10 +358,11 @@ def test_ewise_pipeline_against_golden_under_write_backpressure():
     from tessera.golden.global_pe import int_to_word
     from tessera.hdl.global_pe.ewise import EwiseUnit
 
-    cfg = GpeConfig(words=64, word_bits=64, banks=4)
+    cfg = GpeConfig(words=64, word_bits=64, banks=4, read_latency=rl)
     nb = cfg.word_bits // 8
     m = Module()
-    m.submodules.buf = buf = Buffer(words=64, width=64, banks=4, n_read=3, n_write=3)
+    m.submodules.buf = buf = Buffer(words=64, width=64, banks=4, n_read=3, n_write=3,
+                                    read_latency=rl)
     m.submodules.ew = ew = EwiseUnit(cfg, 6)
     connect(m, ew.rda, buf.rd[1])
     connect(m, ew.rdb, buf.rd[2])
@@ -353,6 +419,8 @@ def test_ewise_pipeline_against_golden_under_write_backpressure():
             ctx.set(buf.rd[0].addr, x)
             await ctx.tick()
             ctx.set(buf.rd[0].valid, 0)
+            for _ in range(rl - 1):
+                await ctx.tick()
             assert ctx.get(buf.rd[0].data) == word_to_int(mem[x]), (x, mem[x])
         assert ctx.get(buf.collision) == 0
 

@@ -28,6 +28,8 @@ PARAMS = [
     Param("recv_slots", 2, "RECV windows open at once", min=1, max=4),
     Param("send_slots", 4, "SEND commands in flight at once", min=1, max=8),
     Param("ucast_lanes", 2, "unicast destinations in flight at once", min=1, max=4),
+    Param("read_latency", 1, "bank SRAM read latency: 1 = one round-robin read port per bank; "
+          "2 = output register, SEND reads ahead and goes first on the read port", min=1, max=2),
 ]
 
 

@@ -5,7 +5,9 @@ Simba §3.1 "Simba global PE" (second-level activation store; 64 KB, 2048 x
 
 Organisation: ``banks`` banks of ``words / banks`` words, low-order
 interleaved (bank = address mod banks, row = address div banks).  Each bank
-is one :class:`tessera.hdl.sram.SRAM` (1W1R, read latency 1), so a read and a
+is one :class:`tessera.hdl.sram.SRAM` (1W1R, read latency ``read_latency``:
+1, or 2 with the SRAM's output register -- on ECP5 the DP16KD's 5.6 ns
+clock-to-output then ends in a flip-flop), so a read and a
 write to the same bank proceed in the same cycle.  A read and a write of the
 *same word* in one cycle return an undefined value (``collision="undefined"``:
 no bypass logic, block RAM as is).  The Global PE never relies on that word:
@@ -32,8 +34,15 @@ only for cycles in which RECV writes the same bank (RECV never writes one
 bank in two consecutive cycles when ``banks`` >= 2: consecutive kept words
 of a packet have consecutive addresses, and packets are separated by a head
 flit, so an EWISE write waits at most 1 cycle).  Requesters on different banks are granted in the
-same cycle.  Read data appears on ``data`` with ``data_valid`` one cycle
-after the grant.
+same cycle.  With ``rd_first`` the read port is not round robin either: read requester
+0 is granted whenever it asks (its grant is its own request), and it must raise
+``rd_hold`` (from registers: a superset of the cycles it may ask in) -- the other
+readers share, round robin, the cycles with ``rd_hold`` low, on every bank (the
+bank's address multiplexer selects requester 0 by ``rd_hold``, so requester 0's
+address is never decoded into anyone's grant; a ``rd_hold`` cycle without a
+request reads a word nobody receives).  The Global PE gives read requester 0 and
+``rd_first`` to SEND at read latency 2.  Read data appears on ``data`` with
+``data_valid`` ``read_latency`` cycles after the grant.
 
 Left out: ECC, power gating, byte write enables (writes are whole words).
 """
@@ -91,22 +100,31 @@ def round_robin(m: Module, reqs, name: str, en=None):
 
 
 class Buffer(wiring.Component):
-    """Banked activation buffer with ``n_read`` read and ``n_write`` write requesters."""
+    """Banked activation buffer with ``n_read`` read and ``n_write`` write requesters
+    (``wr_first`` / ``rd_first``: requester 0 first on the write / read port;
+    ``read_latency`` 1 or 2)."""
 
-    def __init__(self, words=2048, width=256, banks=4, n_read=3, n_write=2, wr_first=False):
+    def __init__(self, words=2048, width=256, banks=4, n_read=3, n_write=2, wr_first=False,
+                 rd_first=False, read_latency=1):
         if banks < 1 or banks & (banks - 1):
             raise ValueError("banks must be a power of two")
         if words % banks or words < banks:
             raise ValueError("words must be a multiple of banks")
+        if read_latency not in (1, 2):
+            raise ValueError(f"read_latency must be 1 or 2, got {read_latency}")
         self.words, self.width, self.banks = words, width, banks
         self.addr_bits = max(1, (words - 1).bit_length())
         self.n_read, self.n_write = n_read, n_write
-        self.wr_first = wr_first
-        super().__init__({
+        self.wr_first, self.rd_first = wr_first, rd_first and n_read > 1
+        self.read_latency = read_latency
+        ports = {
             "rd": In(read_req_signature(self.addr_bits, width)).array(n_read),
             "wr": In(write_req_signature(self.addr_bits, width)).array(n_write),
             "collision": Out(1),
-        })
+        }
+        if self.rd_first:
+            ports["rd_hold"] = In(1)
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
@@ -124,11 +142,21 @@ class Buffer(wiring.Component):
         bank_rdata = []
         coll = []
         for k in range(self.banks):
-            bank = SRAM(depth, self.width, collision="undefined")
+            bank = SRAM(depth, self.width, collision="undefined", read_latency=self.read_latency)
             m.submodules[f"bank{k}"] = bank
             bank_rdata.append(bank.r_data)
             rreq = [p.valid & (bank_of(p.addr) == k) for p in self.rd]
-            gr, anyr = round_robin(m, rreq, f"rd_b{k}")
+            if self.rd_first:
+                # read requester 0 first: its grant is its own request; the others share,
+                # round robin, the cycles in which ``rd_hold`` (a superset of requester 0's
+                # requests, from registers) is low -- nothing of theirs reaches requester 0,
+                # and requester 0's address decides nothing of theirs but through rd_hold
+                rest, anyo = round_robin(m, rreq[1:], f"rd_b{k}", en=~self.rd_hold)
+                gr = [rreq[0]] + rest
+                anyr = Signal(name=f"rd_b{k}_any")
+                m.d.comb += anyr.eq(rreq[0] | anyo)
+            else:
+                gr, anyr = round_robin(m, rreq, f"rd_b{k}")
             wreq = [p.valid & (bank_of(p.addr) == k) for p in self.wr]
             if self.wr_first and self.n_write > 1:
                 # write requester 0 first; the others share what it leaves, round robin
@@ -144,8 +172,10 @@ class Buffer(wiring.Component):
             # select fewer); the write port's first select is requester 0's own request
             # when it goes first
             r_addr = row_of(self.rd[-1].addr)
-            for i in reversed(range(self.n_read - 1)):
+            for i in reversed(range(1 if self.rd_first else 0, self.n_read - 1)):
                 r_addr = Mux(gr[i], row_of(self.rd[i].addr), r_addr)
+            if self.rd_first:      # requester 0's address while it may read (no decode)
+                r_addr = Mux(self.rd_hold, row_of(self.rd[0].addr), r_addr)
             w_addr, w_data = row_of(self.wr[-1].addr), self.wr[-1].data
             for i in reversed(range(self.n_write - 1)):
                 w_addr = Mux(gw[i], row_of(self.wr[i].addr), w_addr)
@@ -155,7 +185,10 @@ class Buffer(wiring.Component):
                 rgrant[i][k] = gr[i]
             for i in range(self.n_write):
                 wgrant[i][k] = gw[i]
-            m.d.comb += [bank.r_en.eq(anyr), bank.w_en.eq(anyw)]
+            # r_en: with rd_first, every rd_hold cycle reads (requester 0's address; a read
+            # nobody asked for is dropped: no data_valid) -- no decode of its address here
+            r_en = (self.rd_hold | anyr) if self.rd_first else anyr
+            m.d.comb += [bank.r_en.eq(r_en), bank.w_en.eq(anyw)]
             both = Signal(name=f"rw_b{k}")
             ra, wa = Signal.like(bank.r_addr), Signal.like(bank.w_addr)
             m.d.sync += [both.eq(anyr & anyw), ra.eq(bank.r_addr), wa.eq(bank.w_addr)]
@@ -165,10 +198,17 @@ class Buffer(wiring.Component):
         for i, p in enumerate(self.rd):
             g = Signal(name=f"rd{i}_granted")
             m.d.comb += [g.eq(Cat(*rgrant[i]).any()), p.grant.eq(g)]
+            # the granted bank and data_valid, delayed by the read latency
             which = Signal(range(max(2, self.banks)), name=f"rd{i}_bank")
-            m.d.sync += p.data_valid.eq(g)
+            dv = g
             with m.If(g):
                 m.d.sync += which.eq(bank_of(p.addr))
+            for d in range(1, self.read_latency):
+                w2 = Signal.like(which, name=f"rd{i}_bank_d{d}")
+                dv2 = Signal(name=f"rd{i}_valid_d{d}")
+                m.d.sync += [w2.eq(which), dv2.eq(dv)]
+                which, dv = w2, dv2
+            m.d.sync += p.data_valid.eq(dv)
             for k in range(self.banks):
                 with m.If(which == k):
                     m.d.comb += p.data.eq(bank_rdata[k])

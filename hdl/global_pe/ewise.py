@@ -15,8 +15,10 @@ j = bits [8j+7 : 8j], two's complement), for word i of the regions:
 * saturate: ``c = min(127, max(-128, y))``.
 
 Pipeline (for >= 100 MHz on ECP5): two read requesters (A and B; each
-operand slot holds one word, taken straight from the SRAM output or parked
-if the other operand is late) -> operand registers -> raw per-lane result
+operand slot holds ``read_latency`` words granted and not yet used -- in flight,
+arriving, or parked if the other operand is late -- so one pair per cycle flows at
+either read latency; a word is taken straight from the SRAM output when none is
+parked) -> operand registers -> raw per-lane result
 (add / mul / max, registered) -> shift and saturate -> write queue
 (:data:`WQ_DEPTH` words: data in LUT RAM, addresses in a shift register
 whose head is a flip-flop, so the write request's bank comes from a
@@ -26,7 +28,9 @@ plus the queue's fill level are below the queue depth, so the queue cannot
 overflow and nothing waits on this cycle's write grant.  One word per cycle
 when the A and B reads are in different banks and the writes are granted;
 half that when A and B share a bank (one read port per bank); an EWISE
-takes 3 cycles longer than the single-stage unit did (pipeline fill).
+takes 3 cycles longer than the single-stage unit did (pipeline fill), and one more at
+read latency 2.  At read latency 2 the SEND engine goes first on the read
+port: an operand read waits in every cycle a SEND may read (``rd_hold``).
 
 Max pooling is composed from this unit: EWISE max of row pairs, EWISE max of
 neighbouring words, then a SEND whose stride-2 address level picks the
@@ -105,8 +109,6 @@ class EwiseUnit(wiring.Component):
         ra, rb, wc = (Signal(AB, name=x) for x in ("ra", "rb", "wc"))     # next addresses
         a_left, b_left, w_left = (Signal(FIELD, name=x) for x in ("a_left", "b_left", "w_left"))
         running = Signal()
-        a_wait, a_full, b_wait, b_full = Signal(), Signal(), Signal(), Signal()
-        a_data, b_data = Signal(w), Signal(w)
 
         # a_more / b_more: a_left / b_left != 0, kept in registers (the read requests
         # come from registers through two LUT levels: they reach the bank arbiters
@@ -135,36 +137,64 @@ class EwiseUnit(wiring.Component):
         inq = Signal(range(WQ_DEPTH + 1))
         m.d.comb += [room.eq(inq < WQ_DEPTH), self.wq_level.eq(wq.level)]
 
-        # operand slots: one word each, either in flight (``wait``: the SRAM returns it
-        # this cycle) or parked (``full``); consumed straight from the SRAM output
-        # a_avail == a_full | a_wait, kept in a register (timing: the read requests
-        # start one LUT level closer to the flip-flops)
-        a_avail, b_avail = Signal(name="a_avail"), Signal(name="b_avail")
-        a_val, b_val = Signal(w), Signal(w)
-        m.d.comb += [a_val.eq(Mux(a_full, a_data, self.rda.data)),
-                     b_val.eq(Mux(b_full, b_data, self.rdb.data))]
+        # operand slots: each operand has up to C = read latency words granted and not yet
+        # consumed (``cnt``; ``full`` == (cnt == C), a register): in flight in the SRAM,
+        # arriving this cycle (``arr``: the grant C cycles ago), or parked (``pk`` words in
+        # ``park``).  A word is consumed straight from the SRAM output when none is parked.
+        # C words per operand keep one pair per cycle flowing with C cycles of read latency.
+        # ``pres`` (a word is here this cycle) is kept in a register (timing: the read
+        # requests start one LUT level closer to the flip-flops).
+        C = cfg.read_latency
+        ops = {}
+        for x, port in (("a", self.rda), ("b", self.rdb)):
+            o = dict(port=port, arr=Signal(name=f"{x}_arr"), pk=Signal(range(C + 1), name=f"{x}_pk"),
+                     park=[Signal(w, name=f"{x}_park{j}") for j in range(C)],
+                     cnt=Signal(range(C + 1), name=f"{x}_cnt"), full=Signal(name=f"{x}_full"),
+                     pres=Signal(name=f"{x}_avail"), val=Signal(w, name=f"{x}_val"))
+            m.d.comb += o["val"].eq(Mux(o["pk"] != 0, o["park"][0], port.data))
+            ops[x] = o
+        a_avail, b_avail = ops["a"]["pres"], ops["b"]["pres"]
+        a_val, b_val = ops["a"]["val"], ops["b"]["val"]
         consume = Signal()
         m.d.comb += consume.eq(running & a_avail & b_avail & room)
 
         # the requests, with ``consume`` expanded and ``running`` dropped (a_more / b_more
         # imply running: both are set with it and cleared by the last read grant, before
-        # the last write completes the EWISE); ``room`` is ``~inq[2]`` (inq <= WQ_DEPTH)
+        # the last write completes the EWISE); ``room`` is ``~inq[2]`` (inq <= WQ_DEPTH);
+        # ``full`` implies the operand's own word is here (the oldest of C grants made in
+        # C different cycles has arrived)
         assert WQ_DEPTH == 4
         m.d.comb += [self.rda.addr.eq(ra),
-                     self.rda.valid.eq(a_more & (~a_avail | (b_avail & ~inq[2])))]
+                     self.rda.valid.eq(a_more & (~ops["a"]["full"] | (b_avail & ~inq[2])))]
         m.d.comb += [self.rdb.addr.eq(rb),
-                     self.rdb.valid.eq(b_more & (~b_avail | (a_avail & ~inq[2])))]
+                     self.rdb.valid.eq(b_more & (~ops["b"]["full"] | (a_avail & ~inq[2])))]
         m.d.sync += inq.eq(inq + consume - self.wr.grant)
-        for avail, port in ((a_avail, self.rda), (b_avail, self.rdb)):
-            m.d.sync += avail.eq(port.grant | (avail & ~consume))
-        for wait, full, data, port in ((a_wait, a_full, a_data, self.rda),
-                                       (b_wait, b_full, b_data, self.rdb)):
-            with m.If(consume):
-                m.d.sync += [full.eq(0), wait.eq(0)]
-            with m.Elif(wait):                       # arrived, not used yet: park it
-                m.d.sync += [full.eq(1), data.eq(port.data), wait.eq(0)]
-            with m.If(port.grant):
-                m.d.sync += wait.eq(1)
+        for x, o in ops.items():
+            port, arr, pk, park, cnt = o["port"], o["arr"], o["pk"], o["park"], o["cnt"]
+            # the grant, delayed C cycles, is ``arr``; ``arr_n`` is its next value
+            arr_n = port.grant
+            for d in range(C - 1):
+                dl = Signal(name=f"{x}_inflight{d}")
+                m.d.sync += dl.eq(arr_n)
+                arr_n = dl
+            m.d.sync += arr.eq(arr_n)
+            cnt_n = Signal(range(C + 2), name=f"{x}_cnt_next")
+            m.d.comb += cnt_n.eq(cnt + port.grant - consume)
+            m.d.sync += [cnt.eq(cnt_n), o["full"].eq(cnt_n == C)]
+            # parking: a consume takes the oldest parked word (the rest move up), an
+            # arriving word not consumed directly lands behind the parked ones
+            shift_ = Signal(name=f"{x}_unpark")
+            put = Signal(name=f"{x}_park_put")
+            pk_n = Signal(range(C + 1), name=f"{x}_pk_next")
+            m.d.comb += [shift_.eq(consume & (pk != 0)), put.eq(arr & ~(consume & (pk == 0))),
+                         pk_n.eq(pk + put - shift_)]
+            with m.If(shift_):
+                m.d.sync += [park[j].eq(park[j + 1]) for j in range(C - 1)]
+            with m.If(put):
+                for j in range(C):
+                    with m.If(pk - shift_ == j):
+                        m.d.sync += park[j].eq(port.data)
+            m.d.sync += [pk.eq(pk_n), o["pres"].eq((pk_n != 0) | arr_n)]
         with m.If(self.rda.grant):
             m.d.sync += [ra.eq(ra + 1), a_left.eq(a_left - 1), a_more.eq(a_left != 1)]
         with m.If(self.rdb.grant):

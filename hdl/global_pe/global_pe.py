@@ -76,6 +76,8 @@ def validate(cfg: GpeConfig):
         bad("ucast_lanes", "must be in 1..4")
     if not 1 <= cfg.max_tile <= 255:
         bad("max_tile", "must be in 1..255")
+    if cfg.read_latency not in (1, 2):
+        bad("read_latency", "must be 1 or 2")
 
 
 class GlobalPE(wiring.Component):
@@ -96,8 +98,10 @@ class GlobalPE(wiring.Component):
     def elaborate(self, platform):
         cfg = self.cfg
         m = Module()
+        rl2 = cfg.read_latency == 2
         m.submodules.buffer = buf = Buffer(cfg.words, cfg.word_bits, cfg.banks, n_read=3, n_write=2,
-                                            wr_first=True)
+                                            wr_first=True, rd_first=rl2,
+                                            read_latency=cfg.read_latency)
         m.submodules.decoder = dec = Decoder(cfg)
         m.submodules.mcast = mc = MulticastManager(cfg)
         m.submodules.send = snd = SendEngine(cfg, self.addr_bits)
@@ -108,6 +112,8 @@ class GlobalPE(wiring.Component):
         connect(m, snd.out, wiring.flipped(self.net_out))
         connect(m, wiring.flipped(self.net_in), rcv.net_in)
         connect(m, snd.rd, buf.rd[0])
+        if rl2:
+            m.d.comb += buf.rd_hold.eq(snd.rd_hold)
         connect(m, ew.rda, buf.rd[1])
         connect(m, ew.rdb, buf.rd[2])
         connect(m, rcv.wr, buf.wr[0])

@@ -77,6 +77,7 @@ class GpeConfig:
     recv_slots: int = 2
     send_slots: int = 4
     ucast_lanes: int = 2
+    read_latency: int = 1       # buffer banks' SRAM read latency (1 or 2), see buffer.py
 
     @property
     def nodes(self):

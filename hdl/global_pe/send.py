@@ -43,7 +43,16 @@ last read (conservative: words already read or skipped by strides count).  The t
 an earlier SEND has yet to read.
 
 Pipeline: issue stage (head flit, or one buffer read per cycle) -> one
-cycle SRAM latency -> flit FIFO (depth 4) -> ``out``.  The issue stage only
+cycle SRAM latency -> flit FIFO (depth 4) -> ``out``.  With read latency 2
+(``GpeConfig.read_latency=2``; the default is 1) the buffer read is issued one cycle
+ahead of the issue stage (*read ahead*): in every cycle the engine computes the
+issue stage's next-cycle read (DATA next cycle and FIFO room next cycle --
+this cycle's pick, last word and ``out`` pop decide it; address = ``raddr``'s
+next value, in the pick cycle the picked lane's first word), so each word still
+reaches s1 in the same cycle as at read latency 1, and every flit, pick, credit
+and completion keeps its cycle.  SEND then goes first on the bank read port
+(``rd_hold``, from registers, announces the cycles in which it may read; the
+EWISE operand reads wait in those), so a SEND never waits for a bank.  The issue stage only
 issues when the FIFO has room for everything in flight, so the read data
 always has a place (no loss, no replay); with the network ready and credit
 available the engine emits one flit per cycle, head flits included.
@@ -106,6 +115,7 @@ class SendEngine(wiring.Component):
             "uaddr_next": Out(node_address_layout(cfg)).array(cfg.ucast_lanes),
             # buffer and network
             "rd": Out(read_req_signature(addr_bits, cfg.word_bits)),
+            "rd_hold": Out(1),      # read latency 2: may read this cycle (superset of rd.valid)
             "node_id": In(node_address_layout(cfg)),
             "out": Out(stream.Signature(net_flit_layout(cfg))),
         })
@@ -251,7 +261,14 @@ class SendEngine(wiring.Component):
 
         PICK, DATA = range(2)
         state = Signal(1)
-        m.d.comb += self.rd.addr.eq(raddr)
+        # ``rd_now``: the read of the word that enters s1 next cycle.  Read latency 1: the
+        # read request itself (granted by the bank's round robin).  Read latency 2: the
+        # read was issued one cycle earlier (read ahead, below), so ``rd_now`` is a register
+        # and SEND's reads are never refused (first on the read port).
+        rd_now = Signal()
+        lead = cfg.read_latency == 2
+        if not lead:
+            m.d.comb += [self.rd.addr.eq(raddr), rd_now.eq(self.rd.grant)]
 
         # next address of every lane's generator (from registers; a grant only selects)
         nxt_addr = [Signal(FIELD, name=f"l{i}_addr_next") for i in range(L)]
@@ -259,6 +276,17 @@ class SendEngine(wiring.Component):
             m.d.comb += nxt_addr[i].eq(Mux(k0[i] != 0, addr[i] + l_str[0][i],
                                            Mux(k1[i] != 0, base1[i] + l_str[1][i],
                                                base2[i] + l_str[2][i])))
+
+        cur_next = Signal(self.addr_bits)     # the current lane's address after this one
+        if lead:
+            # read latency 2: kept in a register, ``cn`` (== the current lane's next
+            # address in every DATA cycle, see the read ahead below), not computed from
+            # the lane's generator in the cycle it is used
+            cn = Signal(FIELD, name="cur_next_addr")
+            m.d.comb += cur_next.eq(cn[:self.addr_bits])
+        else:
+            m.d.comb += cur_next.eq(onehot_mux(cur_oh, nxt_addr)[:self.addr_bits])
+        pick_addr = None
 
         with m.If(state == PICK):
             # a lane is eligible from the second cycle it is active: the multicast
@@ -268,6 +296,7 @@ class SendEngine(wiring.Component):
             # robin runs on registers; the FIFO room gates its result.
             ready = [act[i] & act_d[i] & self.lane_ready[i] for i in range(L)]
             grants, any_g = round_robin(m, ready, "lane", en=space)
+            pick_addr = onehot_mux(grants, addr)[:self.addr_bits]
             with m.If(any_g):
                 nw = Signal(TILE_BITS)
                 m.d.comb += nw.eq(onehot_mux(grants, nw_next))
@@ -277,17 +306,18 @@ class SendEngine(wiring.Component):
                                                       rowleft[i] - nw_next[i]))
                 m.d.comb += [self.cons_en.eq(1), self.cons_sel.eq(Cat(*grants)), issue.eq(1)]
                 m.d.sync += [cur_oh.eq(Cat(*grants)), left.eq(nw),
-                             raddr.eq(onehot_mux(grants, addr)[:self.addr_bits]),
+                             raddr.eq(pick_addr),
                              s1_head.eq(1), s1_tail.eq(0), s1_mark.eq(0)]
                 m.d.sync += state.eq(DATA)
         with m.Else():   # DATA
-            m.d.comb += self.rd.valid.eq(space)
-            with m.If(self.rd.grant):
+            if not lead:
+                m.d.comb += self.rd.valid.eq(space)
+            with m.If(rd_now):
                 last = left == 1
                 m.d.comb += issue.eq(1)
                 m.d.sync += [s1_head.eq(0), s1_tail.eq(last), s1_mark.eq(0),
                              left.eq(left - 1),
-                             raddr.eq(onehot_mux(cur_oh, nxt_addr)[:self.addr_bits])]
+                             raddr.eq(cur_next)]
                 # advance the 3-level address generator of the current lane
                 for i in range(L):
                     with m.If(cur_oh[i]):
@@ -313,4 +343,51 @@ class SendEngine(wiring.Component):
                                              s1_slot.eq(l_slot[i])]
                 with m.If(last):
                     m.d.sync += state.eq(PICK)
+
+        if lead:
+            # Read ahead (read latency 2): in every cycle, issue the read that the
+            # latency-1 engine above issues next cycle, so its word still enters s1 two
+            # cycles later, in the same cycle as before -- every decision above is
+            # unchanged (cycle-identical SEND).  Next cycle's read happens if the engine
+            # is then in DATA with FIFO room; its address is ``raddr``'s next value.
+            pop = fifo.r_rdy & fifo.r_en
+            # FIFO room next cycle: inflight + issue - pop < FIFO_DEPTH (inflight <= depth)
+            room_n = Signal()
+            m.d.comb += room_n.eq(Mux(issue, Mux(pop, inflight < FIFO_DEPTH, inflight < FIFO_DEPTH - 1),
+                                      Mux(pop, 1, inflight < FIFO_DEPTH)))
+            data_n = Signal()        # in DATA next cycle
+            addr_n = Signal(self.addr_bits)
+            with m.If(state == PICK):
+                m.d.comb += data_n.eq(issue)
+            with m.Else():
+                m.d.comb += data_n.eq(~(rd_now & (left == 1)))
+            # the lane grants are zero outside PICK: an OR instead of a state multiplexer
+            in_data = (state == DATA).replicate(self.addr_bits)
+            m.d.comb += addr_n.eq(pick_addr | (Mux(rd_now, cur_next, raddr) & in_data))
+            m.d.comb += [self.rd.valid.eq(data_n & room_n), self.rd.addr.eq(addr_n)]
+            # ``cn``: the current lane's next address, one step ahead of its generator.  At
+            # a pick: the picked lane's next address.  In DATA, when the lane advances
+            # (``rd_now``): the address after that one, from ``cn`` itself (two steps of the
+            # generator: the level-0 / level-1 wrap tests of the advanced state, from the
+            # current counters), so no generator output reaches the block-RAM address.
+            k0c, k1c, b1c, b2c, s0c, s1c, s2c, c0c, c1c = (
+                onehot_mux(cur_oh, v) for v in (k0, k1, base1, base2, l_str[0], l_str[1],
+                                                 l_str[2], l_cnt[0], l_cnt[1]))
+            w0, w1 = k0c == 0, k1c == 0
+            k0p_nz = Mux(~w0, k0c != 1, c0c != 1)
+            k1p_nz = Mux(~w0, ~w1, Mux(~w1, k1c != 1, c1c != 1))
+            b1p = Mux(~w0, b1c, cn)
+            b2p = Mux(w0 & w1, cn, b2c)
+            with m.If((state == PICK) & issue):
+                m.d.sync += cn.eq(onehot_mux(grants, nxt_addr))
+            with m.Elif((state == DATA) & rd_now):
+                m.d.sync += cn.eq(Mux(k0p_nz, cn + s0c, Mux(k1p_nz, b1p + s1c, b2p + s2c)))
+            m.d.sync += rd_now.eq(self.rd.valid)
+            # ``rd_hold``: a superset of ``rd.valid`` from registers (the other readers of
+            # the buffer wait while it is high): a pick is possible, or DATA continues
+            any_ready = Cat(*[act[i] & act_d[i] & self.lane_ready[i] for i in range(L)]).any()
+            with m.If(state == PICK):
+                m.d.comb += self.rd_hold.eq(any_ready & space)
+            with m.Else():
+                m.d.comb += self.rd_hold.eq(~(rd_now & (left == 1)))
         return m
