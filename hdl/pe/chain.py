@@ -82,7 +82,9 @@ class PEChain(wiring.Component):
             m.submodules[f"pe{i}"] = Instance(LEAF, **kw)
             role = Role.ONLY if n == 1 else Role.FIRST if i == 0 else \
                 Role.LAST if i == n - 1 else Role.MIDDLE
-            m.d.comb += [pe.cfg.eq(cfg_q), pe.cfg.role.eq(role)]
+            # the live cfg while the chain is idle (so the PEs' check sees the accepted
+            # cfg in the cycle of the start), the held one from the cycle after on
+            m.d.comb += [pe.cfg.eq(Mux(self.busy, cfg_q, self.cfg)), pe.cfg.role.eq(role)]
             # loads addressed to this PE
             for name in ("w_load", "i_load"):
                 src, dst = getattr(self, name), getattr(pe, name)
@@ -110,26 +112,32 @@ class PEChain(wiring.Component):
         # accepts the configuration; otherwise nothing starts and the first
         # PE's cause is reported (start while busy is ignored).  The PEs' check
         # is pipelined (``cfg_cause`` follows ``cfg`` after CHECK_LATENCY cycles):
-        # the chain holds the accepted cfg in cfg_q, waits for the causes, then
-        # starts every PE (chain busy meanwhile)
+        # the PEs see the start's cfg in its cycle (live cfg while idle, then cfg_q),
+        # the chain registers the combined cause (``cause_q``, CHECK_LATENCY + 1
+        # cycles after the start it belongs to) and starts every PE from registers
+        # alone (timing: no PE's check logic in front of another PE's start; the
+        # cycles are those of the comb cause one cycle later)
         cause = Signal(4)
+        cause_q = Signal(4)
         c = 0
         for pe in reversed(pes):                       # first PE's cause wins
             c = Mux(pe.cfg_cause != 0, pe.cfg_cause, c)
         m.d.comb += cause.eq(c)
+        m.d.sync += cause_q.eq(cause)
         pend = Signal()
         wait = Signal(range(CHECK_LATENCY + 1))
         accept = self.start & ~self.busy
         go = pend & (wait == 0)
         for pe in pes:
-            m.d.comb += pe.start.eq(go & (cause == 0))
+            m.d.comb += pe.start.eq(go & (cause_q == 0))
         with m.If(accept):
             m.d.sync += [cfg_q.eq(self.cfg), pend.eq(1), wait.eq(CHECK_LATENCY),
                          self.error.eq(0), self.error_cause.eq(0)]
         with m.If(pend):
             m.d.sync += wait.eq(wait - 1)
             with m.If(go):
-                m.d.sync += [pend.eq(0), self.error.eq(cause != 0), self.error_cause.eq(cause)]
+                m.d.sync += [pend.eq(0), self.error.eq(cause_q != 0),
+                             self.error_cause.eq(cause_q)]
         m.d.comb += [self.busy.eq(Cat(*[pe.busy for pe in pes]).any() | pend),
                      self.done.eq(pes[-1].done)]
         return m
