@@ -225,7 +225,9 @@ class SramFifo(wiring.Component):
 class _CreditedRx(wiring.Component):
     """Receive side of a credit loop: element FIFO (``depth``) + packet FIFO
     (``window`` entries of {src, element count}); ``credit`` is valid while the
-    oldest packet's elements have all left ``r`` (or were dropped)."""
+    oldest packet's elements have all left ``r`` (or were dropped).  A skid
+    register between the FIFO and ``r`` keeps ``r.ready`` off the FIFO's
+    read/count (timing) without changing ``r``'s cycles or the credits."""
 
     def __init__(self, width: int, depth: int, window: int, src_layout, cnt_bits: int):
         self.window = window
