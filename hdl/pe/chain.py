@@ -20,8 +20,12 @@ Fit on an ECP5-85k (``python -m tessera.synth pe_chain --grades none``: Yosys
 32,866 LUT4 (39 % of 83,640), 15,577 FF, 78 DP16KD (of 208), 112 MULT18X18D
 (of 156: 3 x 32 MACs + the last PE's 16 PPU multipliers; the first two PEs'
 PPUs have no output and are removed) -- it fits by cell counts (originally
-244 MULT18X18D: address arithmetic on DSPs).  Placement and routing of the
-chain not measured.
+244 MULT18X18D: address arithmetic on DSPs).  It places and routes (issue 20).
+Timing: the start decision reads the PEs' combined ``cfg_cause`` from a
+register (``cause_q``), so no PE's configuration check is in front of another
+PE's start/sequencer (that path, ``pe1.chk_i_l4_0`` -> ``pe2.seq.c1``, held the
+chain at 68.6 MHz); to keep the cycles, the PEs see the live ``cfg`` while the
+chain is idle (the start's cfg in its own cycle) and ``cfg_q`` after.
 """
 from __future__ import annotations
 
