@@ -24,8 +24,8 @@ PPUs have no output and are removed) -- it fits by cell counts (originally
 Timing: the start decision reads the PEs' combined ``cfg_cause`` from a
 register (``cause_q``), so no PE's configuration check is in front of another
 PE's start/sequencer (that path, ``pe1.chk_i_l4_0`` -> ``pe2.seq.c1``, held the
-chain at 68.6 MHz); to keep the cycles, the PEs see the live ``cfg`` while the
-chain is idle (the start's cfg in its own cycle) and ``cfg_q`` after.
+chain at 68.6 MHz); to keep the cycles, the PEs see the live ``cfg`` in the
+start's cycle and ``cfg_q`` while the start is pending.
 """
 from __future__ import annotations
 
@@ -79,6 +79,7 @@ class PEChain(wiring.Component):
         sig = self.leaf.signature
         pes = [sig.create(path=(f"pe{i}",)) for i in range(n)]
         cfg_q = Signal(cfg_layout())        # the configuration of the last accepted start
+        pend = Signal()                     # a start accepted, not yet decided
         for i, pe in enumerate(pes):
             kw = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
             for name, is_in, value in _ports(sig, pe):
@@ -86,9 +87,14 @@ class PEChain(wiring.Component):
             m.submodules[f"pe{i}"] = Instance(LEAF, **kw)
             role = Role.ONLY if n == 1 else Role.FIRST if i == 0 else \
                 Role.LAST if i == n - 1 else Role.MIDDLE
-            # the live cfg while the chain is idle (so the PEs' check sees the accepted
-            # cfg in the cycle of the start), the held one from the cycle after on
-            m.d.comb += [pe.cfg.eq(Mux(self.busy, cfg_q, self.cfg)), pe.cfg.role.eq(role)]
+            # the live cfg but while a start is pending (so the PEs' check sees the
+            # accepted cfg in the cycle of the start), the held one from the cycle after
+            # until the start is decided; the PEs read cfg only there (their start is
+            # decided the cycle after ``go``, from registers).  Select = ``pend``, a
+            # register (timing: not the comb ``busy``); ``ibuf_half`` (checked live, not
+            # delayed) always from cfg_q, so no select is in front of a PE's start_ready
+            m.d.comb += [pe.cfg.eq(Mux(pend, cfg_q, self.cfg)), pe.cfg.role.eq(role),
+                         pe.cfg.ibuf_half.eq(cfg_q.ibuf_half)]
             # loads addressed to this PE
             for name in ("w_load", "i_load"):
                 src, dst = getattr(self, name), getattr(pe, name)
@@ -128,7 +134,6 @@ class PEChain(wiring.Component):
             c = Mux(pe.cfg_cause != 0, pe.cfg_cause, c)
         m.d.comb += cause.eq(c)
         m.d.sync += cause_q.eq(cause)
-        pend = Signal()
         wait = Signal(range(CHECK_LATENCY + 1))
         accept = self.start & ~self.busy
         go = pend & (wait == 0)
