@@ -271,12 +271,12 @@ class _CreditedRx(wiring.Component):
         m.d.comb += [self.credit.valid.eq(complete), self.credit.payload.eq(front.src)]
         take = self.credit.valid & self.credit.ready
         m.d.comb += pk.r_en.eq(take)
-        # popped + pop - (take ? count : 0): both sums from registers, ``pop`` (the
-        # PE's psum_in.ready) only selects (timing: no carry chain behind it)
-        base = Signal.like(popped)
-        base1 = Signal.like(popped)
-        m.d.comb += [base.eq(popped - Mux(take, front.count, 0)), base1.eq(base + 1)]
-        m.d.sync += popped.eq(Mux(pop, base1, base))
+        # popped + pop - (take ? count : 0): the four sums from popped and the front
+        # count alone, ``pop`` (the PE's psum_in.ready) and ``take`` (the credit's
+        # output arbitration) only select (timing: no carry chain behind either)
+        p1, pc, pc1 = Signal.like(popped), Signal.like(popped), Signal.like(popped)
+        m.d.comb += [p1.eq(popped + 1), pc.eq(popped - front.count), pc1.eq(popped - front.count + 1)]
+        m.d.sync += popped.eq(Mux(take, Mux(pop, pc1, pc), Mux(pop, p1, popped)))
         return m
 
 
