@@ -10,6 +10,6 @@ from tessera.tb.runner import run_case
 @pytest.mark.xdist_group("pe_chain-3")
 @pytest.mark.parametrize("testcase", ["random_chain", "concurrent",
                                       "chain_ppu_overflow", "chain_start_while_busy",
-                                      "chain_bad_pe_index"])
+                                      "chain_bad_pe_index", "chain_cfg_only_in_start_cycle"])
 def test_pe_chain(request, testcase):
     run_case(request, "pe_chain", {"n": 3}, "tessera.tb.pe.test_pe_chain", testcase, seed=5)

@@ -183,8 +183,8 @@ class SramFifo(wiring.Component):
     Timing (issue 20, pe_node on ECP5-85k grade 6, 76.6-86.7 MHz over three
     runs): the psum FIFO's read (the PE's ``psum_in.ready``) -> count is the
     critical path, 6 LUT levels but ~11 ns of routing (the PE's drain and this
-    FIFO sit far apart); the next step is a registered ready on ``r`` (a skid
-    stage), which can move PCREDITs by a cycle."""
+    FIFO sit far apart); cut by the skid register behind the psum FIFO in
+    :class:`_CreditedRx` (same cycles, same PCREDITs)."""
 
     def __init__(self, width: int, depth: int):
         assert depth >= 2 and depth & (depth - 1) == 0
@@ -225,7 +225,9 @@ class SramFifo(wiring.Component):
 class _CreditedRx(wiring.Component):
     """Receive side of a credit loop: element FIFO (``depth``) + packet FIFO
     (``window`` entries of {src, element count}); ``credit`` is valid while the
-    oldest packet's elements have all left ``r`` (or were dropped)."""
+    oldest packet's elements have all left ``r`` (or were dropped).  A skid
+    register between the FIFO and ``r`` keeps ``r.ready`` off the FIFO's
+    read/count (timing) without changing ``r``'s cycles or the credits."""
 
     def __init__(self, width: int, depth: int, window: int, src_layout, cnt_bits: int):
         self.window = window
@@ -243,7 +245,23 @@ class _CreditedRx(wiring.Component):
         m.submodules.fifo = fifo = SramFifo(len(self.w.payload), self.fdepth)
         m.submodules.pk = pk = SyncFIFO(width=self.ent.size, depth=self.window)
         wiring.connect(m, wiring.flipped(self.w), fifo.w)
-        wiring.connect(m, fifo.r, wiring.flipped(self.r))
+        # skid register between the FIFO and ``r`` (timing: ``r.ready`` -- the PE's
+        # drain, psum_in.ready -- loads only the skid, never the FIFO's read/count;
+        # the FIFO sees ready = skid empty, a register).  ``r`` shows the FIFO's head
+        # while the skid is empty and the skid first otherwise: the beats and the
+        # cycles ``r`` shows them are those of the FIFO alone (a beat waits in the
+        # skid exactly as long as it would have waited at the FIFO's head), and the
+        # credits below count at ``r``, so no PCREDIT moves
+        sk_v = Signal()
+        sk_d = Signal(len(self.r.payload))
+        m.d.comb += [self.r.valid.eq(fifo.r.valid | sk_v),
+                     self.r.payload.eq(Mux(sk_v, sk_d, fifo.r.payload)),
+                     fifo.r.ready.eq(~sk_v)]
+        with m.If(sk_v):
+            with m.If(self.r.ready):
+                m.d.sync += sk_v.eq(0)
+        with m.Elif(fifo.r.valid & ~self.r.ready):
+            m.d.sync += [sk_v.eq(1), sk_d.eq(fifo.r.payload)]
         m.d.comb += [pk.w_data.eq(self.pkt.payload), pk.w_en.eq(self.pkt.valid),
                      self.pkt.ready.eq(pk.w_rdy)]
         front = self.ent(pk.r_data)
@@ -253,7 +271,12 @@ class _CreditedRx(wiring.Component):
         m.d.comb += [self.credit.valid.eq(complete), self.credit.payload.eq(front.src)]
         take = self.credit.valid & self.credit.ready
         m.d.comb += pk.r_en.eq(take)
-        m.d.sync += popped.eq(popped + pop - Mux(take, front.count, 0))
+        # popped + pop - (take ? count : 0): the four sums from popped and the front
+        # count alone, ``pop`` (the PE's psum_in.ready) and ``take`` (the credit's
+        # output arbitration) only select (timing: no carry chain behind either)
+        p1, pc, pc1 = Signal.like(popped), Signal.like(popped), Signal.like(popped)
+        m.d.comb += [p1.eq(popped + 1), pc.eq(popped - front.count), pc1.eq(popped - front.count + 1)]
+        m.d.sync += popped.eq(Mux(take, Mux(pop, pc1, pc), Mux(pop, p1, popped)))
         return m
 
 

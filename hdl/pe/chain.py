@@ -20,8 +20,16 @@ Fit on an ECP5-85k (``python -m tessera.synth pe_chain --grades none``: Yosys
 32,866 LUT4 (39 % of 83,640), 15,577 FF, 78 DP16KD (of 208), 112 MULT18X18D
 (of 156: 3 x 32 MACs + the last PE's 16 PPU multipliers; the first two PEs'
 PPUs have no output and are removed) -- it fits by cell counts (originally
-244 MULT18X18D: address arithmetic on DSPs).  Placement and routing of the
-chain not measured.
+244 MULT18X18D: address arithmetic on DSPs).  It places and routes (issue 20).
+Timing: the start decision reads the PEs' combined ``cfg_cause`` from a
+register (``cause_q``), so no PE's configuration check is in front of another
+PE's start/sequencer (that path, ``pe1.chk_i_l4_0`` -> ``pe2.seq.c1``, held the
+chain at 68.6 MHz); to keep the cycles, the PEs see the live ``cfg`` in the
+start's cycle and ``cfg_q`` while the start is pending.  Measured (grade 6):
+68.6 -> 73.2 MHz with the cause register alone (path then: the cfg select on
+the combinational ``busy`` -> pe1 ``start_ready`` -> ``seq.c1``); the select
+from the ``pend`` register and ``ibuf_half`` from ``cfg_q`` that cut it are not
+measured yet.
 """
 from __future__ import annotations
 
@@ -75,6 +83,7 @@ class PEChain(wiring.Component):
         sig = self.leaf.signature
         pes = [sig.create(path=(f"pe{i}",)) for i in range(n)]
         cfg_q = Signal(cfg_layout())        # the configuration of the last accepted start
+        pend = Signal()                     # a start accepted, not yet decided
         for i, pe in enumerate(pes):
             kw = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
             for name, is_in, value in _ports(sig, pe):
@@ -82,7 +91,14 @@ class PEChain(wiring.Component):
             m.submodules[f"pe{i}"] = Instance(LEAF, **kw)
             role = Role.ONLY if n == 1 else Role.FIRST if i == 0 else \
                 Role.LAST if i == n - 1 else Role.MIDDLE
-            m.d.comb += [pe.cfg.eq(cfg_q), pe.cfg.role.eq(role)]
+            # the live cfg but while a start is pending (so the PEs' check sees the
+            # accepted cfg in the cycle of the start), the held one from the cycle after
+            # until the start is decided; the PEs read cfg only there (their start is
+            # decided the cycle after ``go``, from registers).  Select = ``pend``, a
+            # register (timing: not the comb ``busy``); ``ibuf_half`` (checked live, not
+            # delayed) always from cfg_q, so no select is in front of a PE's start_ready
+            m.d.comb += [pe.cfg.eq(Mux(pend, cfg_q, self.cfg)), pe.cfg.role.eq(role),
+                         pe.cfg.ibuf_half.eq(cfg_q.ibuf_half)]
             # loads addressed to this PE
             for name in ("w_load", "i_load"):
                 src, dst = getattr(self, name), getattr(pe, name)
@@ -110,26 +126,31 @@ class PEChain(wiring.Component):
         # accepts the configuration; otherwise nothing starts and the first
         # PE's cause is reported (start while busy is ignored).  The PEs' check
         # is pipelined (``cfg_cause`` follows ``cfg`` after CHECK_LATENCY cycles):
-        # the chain holds the accepted cfg in cfg_q, waits for the causes, then
-        # starts every PE (chain busy meanwhile)
+        # the PEs see the start's cfg in its cycle (live cfg while idle, then cfg_q),
+        # the chain registers the combined cause (``cause_q``, CHECK_LATENCY + 1
+        # cycles after the start it belongs to) and starts every PE from registers
+        # alone (timing: no PE's check logic in front of another PE's start; the
+        # cycles are those of the comb cause one cycle later)
         cause = Signal(4)
+        cause_q = Signal(4)
         c = 0
         for pe in reversed(pes):                       # first PE's cause wins
             c = Mux(pe.cfg_cause != 0, pe.cfg_cause, c)
         m.d.comb += cause.eq(c)
-        pend = Signal()
+        m.d.sync += cause_q.eq(cause)
         wait = Signal(range(CHECK_LATENCY + 1))
         accept = self.start & ~self.busy
         go = pend & (wait == 0)
         for pe in pes:
-            m.d.comb += pe.start.eq(go & (cause == 0))
+            m.d.comb += pe.start.eq(go & (cause_q == 0))
         with m.If(accept):
             m.d.sync += [cfg_q.eq(self.cfg), pend.eq(1), wait.eq(CHECK_LATENCY),
                          self.error.eq(0), self.error_cause.eq(0)]
         with m.If(pend):
             m.d.sync += wait.eq(wait - 1)
             with m.If(go):
-                m.d.sync += [pend.eq(0), self.error.eq(cause != 0), self.error_cause.eq(cause)]
+                m.d.sync += [pend.eq(0), self.error.eq(cause_q != 0),
+                             self.error_cause.eq(cause_q)]
         m.d.comb += [self.busy.eq(Cat(*[pe.busy for pe in pes]).any() | pend),
                      self.done.eq(pes[-1].done)]
         return m

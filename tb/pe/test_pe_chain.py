@@ -32,7 +32,9 @@ class ChainTB(TBBase):
         self.o = StreamSink(dut, "out", self.clk, st["out"], ready_prob, self.rng)
         dut.start.value = 0
 
-    async def run_case(self, base: PEConfig, parts, bias, scale, name):
+    async def run_case(self, base: PEConfig, parts, bias, scale, name, around=None):
+        """``around``: a cfg shown on ``cfg`` for 8 cycles before and from the cycle
+        after the start (the start's cfg only in its cycle)."""
         p, n = self.p, self.n
         for k, (W, X) in enumerate(parts):
             cfg_k = PEConfig(**{**base.as_dict(), "role": int(Role.FIRST)})
@@ -60,10 +62,15 @@ class ChainTB(TBBase):
         self.check_equal(expected, np.asarray(whole).reshape(-1, p.K0).tolist(),
                          "golden chain != golden single PE")
         n0 = len(self.o.items)
+        if around is not None:
+            self.dut.cfg.value = pack(self.cfg_fields, around.as_dict())
+            await self.clocks(8)
         self.dut.cfg.value = pack(self.cfg_fields, base.as_dict())
         self.dut.start.value = 1
         await RisingEdge(self.clk)
         self.dut.start.value = 0
+        if around is not None:
+            self.dut.cfg.value = pack(self.cfg_fields, around.as_dict())
         cycles = 0
         while True:
             await RisingEdge(self.clk)
@@ -209,3 +216,32 @@ async def chain_bad_pe_index(dut):
                    f"w_load beats accepted after a beat to pe={n} (stream wedged)")
     tb.check_equal(int(dut.bad_loads.value), 1, "dropped beat counted in bad_loads")
     tb.report("chain_bad_pe_index")
+
+
+@cocotb.test()
+async def chain_cfg_only_in_start_cycle(dut):
+    """The chain takes the cfg of the start's cycle (contract: cfg is sampled with
+    start), whatever ``cfg`` shows before and after: an illegal cfg (PPU_OVERFLOW for
+    the LAST PE) shown only in the start cycle between legal ones is refused with its
+    cause; a legal tile shown only in its start cycle between illegal cfgs runs and
+    matches the golden reduction (the PEs' checks must see the start's cfg, not the
+    chain's previous one nor the next one)."""
+    tb = ChainTB(dut, 1.0, 0.0)
+    await tb.reset()
+    p = tb.p
+    rng = np.random.default_rng(tb.seed)
+    base, _, _, b, s = golden.random_case(p, rng, role=Role.ONLY, pool=False, K1=1, P1=2, Q1=2)
+    bad = PEConfig(**{**base.as_dict(), "K1": p.ppu_depth + 1})
+    tb.dut.cfg.value = pack(tb.cfg_fields, base.as_dict())
+    await tb.clocks(8)
+    tb.dut.cfg.value = pack(tb.cfg_fields, bad.as_dict())
+    tb.dut.start.value = 1
+    await RisingEdge(tb.clk)
+    tb.dut.start.value = 0
+    tb.dut.cfg.value = pack(tb.cfg_fields, base.as_dict())
+    await tb.clocks(50)
+    tb.check_equal((int(dut.error.value), int(dut.error_cause.value), int(dut.busy.value)),
+                   (1, int(ErrorCause.PPU_OVERFLOW), 0), "illegal cfg only in the start cycle")
+    await tb.run_case(base, _parts(tb, base, rng), b, s, "legal cfg only in the start cycle",
+                      around=bad)
+    tb.report("chain_cfg_only_in_start_cycle")
