@@ -846,9 +846,16 @@ def dask_speedup(budget, sa, seed=0, order=(1, 2, 2, 1), polish_chains=2, batch=
     from distributed import Client, LocalCluster
     import skopt  # noqa: F401 -- the optimiser's import (seconds) stays out of the timing
     import threadpoolctl  # noqa: F401
+    import dask
     runs = []
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c, \
+    # CPU-bound tasks: no statistical profiler sampling the annealing thread every 10 ms (it takes
+    # the GIL), and the resource monitor at 2 s instead of 0.5 s; the nanny hands the config to its worker
+    with dask.config.set({"distributed.worker.profile.enabled": False,
+                          "distributed.admin.system-monitor.interval": "2s"}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c, \
             Client(c) as client:
+        prof = client.run(lambda: dask.config.get("distributed.worker.profile.enabled"))
+        assert not any(prof.values()), prof
         client.wait_for_workers(2)
         addrs = sorted(client.scheduler_info()["workers"])
         # warm-up outside the timing: imports and one short task on every worker
