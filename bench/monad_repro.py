@@ -825,7 +825,7 @@ def _cpu_s():
     return r.ru_utime + r.ru_stime
 
 
-def dask_speedup(budget, sa, seed=0, order=(1, 2, 2, 1), polish_chains=2, batch=4):
+def dask_speedup(budget, sa, seed=0, order=(1, 2, 2, 1, 1, 2, 2, 1), polish_chains=2, batch=4):
     """Evaluations per second of the asynchronous BO (+ polish) on a local Dask
     cluster of 2 single-threaded worker processes, with the tasks restricted to
     one worker (1) or spread on both (2); same budget, seed, ``batch`` tasks in
@@ -1013,11 +1013,15 @@ def eval_rate(seconds=3.0):
 # task's length at the end (16 + 1 tasks: at most 17/9 = 1.89x), and the runs inherited each
 # other's worker caches (evaluations per worker CPU-second 1222 in the first run, 1400 in the last
 # of one ABBA set); batch 2 vs 4 also made the two runs different searches.  Two polish chains,
-# emptied caches and 4 in flight in both: 1.94x, runs within 3 % of each other.
+# emptied caches and 4 in flight in both: 1.94x, runs within 3 % of each other.  On the idle host
+# the Dask profiler (10 ms stack samples in each worker) cost the 2-worker runs ~10 % per CPU-second
+# (1.67x with it, 1.86x without), and the per-CPU-second rate still varies 943-1278 between runs of
+# one configuration, so one ABBA set of 4 runs spread 1.68-1.86x: the bench runs ABBAABBA (8 runs)
+# of 12 BO points (about the wall time of the former 4 x 16): 1.92x; 16 points ABBAABBA 2.00x.
 MODES = {
     # fig7: BO points, SA steps per hardware point, polish; fig8: BO points, SA steps; seeds
     "repro": {"fig7": (16, 80, 80), "fig8": (24, 60), "seeds": (0, 1, 2), "fig9": (16, 30, 2000),
-              "tt": (16, 30), "dask": (16, 4000), "fig7_free": (8, 30, 30), "fig7_transfer": (8, 40, 40),
+              "tt": (16, 30), "dask": (12, 4000), "fig7_free": (8, 30, 30), "fig7_transfer": (8, 40, 40),
               "fig7_premise": (8, 40, 40), "fig7_simba": (8, 40, 40)},
     "quick": {"fig7": (3, 8, 8), "fig8": (4, 8), "seeds": (0,), "fig9": (8, 10, 300), "tt": (6, 10), "dask": (2, 5),
               "fig7_free": (2, 4, 4), "fig7_transfer": (2, 4, 4),

@@ -32,6 +32,19 @@ class ChainTB(TBBase):
         self.o = StreamSink(dut, "out", self.clk, st["out"], ready_prob, self.rng)
         dut.start.value = 0
 
+    async def pulse_start(self, cfg: PEConfig, around: PEConfig | None = None):
+        """``start`` for one cycle with ``cfg``; with ``around``, ``cfg`` is shown only
+        in the start cycle (``around`` for 8 cycles before and from the next cycle on)."""
+        if around is not None:
+            self.dut.cfg.value = pack(self.cfg_fields, around.as_dict())
+            await self.clocks(8)
+        self.dut.cfg.value = pack(self.cfg_fields, cfg.as_dict())
+        self.dut.start.value = 1
+        await RisingEdge(self.clk)
+        self.dut.start.value = 0
+        if around is not None:
+            self.dut.cfg.value = pack(self.cfg_fields, around.as_dict())
+
     async def run_case(self, base: PEConfig, parts, bias, scale, name, around=None):
         """``around``: a cfg shown on ``cfg`` for 8 cycles before and from the cycle
         after the start (the start's cfg only in its cycle)."""
@@ -62,15 +75,7 @@ class ChainTB(TBBase):
         self.check_equal(expected, np.asarray(whole).reshape(-1, p.K0).tolist(),
                          "golden chain != golden single PE")
         n0 = len(self.o.items)
-        if around is not None:
-            self.dut.cfg.value = pack(self.cfg_fields, around.as_dict())
-            await self.clocks(8)
-        self.dut.cfg.value = pack(self.cfg_fields, base.as_dict())
-        self.dut.start.value = 1
-        await RisingEdge(self.clk)
-        self.dut.start.value = 0
-        if around is not None:
-            self.dut.cfg.value = pack(self.cfg_fields, around.as_dict())
+        await self.pulse_start(base, around)
         cycles = 0
         while True:
             await RisingEdge(self.clk)
@@ -232,13 +237,7 @@ async def chain_cfg_only_in_start_cycle(dut):
     rng = np.random.default_rng(tb.seed)
     base, _, _, b, s = golden.random_case(p, rng, role=Role.ONLY, pool=False, K1=1, P1=2, Q1=2)
     bad = PEConfig(**{**base.as_dict(), "K1": p.ppu_depth + 1})
-    tb.dut.cfg.value = pack(tb.cfg_fields, base.as_dict())
-    await tb.clocks(8)
-    tb.dut.cfg.value = pack(tb.cfg_fields, bad.as_dict())
-    tb.dut.start.value = 1
-    await RisingEdge(tb.clk)
-    tb.dut.start.value = 0
-    tb.dut.cfg.value = pack(tb.cfg_fields, base.as_dict())
+    await tb.pulse_start(bad, around=base)
     await tb.clocks(50)
     tb.check_equal((int(dut.error.value), int(dut.error_cause.value), int(dut.busy.value)),
                    (1, int(ErrorCause.PPU_OVERFLOW), 0), "illegal cfg only in the start cycle")
