@@ -287,6 +287,8 @@ class SendEngine(wiring.Component):
         else:
             m.d.comb += cur_next.eq(onehot_mux(cur_oh, nxt_addr)[:self.addr_bits])
         pick_addr = None
+        # lanes that may be picked (read in PICK; at read latency 2 also in ``rd_hold``)
+        ready = [act[i] & act_d[i] & self.lane_ready[i] for i in range(L)]
 
         with m.If(state == PICK):
             # a lane is eligible from the second cycle it is active: the multicast
@@ -294,7 +296,6 @@ class SendEngine(wiring.Component):
             # ``nw_next`` its first tile; picks are >= 2 cycles apart (head + words), so
             # ``lane_ready`` and ``nw_next`` always include the previous pick.  The round
             # robin runs on registers; the FIFO room gates its result.
-            ready = [act[i] & act_d[i] & self.lane_ready[i] for i in range(L)]
             grants, any_g = round_robin(m, ready, "lane", en=space)
             pick_addr = onehot_mux(grants, addr)[:self.addr_bits]
             with m.If(any_g):
@@ -355,12 +356,14 @@ class SendEngine(wiring.Component):
             room_n = Signal()
             m.d.comb += room_n.eq(Mux(issue, Mux(pop, inflight < FIFO_DEPTH, inflight < FIFO_DEPTH - 1),
                                       Mux(pop, 1, inflight < FIFO_DEPTH)))
+            cont = Signal()          # DATA continues after this cycle (its last word not read now)
+            m.d.comb += cont.eq(~(rd_now & (left == 1)))
             data_n = Signal()        # in DATA next cycle
             addr_n = Signal(self.addr_bits)
             with m.If(state == PICK):
                 m.d.comb += data_n.eq(issue)
             with m.Else():
-                m.d.comb += data_n.eq(~(rd_now & (left == 1)))
+                m.d.comb += data_n.eq(cont)
             # the lane grants are zero outside PICK: an OR instead of a state multiplexer
             in_data = (state == DATA).replicate(self.addr_bits)
             m.d.comb += addr_n.eq(pick_addr | (Mux(rd_now, cur_next, raddr) & in_data))
@@ -385,9 +388,8 @@ class SendEngine(wiring.Component):
             m.d.sync += rd_now.eq(self.rd.valid)
             # ``rd_hold``: a superset of ``rd.valid`` from registers (the other readers of
             # the buffer wait while it is high): a pick is possible, or DATA continues
-            any_ready = Cat(*[act[i] & act_d[i] & self.lane_ready[i] for i in range(L)]).any()
             with m.If(state == PICK):
-                m.d.comb += self.rd_hold.eq(any_ready & space)
+                m.d.comb += self.rd_hold.eq(Cat(*ready).any() & space)
             with m.Else():
-                m.d.comb += self.rd_hold.eq(~(rd_now & (left == 1)))
+                m.d.comb += self.rd_hold.eq(cont)
         return m
