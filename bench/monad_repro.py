@@ -854,9 +854,9 @@ def dask_speedup(budget, sa, seed=0, order=(1, 2, 2, 1, 1, 2, 2, 1), polish_chai
                           "distributed.admin.system-monitor.interval": "2s"}), \
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c, \
             Client(c) as client:
+        client.wait_for_workers(2)
         prof = client.run(lambda: dask.config.get("distributed.worker.profile.enabled"))
         assert not any(prof.values()), prof
-        client.wait_for_workers(2)
         addrs = sorted(client.scheduler_info()["workers"])
         # warm-up outside the timing: imports and one short task on every worker
         sp0 = Space(load_workload("transformer"), 4096)
