@@ -103,7 +103,9 @@ def weights_section(layers, arch, run):
 
 
 def halo_section(layers, arch, run):
-    """B: halo share of the chosen tilings' input blocks; moves with and without producer overlap."""
+    """B: halo share of the chosen tilings' input blocks (model.ia_block_bytes: a block spans its
+    halo rows and columns, zero-padding at the borders included); moves with and without producer
+    overlap."""
     f = arch.pe_clock_ghz * 1e3
     halo_num = halo_den = 0.0
     per3 = []

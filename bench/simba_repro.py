@@ -438,7 +438,7 @@ samples per Fig 5/6 search, 150 per layer in the network runs; baseline there: h
   one stored copy; each (k, c) block multicast over the NoP to its P/Q copies before the layer): headline
   0.661 / uniform 0.916 ms (optimisations gain 39 %, paper <= 16 %), Fig 5 res2a_branch2b still best at 32
   (t32/t8 0.53), Fig 6 50 % / 47 % (3x3 as sensitive as 1x1).  Not adopted.
-- Halo and moves.  Input blocks include their halo rows (3x3 layers: +89 % over the input bytes with the
+- Halo and moves.  Input blocks include their halo rows (3x3 layers: +89 % over the input bytes, zero-padding rows at the borders counted, with the
   chosen tilings) and the moves between layers carry them (interlayer.py).  Moves overlapped with the
   producer (default; Sec. 3.1: a PE sends its outputs to the next layer's Global PE) 0.068 ms; charged
   after the producer (Sec. 4.1 "run each layer independently") 0.162 ms -> uniform 0.405 ms.  With
