@@ -35,6 +35,7 @@ from t3_stage0_takeapart import CFGS, NO_CONTENTION, NO_HOLD, large_and_fig19, p
 from tessera.sim_models.t3 import cases, config, gemm, overlap, study  # noqa: E402
 
 OUT = Path("build/bench")
+P39 = config.paper()["fig16_t3_max"]
 UNIQUE = [(k, tp, sl) for k in ("mega-gpt-2", "t-nlg") for tp in (8, 16) for sl in ("OP", "FC-2", "IP")]
 VARIANTS = (
     ("model", {}),
@@ -88,7 +89,17 @@ def gemm_loss(sysm, key, tp, sl) -> dict:
     out = dict(case=f"{key} TP{tp} {sl}", stages=pu.stages, gemm_isolated_cached_us=r.gemm * 1e6,
                gemm_alone_uncached_us=alone.time * 1e6, gemm_in_t3_us=f.gemm_end * 1e6,
                gemm_slowdown_t3=f.gemm_end / r.gemm, read_GBps=r.traffic["sequential"]["gemm_reads"] / r.gemm / 1e9,
-               t3=pct(r.speedup("t3")), ideal=pct(r.speedup("ideal")))
+               t3=pct(r.speedup("t3")), ideal=pct(r.speedup("ideal")), ideal_rs_nmc=pct(r.speedup("ideal-rs-nmc")),
+               sequential_us=r.times["sequential"] * 1e6, ag_us=r.ag * 1e6, rs_nmc_us=r.rs_nmc * 1e6,
+               stage0_compute_us=float(pu.t_compute[0] * 1e6), fc=cases.is_fc(sl),
+               weight_MB=pu.dims.K * pu.dims.N * s.elem_bytes / 1e6, activation_MB=pu.dims.M * pu.dims.K * s.elem_bytes / 1e6,
+               inputs_fit_l2=bool((pu.dims.M + pu.dims.N) * pu.dims.K * s.elem_bytes <= s.l2_bytes))
+    # what hosting the paper's 39 % would take: the fused GEMM-RS within Sequential / 1.39 - AG; its floor is the
+    # NMC RS behind stage 0's compute (the link starts with stage 0's stores) or the T3 GEMM alone
+    budget = r.times["sequential"] / (1 + P39) - r.ag
+    floor = max(r.rs_nmc + pu.t_compute[0], alone.time)
+    out.update(fused_budget_for_39_us=budget * 1e6, fused_floor_us=floor * 1e6, can_host_39=bool(floor <= budget),
+               allowed_gemm_slowdown_for_39=budget / alone.time, fused_t3_us=(r.times["t3"] - r.ag) * 1e6)
     for lab, x in (("alone", alone), ("t3", f)):
         comp = (x.stage_compute_end - x.stage_start) * 1e6
         ret = (x.stage_end - x.stage_compute_end) * 1e6
@@ -127,6 +138,15 @@ def main() -> int:
               f"{g['t3_compute_us_total']:8.0f} {g['alone_retire_us_total']:9.0f} {g['t3_retire_us_total']:7.0f} "
               f"{g['retire_share_of_extra']:12.2f}")
     res["gemm_loss"] = gl
+    print("What hosting the paper's 39 % T3 needs per case (fused GEMM-RS budget vs its floor = max(NMC RS + stage-0 "
+          "compute, T3 GEMM alone); allowed T3 GEMM slowdown over its uncached run alone):")
+    for g in gl:
+        print(f"  {g['case']:20s} Ideal+NMC {g['ideal_rs_nmc']:5.1f} budget {g['fused_budget_for_39_us']:6.0f} floor "
+              f"{g['fused_floor_us']:6.0f} {'can' if g['can_host_39'] else 'cannot'} host 39; allowed GEMM x"
+              f"{g['allowed_gemm_slowdown_for_39']:.2f} (model T3 fused {g['fused_t3_us']:.0f} us); inputs "
+              f"{g['weight_MB'] + g['activation_MB']:.1f} MB {'fit' if g['inputs_fit_l2'] else 'miss'} the 16 MB L2"
+              f"{' [FC]' if g['fc'] else ''}")
+    res["hosts_for_39"] = [g["case"] for g in gl if g["can_host_39"] and not g["fc"]]
     chk = {k["name"].split(":")[0]: k for k in cases.text_checks(tab, P)}
     res["op_gemm_check"] = chk["OP GEMM"]
     print(f"  §6.1.2 OP GEMM check: {'held' if chk['OP GEMM']['held'] else 'NOT held'} - {chk['OP GEMM']['detail']}")
@@ -156,8 +176,25 @@ def main() -> int:
     res["variants"] = var
     m = var["model"]["summary"]
     wr = var["WG-granular retirement (no stage barrier)"]["summary"]
+    hosts = res["hosts_for_39"]
+    ipt = next(g for g in gl if g["case"] == "t-nlg TP16 IP")
+    res["finding_host"] = (
+        f"In the model's case set the 39 % can only be hosted (fused GEMM-RS floor within Sequential / 1.39 - AG) by "
+        + ", ".join(f"{g['case']} (T3 GEMM slowdown over its run alone must be <= x{g['allowed_gemm_slowdown_for_39']:.2f}; "
+                    f"model x{(g['fused_t3_us']) / g['gemm_alone_uncached_us']:.2f})" for g in gl if g["case"] in hosts)
+        + f" among non-FC cases; not by T-NLG IP TP16, the case the earlier take-aparts chased: its floor (NMC RS "
+        f"{ipt['rs_nmc_us']:.0f} us + stage-0 compute {ipt['stage0_compute_us']:.0f} us) is {ipt['fused_floor_us']:.0f} us "
+        f"against a {ipt['fused_budget_for_39_us']:.0f} us budget - it can reach the >= 34 % band, not 39 %. If §6.1.2's "
+        "'> 15 % slower' holds for every FC case, the paper's maximum is a GEMM-bound IP case whose T3 GEMM is slowed "
+        "by about a fifth or less, i.e. T3's loss there is small although its reads are as intense as the FC GEMMs' "
+        "(Mega-GPT-2 IP TP8 356 GB/s vs FC-2 407 GB/s) and neither host's inputs fit the 16 MB LLC (§3.2.2's "
+        "criterion for a small impact; the cases whose inputs fit: " + ", ".join(g["case"] for g in gl if g["inputs_fit_l2"])
+        + "). Either the paper's Ideal for an IP case is higher than "
+        "the model's (calibrated only on the two named cases and the geomean), or T3 loses little on a GEMM-bound IP "
+        "case whose inputs miss the LLC; the text says neither.")
+    print(res["finding_host"])
     res["finding"] = (
-        f"The model's T3 loss is store admission, not read stalls: summed over the 12 cases "
+        f"The model's T3 loss is store admission, not read stalls: averaged over the 12 cases "
         f"{100 * np.mean([g['retire_share_of_extra'] for g in gl]):.0f} % (mean) of the extra GEMM time inside T3 is "
         "stage retirement (the stage's NMC stores waiting for MC admission behind the chunk's DMA reads and incoming "
         "updates, with read/write turnarounds at the 12/8 drain watermarks), and the OP GEMMs - the smallest read "
