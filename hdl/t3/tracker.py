@@ -144,7 +144,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -575,6 +575,17 @@ class Tracker(wiring.Component):
             fr_log.eq(Mux(n_wl0, frees(full4), old_frees)),
             f_w4.eq(v3 & (set_index(s3.wg) == idx1)), t_w4.eq(tag_of(s3) == tag1),
             v2.eq(v1 & ~clearing), s2.eq(s1)]
+        # threshold - n of the item entering S2 (``room2``: S2 compares every candidate count
+        # with it, from registers), and threshold - n(S3) - n(S2) of the pair entering S3 / S2
+        # (``pr``: in S3 the item ahead's count is compared with it, for the item behind it,
+        # whose count is then the one the item ahead writes).  Signed: n may exceed the
+        # threshold (an over-count; room2 is used only when it does not).
+        room2 = Signal(self.count_width)
+        NW = max(self.count_width, len(s1.n)) + 2
+        pr = Signal(signed(NW))
+        pr_a, pr_b = Signal(signed(NW)), Signal(signed(NW))
+        m.d.comb += [pr_a.eq(room2), pr_b.eq(s1.n)]
+        m.d.sync += [room2.eq(self.threshold - s1.n), pr.eq(pr_a - pr_b)]
         # overflow-entry tag compares for S2, against the entries as they will be then (this
         # cycle's S4 write applied; timing: off the S2 select path)
         ohit_r = Signal(Pv)
@@ -631,6 +642,21 @@ class Tracker(wiring.Component):
         for i in range(W):
             sel_count = Mux(h_rd[i], rd2[i].count, 0) | sel_count
             sel_addr = Mux(h_rd[i], rd2[i].addr, 0) | sel_addr
+        # the hit count compared with threshold - n: every candidate compared (from registers,
+        # in parallel), the compare bits selected with the same hit bits (timing: no compare
+        # after the count select here, none in S3's decision)
+        g_w4, e_w4 = w4_ent.count > room2, w4_ent.count == room2
+        sel_gt, sel_eq = w4_hit2 & g_w4, w4_hit2 & e_w4
+        for i in range(W):
+            sel_gt = sel_gt | (h_log[i] & (log_set[i].count > room2))
+            sel_eq = sel_eq | (h_log[i] & (log_set[i].count == room2))
+        for j in range(P):
+            ov = w4_ovf_wr & w4_ovf[j]
+            sel_gt = sel_gt | (ohit2[j] & Mux(ov, g_w4, ovf[j].count > room2))
+            sel_eq = sel_eq | (ohit2[j] & Mux(ov, e_w4, ovf[j].count == room2))
+        for i in range(W):
+            sel_gt = (h_rd[i] & (rd2[i].count > room2)) | sel_gt
+            sel_eq = (h_rd[i] & (rd2[i].count == room2)) | sel_eq
         # the item ahead (in S3 now) is written in S4 while this one is in S3: flags for S3
         same_set2 = v3 & (set_index(s3.wg) == idx2)
         same_tile2 = same_set2 & (tag_of(s3) == tag2)
@@ -640,10 +666,13 @@ class Tracker(wiring.Component):
         s3_ohit, s3_ofree = Signal(Pv), Signal(Pv)
         s3_count, s3_addr = Signal(self.count_width), Signal(self.addr_width)
         s3_same_set, s3_same_tile = Signal(), Signal()
-        # threshold - n, so that S3 compares the old count instead of adding first
-        s3_room = Signal(self.count_width)          # threshold - n (when n <= threshold)
+        # the count compares, registered: the selected count vs threshold - n (s3_gt / s3_eq),
+        # and the count the item ahead writes vs threshold - n (s3_fgt / s3_feq, from S3 below)
+        s3_gt, s3_eq, s3_fgt, s3_feq = (Signal(name=f"s3_{x}") for x in ("gt", "eq", "fgt", "feq"))
+        s3_room0 = Signal()                         # n == threshold
         s3_n_over = Signal()                        # n > threshold: over-count even on a miss
-        m.d.sync += [s3_room.eq(self.threshold - s2.n), s3_n_over.eq(s2.n > self.threshold)]
+        m.d.sync += [s3_gt.eq(sel_gt), s3_eq.eq(sel_eq), s3_room0.eq(s2.n == self.threshold),
+                     s3_n_over.eq(s2.n > self.threshold)]
         # (s3_hit / s3_free / s3_ohit / s3_ofree are registered below, after the S3 decision:
         # already corrected for the write of the item now in S3)
         m.d.sync += [v3.eq(v2 & ~clearing), s3.eq(s2), s3_base.eq(ent2),
@@ -671,10 +700,16 @@ class Tracker(wiring.Component):
         new_min = Signal(self.addr_width)
         m.d.comb += new_min.eq(Mux(hit & ~Mux(fwd, lt_f, lt_s), Mux(fwd, w4_ent.addr, s3_addr),
                                    s3.addr))
-        old_gt = Mux(fwd, cnt_f > s3_room, cnt_s > s3_room)
-        old_eq = Mux(fwd, cnt_f == s3_room, cnt_s == s3_room)
+        old_gt = Mux(fwd, s3_fgt, s3_gt)                      # cnt_old > threshold - n
+        old_eq = Mux(fwd, s3_feq, s3_eq)                      # cnt_old == threshold - n
         over = s3_n_over | (hit & old_gt)                     # cnt_old + n > threshold
-        done = ~s3_n_over & Mux(hit, old_eq, s3_room == 0)    # cnt_old + n == threshold
+        done = ~s3_n_over & Mux(hit, old_eq, s3_room0)        # cnt_old + n == threshold
+        # for the item behind (in S2): the count this item leaves (new_cnt, written in S4: the
+        # item behind's forwarded count) + its n > threshold, i.e. this item's old count (0 on
+        # a miss) > threshold - n - n_behind (``pr``); registered (timing: S3's decision
+        # starts from compare bits)
+        m.d.sync += [s3_fgt.eq(Mux(hit, Mux(fwd, cnt_f > pr, cnt_s > pr), pr < 0)),
+                     s3_feq.eq(Mux(hit, Mux(fwd, cnt_f == pr, cnt_s == pr), pr == 0))]
         free_1h = Signal(W)
         m.d.comb += free_1h.eq(free_v & -free_v)            # lowest free way
         ofree_1h = Signal(Pv)
@@ -684,7 +719,7 @@ class Tracker(wiring.Component):
         act_alloc, act_oalloc, act_evict, act_requeue = Signal(), Signal(), Signal(), Signal()
         # the decision, flat: one term per action (timing: the miss actions -- allocate,
         # overflow-allocate, requeue, evict -- need none of the hit-count compares)
-        miss_go = v3 & ~hit & ~s3_n_over & (s3_room != 0)   # a miss that neither triggers nor errs
+        miss_go = v3 & ~hit & ~s3_n_over & ~s3_room0   # a miss that neither triggers nor errs
         h_ok = v3 & hit & ~over                             # a hit applied (trigger or update)
         fa, foa = free_v.any(), ofree_v.any() & (P > 0)
         is_rec = s3.src == SRC_VICTIM                       # a record does not evict: requeued
@@ -712,7 +747,9 @@ class Tracker(wiring.Component):
             vacc = vacc | Mux(vptr[i], base[i].as_value(), 0)
         m.d.comb += victim.eq(vacc)
         vrec = Signal(self.ilayout)
-        with m.If(act_requeue):
+        # (selected by the item's kind, not by the decision: a record is only ever requeued,
+        # an input update only ever evicts; timing: the record is off the decision path)
+        with m.If(is_rec):
             m.d.comb += [vrec.eq(s3), vrec.src.eq(SRC_VICTIM)]
         with m.Else():
             m.d.comb += [vrec.wf.eq(victim.tag[:self.wf_width]),
@@ -789,5 +826,8 @@ class Tracker(wiring.Component):
             w4_set_wr=w4_set_wr, w4_ovf_wr=w4_ovf_wr, w4_idx=w4_idx,
             w4_ovf=w4_ovf, w4_ent=w4_ent, full4=full4, w4_trig=w4_trig, w4_err=w4_err,
             w4_evict=w4_evict, w4_requeue=w4_requeue, w4_tword=w4_tword, w4_vrec=w4_vrec,
-            tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of)
+            tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of,
+            # the registered count compares (S2 -> S3) and their operands
+            room2=room2, pr=pr, s3_gt=s3_gt, s3_eq=s3_eq, s3_fgt=s3_fgt, s3_feq=s3_feq,
+            s3_room0=s3_room0, s3_count=s3_count, s3_hit_any=hit, s3_fwd=fwd)
         return m
