@@ -666,13 +666,18 @@ class Tracker(wiring.Component):
         s3_ohit, s3_ofree = Signal(Pv), Signal(Pv)
         s3_count, s3_addr = Signal(self.count_width), Signal(self.addr_width)
         s3_same_set, s3_same_tile = Signal(), Signal()
+        # the item ahead leaves this item's tile live in S4 (registered from the decision ahead,
+        # = s3_same_tile & (w4_set_wr | w4_ovf_wr) & w4_ent.valid), and v3 & ~s3_n_over
+        # (timing: the compare-bit selects and the decision start from registers)
+        s3_fwd, s3_kok = Signal(), Signal()
         # the count compares, registered: the selected count vs threshold - n (s3_gt / s3_eq),
         # and the count the item ahead writes vs threshold - n (s3_fgt / s3_feq, from S3 below)
         s3_gt, s3_eq, s3_fgt, s3_feq = (Signal(name=f"s3_{x}") for x in ("gt", "eq", "fgt", "feq"))
         s3_room0 = Signal()                         # n == threshold
         s3_n_over = Signal()                        # n > threshold: over-count even on a miss
         m.d.sync += [s3_gt.eq(sel_gt), s3_eq.eq(sel_eq), s3_room0.eq(s2.n == self.threshold),
-                     s3_n_over.eq(s2.n > self.threshold)]
+                     s3_n_over.eq(s2.n > self.threshold),
+                     s3_kok.eq(v2 & ~clearing & ~(s2.n > self.threshold))]
         # (s3_hit / s3_free / s3_ohit / s3_ofree are registered below, after the S3 decision:
         # already corrected for the write of the item now in S3)
         m.d.sync += [v3.eq(v2 & ~clearing), s3.eq(s2), s3_base.eq(ent2),
@@ -682,7 +687,8 @@ class Tracker(wiring.Component):
         # ---- S3: correct for the write of the item ahead (now in S4), count, decide -----------
         idx3, tag3 = set_index(s3.wg), tag_of(s3)
         ss = s3_same_set & w4_set_wr
-        fwd = s3_same_tile & (w4_set_wr | w4_ovf_wr) & w4_ent.valid  # ahead left this tile live
+        fwd = s3_fwd                         # ahead left this tile live (registered, below)
+        kok = s3_kok                         # = v3 & ~s3_n_over
         # the hit / free vectors as they are now (the S4 write already applied: registered so,
         # see below; timing: the decision starts from registers)
         hit_v, free_v, ohit_v, ofree_v = s3_hit, s3_free, s3_ohit, s3_ofree
@@ -719,12 +725,12 @@ class Tracker(wiring.Component):
         act_alloc, act_oalloc, act_evict, act_requeue = Signal(), Signal(), Signal(), Signal()
         # the decision, flat: one term per action (timing: the miss actions -- allocate,
         # overflow-allocate, requeue, evict -- need none of the hit-count compares)
-        miss_go = v3 & ~hit & ~s3_n_over & ~s3_room0   # a miss that neither triggers nor errs
-        h_ok = v3 & hit & ~over                             # a hit applied (trigger or update)
+        miss_go = kok & ~hit & ~s3_room0     # a miss that neither triggers nor errs
+        h_ok = kok & hit & ~old_gt           # a hit applied (trigger or update; = v3 & hit & ~over)
         fa, foa = free_v.any(), ofree_v.any() & (P > 0)
         is_rec = s3.src == SRC_VICTIM                       # a record does not evict: requeued
         m.d.comb += [act_err.eq(v3 & over), act_trig.eq(v3 & ~over & done),
-                     act_free.eq(h_ok & done), act_upd.eq(h_ok & ~done),
+                     act_free.eq(h_ok & old_eq), act_upd.eq(h_ok & ~old_eq),
                      act_alloc.eq(miss_go & fa), act_oalloc.eq(miss_go & ~fa & foa),
                      act_requeue.eq(miss_go & ~fa & ~foa & is_rec),
                      act_evict.eq(miss_go & ~fa & ~foa & ~is_rec)]
@@ -760,16 +766,40 @@ class Tracker(wiring.Component):
         # the item in S2 enters S3 with its hit / free vectors corrected for this item's write
         # (which is S4's when it is in S3; same values as correcting them there from w4_*,
         # one cycle earlier -- timing: w4_way -> hit -> decision was the critical path)
-        nx_ss = same_set2 & set_wr & ~clearing          # this write is to the S2 item's set
-        nx_live = same_tile2 & live                     # ... and leaves its tile in the way
+        # Written per way as sums of products of registers (the same values as
+        # Mux(nx_ss, (hit2 & ~way_1h) | Mux(nx_live, way_1h, 0), hit2) etc. with nx_ss = same_set2
+        # & set_wr, nx_live = same_tile2 & live; timing: no OR-reduction feeds a mux select
+        # and no decision signal feeds a wide select in this one-cycle loop).  Way i is written
+        # by a hit applied there (hu: stays live, hf: freed) or by a miss allocating / evicting
+        # into it (ma: live); overflow entry j likewise (ohu, ohf, oma).
+        nohit = ~hit
+        nofree = ~fa & ~foa
+        mgo = kok & ~s3_room0 & nohit                   # = miss_go
+        keep_i = kok & ~old_gt                          # a hit applied
+        ss2, st2 = same_set2 & ~clearing, same_tile2 & ~clearing
+        hu, hf, ma = Signal(W), Signal(W), Signal(W)
+        for i in range(W):
+            m.d.comb += [hu[i].eq(hit_v[i] & keep_i & ~old_eq),
+                         hf[i].eq(hit_v[i] & keep_i & old_eq),
+                         ma[i].eq(mgo & (free_1h[i] | (nofree & ~is_rec & vptr[i])))]
+        wr_i = hu | hf | ma                             # = way_1h & set_wr
         m.d.sync += [
-            s3_hit.eq(Mux(nx_ss, (hit2 & ~way_1h) | Mux(nx_live, way_1h, 0), hit2)),
-            s3_free.eq(Mux(nx_ss, (free2 & ~way_1h) | Mux(live, 0, way_1h), free2))]
+            s3_hit.eq((hit2 & ~Mux(ss2, wr_i, 0)) | Mux(st2, hu | ma, 0)),
+            s3_free.eq((free2 & ~Mux(ss2, wr_i, 0)) | Mux(ss2, hf, 0))]
         if P:
-            nx_ow = ovf_wr & ~clearing
+            ohu, ohf, oma = Signal(P), Signal(P), Signal(P)
+            for j in range(P):
+                m.d.comb += [ohu[j].eq(ohit_v[j] & ~shit & keep_i & ~old_eq),
+                             ohf[j].eq(ohit_v[j] & ~shit & keep_i & old_eq),
+                             oma[j].eq(mgo & ~fa & ofree_1h[j])]
+            ow_j = ohu | ohf | oma                      # = ovf_1h & ovf_wr
             m.d.sync += [
-                s3_ohit.eq(Mux(nx_ow, (ohit2 & ~ovf_1h) | Mux(nx_live, ovf_1h, 0), ohit2)),
-                s3_ofree.eq(Mux(nx_ow, (ofree2 & ~ovf_1h) | Mux(live, 0, ovf_1h), ofree2))]
+                s3_ohit.eq((ohit2 & ~Mux(clearing, 0, ow_j)) | Mux(st2, ohu | oma, 0)),
+                s3_ofree.eq((ofree2 & ~Mux(clearing, 0, ow_j)) | Mux(clearing, 0, ohf))]
+        # the forwarding flag for the item behind: this item leaves its tile live in an entry
+        # (= (set_wr | ovf_wr) & live: a hit updated, or a miss allocated / overflow-allocated /
+        # evicted into)
+        m.d.sync += s3_fwd.eq(st2 & ((keep_i & hit & ~old_eq) | (mgo & ~(nofree & is_rec))))
         with m.If(act_evict):
             m.d.sync += vptr.eq(Cat(vptr[-1], vptr[:-1]) if W > 1 else vptr)
         trig_word = Signal(self.tlayout)
@@ -829,5 +859,6 @@ class Tracker(wiring.Component):
             tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of,
             # the registered count compares (S2 -> S3) and their operands
             room2=room2, pr=pr, s3_gt=s3_gt, s3_eq=s3_eq, s3_fgt=s3_fgt, s3_feq=s3_feq,
-            s3_room0=s3_room0, s3_count=s3_count, s3_hit_any=hit, s3_fwd=fwd)
+            s3_room0=s3_room0, s3_count=s3_count, s3_hit_any=hit, s3_fwd=fwd, s3_kok=s3_kok,
+            s3_same_tile=s3_same_tile, s3_n_over=s3_n_over)
         return m
