@@ -327,8 +327,7 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
     t_s, n2_s, n3_s = Signal(signed(NW)), Signal(signed(NW)), Signal(signed(NW))
     m.d.comb += [t_s.eq(thr), n2_s.eq(s2.n), n3_s.eq(s3.n)]
     inv(~v3 | (s3.n > thr) | (f.pr == t_s - n3_s - n2_s))     # (room2 wraps when n > thr)
-    # the registered forwarding flag and kok are what S3 would compute from the S4 registers
-    inv(f.s3_fwd == (f.s3_same_tile & (f.w4_set_wr | f.w4_ovf_wr) & f.w4_ent.valid))
+    # the registered kok is what S3 would compute from v3 and s3_n_over
     inv(f.s3_kok == (v3 & ~f.s3_n_over))
     c_f = f.w4_ent.count + s3.n
     inv(~(v3 & f.s3_fwd) | ((f.s3_fgt == (c_f > thr)) & (f.s3_feq == (c_f == thr))))

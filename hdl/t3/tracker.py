@@ -575,6 +575,11 @@ class Tracker(wiring.Component):
             fr_log.eq(Mux(n_wl0, frees(full4), old_frees)),
             f_w4.eq(v3 & (set_index(s3.wg) == idx1)), t_w4.eq(tag_of(s3) == tag1),
             v2.eq(v1 & ~clearing), s2.eq(s1)]
+        # the S2 item's set / tile compared with the item ahead of it (S3) one cycle early, here
+        # with the S2 item (timing: S3's loop registers select with these from registers)
+        p_set, p_tag = Signal(), Signal()
+        m.d.sync += [p_set.eq(v2 & ~clearing & (set_index(s2.wg) == idx1)),
+                     p_tag.eq(tag_of(s2) == tag1)]
         # threshold - n of the item entering S2 (``room2``: S2 compares every candidate count
         # with it, from registers), and threshold - n(S3) - n(S2) of the pair entering S3 / S2
         # (``pr``: in S3 the item ahead's count is compared with it, for the item behind it,
@@ -658,18 +663,16 @@ class Tracker(wiring.Component):
             sel_gt = (h_rd[i] & (rd2[i].count > room2)) | sel_gt
             sel_eq = (h_rd[i] & (rd2[i].count == room2)) | sel_eq
         # the item ahead (in S3 now) is written in S4 while this one is in S3: flags for S3
-        same_set2 = v3 & (set_index(s3.wg) == idx2)
-        same_tile2 = same_set2 & (tag_of(s3) == tag2)
+        same_set2 = p_set                    # = v3 & (set_index(s3.wg) == idx2)
+        same_tile2 = p_set & p_tag           # = same_set2 & (tag_of(s3) == tag2)
 
         s3_base = Signal(set_layout)
         s3_hit, s3_free = Signal(W), Signal(W)
         s3_ohit, s3_ofree = Signal(Pv), Signal(Pv)
         s3_count, s3_addr = Signal(self.count_width), Signal(self.addr_width)
         s3_same_set, s3_same_tile = Signal(), Signal()
-        # the item ahead leaves this item's tile live in S4 (registered from the decision ahead,
-        # = s3_same_tile & (w4_set_wr | w4_ovf_wr) & w4_ent.valid), and v3 & ~s3_n_over
-        # (timing: the compare-bit selects and the decision start from registers)
-        s3_fwd, s3_kok = Signal(), Signal()
+        # v3 & ~s3_n_over (timing: the decision starts from one register)
+        s3_kok = Signal()
         # the count compares, registered: the selected count vs threshold - n (s3_gt / s3_eq),
         # and the count the item ahead writes vs threshold - n (s3_fgt / s3_feq, from S3 below)
         s3_gt, s3_eq, s3_fgt, s3_feq = (Signal(name=f"s3_{x}") for x in ("gt", "eq", "fgt", "feq"))
@@ -687,7 +690,7 @@ class Tracker(wiring.Component):
         # ---- S3: correct for the write of the item ahead (now in S4), count, decide -----------
         idx3, tag3 = set_index(s3.wg), tag_of(s3)
         ss = s3_same_set & w4_set_wr
-        fwd = s3_fwd                         # ahead left this tile live (registered, below)
+        fwd = s3_same_tile & (w4_set_wr | w4_ovf_wr) & w4_ent.valid  # ahead left this tile live
         kok = s3_kok                         # = v3 & ~s3_n_over
         # the hit / free vectors as they are now (the S4 write already applied: registered so,
         # see below; timing: the decision starts from registers)
@@ -796,10 +799,6 @@ class Tracker(wiring.Component):
             m.d.sync += [
                 s3_ohit.eq((ohit2 & ~Mux(clearing, 0, ow_j)) | Mux(st2, ohu | oma, 0)),
                 s3_ofree.eq((ofree2 & ~Mux(clearing, 0, ow_j)) | Mux(clearing, 0, ohf))]
-        # the forwarding flag for the item behind: this item leaves its tile live in an entry
-        # (= (set_wr | ovf_wr) & live: a hit updated, or a miss allocated / overflow-allocated /
-        # evicted into)
-        m.d.sync += s3_fwd.eq(st2 & ((keep_i & hit & ~old_eq) | (mgo & ~(nofree & is_rec))))
         with m.If(act_evict):
             m.d.sync += vptr.eq(Cat(vptr[-1], vptr[:-1]) if W > 1 else vptr)
         trig_word = Signal(self.tlayout)
