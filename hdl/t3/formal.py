@@ -329,6 +329,9 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
     inv(~v3 | (s3.n > thr) | (f.pr == t_s - n3_s - n2_s))     # (room2 wraps when n > thr)
     # the registered kok is what S3 would compute from v3 and s3_n_over
     inv(f.s3_kok == (v3 & ~f.s3_n_over))
+    # the S2 / S3 items' set and tile matches, registered in S1
+    inv(f.p_set == (v3 & (f.set_index(s3.wg) == f.set_index(s2.wg))))
+    inv(~f.p_set | (f.p_tag == (f.tag_of(s3) == f.tag_of(s2))))
     c_f = f.w4_ent.count + s3.n
     inv(~(v3 & f.s3_fwd) | ((f.s3_fgt == (c_f > thr)) & (f.s3_feq == (c_f == thr))))
     c_s = f.s3_count + s3.n

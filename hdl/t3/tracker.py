@@ -858,6 +858,6 @@ class Tracker(wiring.Component):
             tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of,
             # the registered count compares (S2 -> S3) and their operands
             room2=room2, pr=pr, s3_gt=s3_gt, s3_eq=s3_eq, s3_fgt=s3_fgt, s3_feq=s3_feq,
-            s3_room0=s3_room0, s3_count=s3_count, s3_hit_any=hit, s3_fwd=fwd, s3_kok=s3_kok,
+            s3_room0=s3_room0, s3_count=s3_count, s3_hit_any=hit, s3_fwd=fwd, s3_kok=s3_kok, p_set=p_set, p_tag=p_tag,
             s3_same_tile=s3_same_tile, s3_n_over=s3_n_over)
         return m
