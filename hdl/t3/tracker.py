@@ -68,8 +68,18 @@ kind: 81.6 MHz (seed 2: 89.2), the loop ``s3_shit`` -> decision -> next item's `
 ``s3_fa`` (12.3 / 11.2 ns, 10.0 / 9.0 routing, 7 levels).  Fewer LUT levels in S3 did not
 raise Fmax: every path is ~80 % routing, and S3's decision feeds the next item's pre-corrected
 hit / free vectors (a one-cycle loop): registering their OR-reductions put the way select and
-the reductions into that loop, which became the critical path on both seeds.  The
-read-latency-2 steps are cycle-identical to each other.  The pipeline:
+the reductions into that loop, which became the critical path on both seeds.  Then (branch
+n24trk, cycle-identical, both proofs closing, rows in ``build/bench/synth_tracker_n24.json``):
+variant A again with the victim record selected by the item's kind (a record is only ever
+requeued, an input update only ever evicts), the loop registers' next state (``s3_hit`` /
+``s3_free`` / ``s3_ohit`` / ``s3_ofree``) written per way as sums of products of registers (a hit
+applied there and kept / freed, a miss allocated or evicted into it) instead of the
+``Mux(nx_ss, ...)`` forms, ``v3 & ~n_over`` registered (``s3_kok``) and the forwarding flag
+registered: 93.0 MHz seed 1 (the loop ``s3_hit`` -> ... -> ``s3_hit``, 10.8 ns, 8.1 routing, 8 levels), 82.7 MHz seed 2 (``s3_hit`` -> hit -> ``s3_fwd``, 12.1 ns, 9.9 routing, 7 levels; 8,958 LUT4); the registered forwarding flag is a loop through the hit OR-reduction
+(this item's decision -> the item behind's flag, like variant B's reductions); it is again
+taken from the S4 registers, and the S2 / S3 items' set and tile matches are registered in
+S1 (``p_set`` / ``p_tag``): 102.5 MHz seed 1 (8,888 LUT4, 6,314 FF, 17 DP16KD), the critical path now in S0: the victim FIFO's registered push ``vfifo.pe`` -> its level + the items in flight < depth (``vic_ok``, two carry chains) -> ``upd.ready`` -> ``tcount`` (9.8 ns, 6.1 routing) -- S3's loop is off the critical path; next: ``vic_ok`` from a register, as ``tcount`` is.  The read-latency-2 steps are cycle-identical to each
+other.  The pipeline:
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
@@ -85,17 +95,23 @@ read-latency-2 steps are cycle-identical to each other.  The pipeline:
   sets written one and two (with SA: one, two and three) cycles before (a *write log*, which
   also covers the read that collided with a write) and this cycle's S3 item: the newest of the
   logged sets that wrote this item's set is selected here into one register (``log_set``)
-  with its tag compares, and the S3 item's set/tag matches are registered.
+  with its tag compares, and the S3 item's set/tag matches are registered, as are the S2
+  item's (``p_set`` / ``p_tag``: S3's loop registers select with them).
 * S2: the set as it is now: ``log_set`` or the memory word, with the way the S4 write of
   this cycle changes replaced; the hits in every way (the memory word's compared in S1) and in
   ``overflow`` fully-associative overflow entries (registers shared by all sets, tagged by set
   index and tag, compared in S1, also corrected for this cycle's write), and the hit entry's
   count and address are selected -- split by source, so that only an AND-OR over the memory
   word's ways lies between ``rd2`` and the S3 registers (the log / S4-write / overflow terms,
-  all from registers, are OR-ed in last).  The hit / free vectors are registered for S3
-  already corrected for the write of the item now in S3 (its decision, made this cycle).
+  all from registers, are OR-ed in last); every candidate count is compared with threshold -
+  n (``room2``, registered in S1) and the compare bits are selected like the count.  The hit /
+  free vectors are registered for S3 already corrected for the write of the item now in S3
+  (its decision, made this cycle: per way, from registers, whether it applies a hit there and
+  keeps or frees the entry, or allocates / evicts into it).
 * S3: the count and address are corrected for the write of the item one ahead (in S4 now;
-  same tile, from registers), then: hit -> add the element count; the count reaching ``threshold``
+  same tile, from registers; its count compared with threshold - n(ahead) - n in the cycle
+  before, ``pr``), then -- the decision from registered compare bits -- hit -> add the element
+  count; the count reaching ``threshold``
   triggers and frees the entry; exceeding it is an over-count: the item is discarded, the error
   counter/flag is raised and the entry is unchanged.  Miss -> an item that alone reaches the
   threshold triggers without allocating, one that exceeds it is an over-count; otherwise it
