@@ -72,14 +72,19 @@ the reductions into that loop, which became the critical path on both seeds.  Th
 n24trk, cycle-identical, both proofs closing, rows in ``build/bench/synth_tracker_n24.json``):
 variant A again with the victim record selected by the item's kind (a record is only ever
 requeued, an input update only ever evicts), the loop registers' next state (``s3_hit`` /
-``s3_free`` / ``s3_ohit`` / ``s3_ofree``) written per way as sums of products of registers (a hit
-applied there and kept / freed, a miss allocated or evicted into it) instead of the
+``s3_free`` / ``s3_ohit`` / ``s3_ofree``) written per way as sums of products of registers (a
+hit applied there and kept / freed, a miss allocated or evicted into it) instead of the
 ``Mux(nx_ss, ...)`` forms, ``v3 & ~n_over`` registered (``s3_kok``) and the forwarding flag
-registered: 93.0 MHz seed 1 (the loop ``s3_hit`` -> ... -> ``s3_hit``, 10.8 ns, 8.1 routing, 8 levels), 82.7 MHz seed 2 (``s3_hit`` -> hit -> ``s3_fwd``, 12.1 ns, 9.9 routing, 7 levels; 8,958 LUT4); the registered forwarding flag is a loop through the hit OR-reduction
-(this item's decision -> the item behind's flag, like variant B's reductions); it is again
-taken from the S4 registers, and the S2 / S3 items' set and tile matches are registered in
-S1 (``p_set`` / ``p_tag``): 102.5 MHz seed 1 (8,888 LUT4, 6,314 FF, 17 DP16KD), the critical path now in S0: the victim FIFO's registered push ``vfifo.pe`` -> its level + the items in flight < depth (``vic_ok``, two carry chains) -> ``upd.ready`` -> ``tcount`` (9.8 ns, 6.1 routing) -- S3's loop is off the critical path; next: ``vic_ok`` from a register, as ``tcount`` is.  The read-latency-2 steps are cycle-identical to each
-other.  The pipeline:
+registered: 93.0 MHz seed 1 (the loop ``s3_hit`` -> ... -> ``s3_hit``, 10.8 ns, 8.1 routing, 8
+levels), 82.7 MHz seed 2 (``s3_hit`` -> hit -> ``s3_fwd``, 12.1 ns, 9.9 routing, 7 levels; 8,958
+LUT4); the registered forwarding flag is a loop through the hit OR-reduction (this item's
+decision -> the item behind's flag, like variant B's reductions); it is again taken from the S4
+registers, and the S2 / S3 items' set and tile matches are registered in S1 (``p_set`` /
+``p_tag``): 102.5 MHz seed 1 (8,888 LUT4, 6,314 FF, 17 DP16KD), the critical path now in S0: the
+victim FIFO's registered push ``vfifo.pe`` -> its level + the items in flight < depth
+(``vic_ok``, two carry chains) -> ``upd.ready`` -> ``tcount`` (9.8 ns, 6.1 routing) -- S3's loop
+is off the critical path; next: ``vic_ok`` from a register, as ``tcount`` is.  The
+read-latency-2 steps are cycle-identical to each other.  The pipeline:
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
@@ -874,6 +879,6 @@ class Tracker(wiring.Component):
             tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of,
             # the registered count compares (S2 -> S3) and their operands
             room2=room2, pr=pr, s3_gt=s3_gt, s3_eq=s3_eq, s3_fgt=s3_fgt, s3_feq=s3_feq,
-            s3_room0=s3_room0, s3_count=s3_count, s3_hit_any=hit, s3_fwd=fwd, s3_kok=s3_kok, p_set=p_set, p_tag=p_tag,
-            s3_same_tile=s3_same_tile, s3_n_over=s3_n_over)
+            s3_room0=s3_room0, s3_count=s3_count, s3_hit_any=hit, s3_fwd=fwd, s3_kok=s3_kok,
+            p_set=p_set, p_tag=p_tag, s3_same_tile=s3_same_tile, s3_n_over=s3_n_over)
         return m
