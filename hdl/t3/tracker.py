@@ -80,11 +80,13 @@ levels), 82.7 MHz seed 2 (``s3_hit`` -> hit -> ``s3_fwd``, 12.1 ns, 9.9 routing,
 LUT4); the registered forwarding flag is a loop through the hit OR-reduction (this item's
 decision -> the item behind's flag, like variant B's reductions); it is again taken from the S4
 registers, and the S2 / S3 items' set and tile matches are registered in S1 (``p_set`` /
-``p_tag``): 102.5 MHz seed 1 (8,888 LUT4, 6,314 FF, 17 DP16KD), the critical path now in S0: the
-victim FIFO's registered push ``vfifo.pe`` -> its level + the items in flight < depth
-(``vic_ok``, two carry chains) -> ``upd.ready`` -> ``tcount`` (9.8 ns, 6.1 routing) -- S3's loop
-is off the critical path; next: ``vic_ok`` from a register, as ``tcount`` is.  The
-read-latency-2 steps are cycle-identical to each other.  The pipeline:
+``p_tag``): 102.5 / 94.2 / 103.2 MHz on seeds 1 / 2 / 3 (8,888 LUT4, 6,314 FF, 17 DP16KD); seeds
+2 and 3: ``s3_hit`` -> hit -> the decision -> ``w4_set_wr`` (10.6 / 9.7 ns, 8.6 / 7.6 routing, 6
+levels); seed 1: the critical path in S0: the victim FIFO's registered push ``vfifo.pe`` -> its
+level + the items in flight < depth (``vic_ok``, two carry chains) -> ``upd.ready`` ->
+``tcount`` (9.8 ns, 6.1 routing) -- S3's loop is off the critical path; next: ``vic_ok`` from a
+register, as ``tcount`` is.  The read-latency-2 steps are cycle-identical to each other.  The
+pipeline:
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
