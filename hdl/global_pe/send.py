@@ -44,16 +44,20 @@ an earlier SEND has yet to read.
 
 Pipeline: issue stage (head flit, or one buffer read per cycle) -> one
 cycle SRAM latency -> flit FIFO (depth 4) -> ``out``.  With read latency 2
-(``GpeConfig.read_latency=2``; the default is 1) the buffer read is issued one cycle
-ahead of the issue stage (*read ahead*): in every cycle the engine computes the
-issue stage's next-cycle read (DATA next cycle and FIFO room next cycle --
-this cycle's pick, last word and ``out`` pop decide it; address = ``raddr``'s
-next value, in the pick cycle the picked lane's first word), so each word still
-reaches s1 in the same cycle as at read latency 1, and every flit, pick, credit
-and completion keeps its cycle.  SEND then goes first on the bank read port
-(``rd_hold``, from registers, announces the cycles in which it may read; the
-EWISE operand reads wait in those), so a SEND never waits for a bank.  The issue stage only
-issues when the FIFO has room for everything in flight, so the read data
+(``GpeConfig.read_latency=2``; the default is 1) the issue stage is the same
+(the read is issued in the same cycle, from the ``raddr`` register), the word
+passes the bank's output register, and the flit is built one register stage
+later (``s2``: head / tail / completion mark and the head flit's fields as
+selected in s1), so every SEND flit and completion leaves exactly one cycle
+later, every pick and credit take stays in its cycle (with nothing fed back:
+test ``test_send_read_latency_2_is_one_cycle_later``), and the lane pick ends
+in registers (stop 29; the stop-28 read ahead, which kept SEND's cycles by
+reading a tile's first word in its pick cycle, put the lane round robin in
+front of the block-RAM address: 71.0 MHz).  SEND is then first on the bank
+read port: its request (DATA and FIFO room, from registers) is its grant and
+its ``rd_hold``, and the EWISE operand reads take the cycles it leaves.  The
+FIFO room test counts s2 too (``inflight``; depth 4 still covers the pop ->
+issue -> FIFO loop).  The issue stage only issues when the FIFO has room for everything in flight, so the read data
 always has a place (no loss, no replay); with the network ready and credit
 available the engine emits one flit per cycle, head flits included.
 
@@ -218,7 +222,7 @@ class SendEngine(wiring.Component):
         # Timing (cycle-identical restructuring, issue 20): the current lane is one-hot
         # (``cur_oh``); the read address of the current lane is kept in ``raddr`` (no lane
         # multiplexer in front of the bank arbiters); the FIFO room test reads one bit of
-        # ``inflight`` (= FIFO level + ``s1_valid``, counted in a register); the head
+        # ``inflight`` (= FIFO level + ``s1_valid`` (+ ``s2_valid``), counted in a register); the head
         # flit's fields (tag, seq, size, destination) are selected by ``cur_oh`` in the
         # s1 cycle, so the lane pick ends in registers.
         cur_oh = Signal(L)
