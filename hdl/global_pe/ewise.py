@@ -72,19 +72,13 @@ def ewise_raw(m: Module, a, b, sub, lanes: int):
 
 
 def ewise_finish(m: Module, raw, shift):
-    """``raw >> shift`` (floor), saturated to int8, packed into a word.
-
-    Saturation from the bits (timing, stop 29): ``s`` fits int8 iff its bits 7..16 are all
-    equal; above 127 iff it is non-negative and one of bits 7..15 is set, below -128 iff it
-    is negative and one of them is clear -- reductions, no magnitude comparator (Yosys made
-    the ``s > 127`` / ``s < -128`` compares carry chains on the EWISE's critical path)."""
+    """``raw >> shift`` (floor), saturated to int8, packed into a word."""
     out = []
     for j, r in enumerate(raw):
         s = Signal(signed(17), name=f"ew_shr{j}")
         m.d.comb += s.eq(r >> shift)
         q = Signal(8, name=f"ew_sat{j}")
-        neg, hi = s[16], s[7:16]
-        m.d.comb += q.eq(Mux(~neg & hi.any(), 127, Mux(neg & ~hi.all(), -128, s[:8])))
+        m.d.comb += q.eq(Mux(s > 127, 127, Mux(s < -128, -128, s)))
         out.append(q)
     return Cat(*out)
 
