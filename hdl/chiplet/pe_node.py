@@ -231,7 +231,12 @@ class _CreditedRx(wiring.Component):
     The oldest packet's entry is held in a head register and ``credit.valid``
     is a register computed a cycle ahead (timing: no packet-FIFO read and no
     count compare in front of the credit arbitration; same cycles as
-    ``head valid & popped >= head count`` computed in the cycle)."""
+    ``head valid & popped >= head count`` computed in the cycle).  Measured
+    (grade 6, seed 1): 81.8 MHz (78.1 before, within the seed spread); the
+    path then: the element FIFO's count -> ``w.ready`` -> the NI's packet
+    count (``cnt + w.ready``, an adder) -> the next-head count compare ->
+    ``credit.valid``.  The NI's count is now a select of ``cnt``/``cnt + 1``
+    registers (not measured)."""
 
     def __init__(self, width: int, depth: int, window: int, src_layout, cnt_bits: int):
         self.window = window
@@ -416,6 +421,8 @@ class PeNode(wiring.Component):
         ld_row = Signal(4)
         ld_left = Signal(17)
         cnt = Signal(16)                # elements pushed in the current DATA / PSUM packet
+        cnt1 = Signal(16)               # cnt + 1, a register (timing: the packet's count
+        #                                 is a select by the FIFO's ready, no adder)
         pj = Signal(range(max(2, NF)))  # flit within a psum beat
         asm = Signal(max(1, WB * (NF - 1)))
 
@@ -456,7 +463,7 @@ class PeNode(wiring.Component):
 
         with m.If(ni.valid):
             with m.If(st == S_HEAD):
-                m.d.sync += [src.eq(f.src), cnt.eq(0), pj.eq(0)]
+                m.d.sync += [src.eq(f.src), cnt.eq(0), cnt1.eq(1), pj.eq(0)]
                 with m.If(~f.head):
                     m.d.sync += err.bad_packet.eq(1)
                     with m.If(~f.tail):
@@ -535,12 +542,12 @@ class PeNode(wiring.Component):
             with m.If(st == S_DATA):
                 m.d.comb += [drx.w.valid.eq(1), drx.w.payload.eq(f.payload)]
                 with m.If(drx.w.ready):
-                    m.d.sync += cnt.eq(cnt + 1)
+                    m.d.sync += [cnt.eq(cnt1), cnt1.eq(cnt1 + 1)]
                 with m.Else():
                     m.d.sync += err.data_overflow.eq(1)
                 with m.If(f.tail):
                     m.d.comb += [drx.pkt.valid.eq(1), drx.pkt.payload.src.eq(src),
-                                 drx.pkt.payload.count.eq(cnt + drx.w.ready)]
+                                 drx.pkt.payload.count.eq(Mux(drx.w.ready, cnt1, cnt))]
                     with m.If(~drx.pkt.ready):
                         m.d.sync += err.data_overflow.eq(1)
                 end_packet()
@@ -552,7 +559,7 @@ class PeNode(wiring.Component):
                                  prx.w.payload.eq(Cat(asm[:WB * (NF - 1)] if NF > 1 else Const(0, 0),
                                                       f.payload)[:PB])]
                     with m.If(prx.w.ready):
-                        m.d.sync += cnt.eq(cnt + 1)
+                        m.d.sync += [cnt.eq(cnt1), cnt1.eq(cnt1 + 1)]
                     with m.Else():
                         m.d.sync += err.psum_overflow.eq(1)
                 with m.Else():
@@ -563,7 +570,7 @@ class PeNode(wiring.Component):
                     with m.If(~last_flit):
                         m.d.sync += err.bad_packet.eq(1)
                     m.d.comb += [prx.pkt.valid.eq(1), prx.pkt.payload.src.eq(src),
-                                 prx.pkt.payload.count.eq(cnt + (last_flit & prx.w.ready))]
+                                 prx.pkt.payload.count.eq(Mux(last_flit & prx.w.ready, cnt1, cnt))]
                     with m.If(~prx.pkt.ready):
                         m.d.sync += err.psum_overflow.eq(1)
                 end_packet()
