@@ -798,16 +798,14 @@ class Tracker(wiring.Component):
         # and no decision signal feeds a wide select in this one-cycle loop).  Way i is written
         # by a hit applied there (hu: stays live, hf: freed) or by a miss allocating / evicting
         # into it (ma: live); overflow entry j likewise (ohu, ohf, oma).
-        nohit = ~hit
         nofree = ~fa & ~foa
-        mgo = kok & ~s3_room0 & nohit                   # = miss_go
         keep_i = kok & ~old_gt                          # a hit applied
         ss2, st2 = same_set2 & ~clearing, same_tile2 & ~clearing
         hu, hf, ma = Signal(W), Signal(W), Signal(W)
         for i in range(W):
             m.d.comb += [hu[i].eq(hit_v[i] & keep_i & ~old_eq),
                          hf[i].eq(hit_v[i] & keep_i & old_eq),
-                         ma[i].eq(mgo & (free_1h[i] | (nofree & ~is_rec & vptr[i])))]
+                         ma[i].eq(miss_go & (free_1h[i] | (nofree & ~is_rec & vptr[i])))]
         wr_i = hu | hf | ma                             # = way_1h & set_wr
         m.d.sync += [
             s3_hit.eq((hit2 & ~Mux(ss2, wr_i, 0)) | Mux(st2, hu | ma, 0)),
@@ -817,7 +815,7 @@ class Tracker(wiring.Component):
             for j in range(P):
                 m.d.comb += [ohu[j].eq(ohit_v[j] & ~shit & keep_i & ~old_eq),
                              ohf[j].eq(ohit_v[j] & ~shit & keep_i & old_eq),
-                             oma[j].eq(mgo & ~fa & ofree_1h[j])]
+                             oma[j].eq(miss_go & ~fa & ofree_1h[j])]
             ow_j = ohu | ohf | oma                      # = ovf_1h & ovf_wr
             m.d.sync += [
                 s3_ohit.eq((ohit2 & ~Mux(clearing, 0, ow_j)) | Mux(st2, ohu | oma, 0)),
