@@ -32,7 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from t3_stage0_takeapart import CFGS, NO_CONTENTION, NO_HOLD, large_and_fig19, pct, set_summary  # noqa: E402
 
-from tessera.sim_models.t3 import cases, config, gemm, overlap, study  # noqa: E402
+from tessera.sim_models.t3 import cases, config, study  # noqa: E402
 
 OUT = Path("build/bench")
 P39 = config.paper()["fig16_t3_max"]
@@ -82,8 +82,7 @@ def gemm_loss(sysm, key, tp, sl) -> dict:
     """The T3 GEMM's stage time split into compute (read phase, read stalls included) and retirement (the
     stage's stores acknowledged), alone and inside T3 (round-robin)."""
     s = sysm.scaled(n_gpus=tp)
-    pu = gemm.plan(s, gemm.sublayer_dims(config.model(key), tp, sl), cached_output=False)
-    alone = overlap.simulate(s, pu, comm=False)
+    pu, alone = study.gemm_alone_uncached(sysm, config.model(key), tp, sl)
     r = study.evaluate(sysm, config.model(key), tp, sl, configs=CFGS)
     f = r.fused["t3"]
     out = dict(case=f"{key} TP{tp} {sl}", stages=pu.stages, gemm_isolated_cached_us=r.gemm * 1e6,
@@ -97,15 +96,12 @@ def gemm_loss(sysm, key, tp, sl) -> dict:
     # what hosting the paper's 39 % would take: the fused GEMM-RS within Sequential / 1.39 - AG; its floor is the
     # NMC RS behind stage 0's compute (the link starts with stage 0's stores) or the T3 GEMM alone
     budget = r.times["sequential"] / (1 + P39) - r.ag
-    floor = max(r.rs_nmc + pu.t_compute[0], alone.time)
+    floor = study.fused_floor(r, pu, alone)
     out.update(fused_budget_for_39_us=budget * 1e6, fused_floor_us=floor * 1e6, can_host_39=bool(floor <= budget),
                allowed_gemm_slowdown_for_39=budget / alone.time, fused_t3_us=(r.times["t3"] - r.ag) * 1e6)
     for lab, x in (("alone", alone), ("t3", f)):
-        comp = (x.stage_compute_end - x.stage_start) * 1e6
-        ret = (x.stage_end - x.stage_compute_end) * 1e6
-        out[f"{lab}_compute_us_total"] = float(comp.sum())
-        out[f"{lab}_retire_us_total"] = float(ret.sum())
-        out[f"{lab}_stage0_retire_us"] = float(ret[0])
+        out[f"{lab}_compute_us_total"], out[f"{lab}_retire_us_total"] = study.stage_phase_us(x)
+        out[f"{lab}_stage0_retire_us"] = float((x.stage_end[0] - x.stage_compute_end[0]) * 1e6)
     ex_c = out["t3_compute_us_total"] - out["alone_compute_us_total"]
     ex_r = out["t3_retire_us_total"] - out["alone_retire_us_total"]
     out["extra_compute_us"], out["extra_retire_us"] = ex_c, ex_r

@@ -776,14 +776,11 @@ def test_no_hold_drain_level_lifts_the_t3_max_case_and_slows_a_memory_bound_fc_c
 def _t3_gemm_split(key, tp, sl):
     """(GEMM slowdown inside T3 vs the isolated cached GEMM, extra compute us, extra retirement us) of the
     T3 GEMM inside the fused kernel against the same uncached GEMM alone (bench t3_max_reading)."""
-    s = config.system(tp)
-    pu = gemm.plan(s, gemm.sublayer_dims(config.model(key), tp, sl), cached_output=False)
-    alone = overlap.simulate(s, pu, comm=False)
+    _, alone = study.gemm_alone_uncached(config.system(), config.model(key), tp, sl)
     r = study.evaluate(config.system(), config.model(key), tp, sl, configs=("t3",))
     f = r.fused["t3"]
-    comp = lambda x: float((x.stage_compute_end - x.stage_start).sum() * 1e6)   # noqa: E731
-    ret = lambda x: float((x.stage_end - x.stage_compute_end).sum() * 1e6)       # noqa: E731
-    return f.gemm_end / r.gemm, comp(f) - comp(alone), ret(f) - ret(alone)
+    (fc, fr), (ac, ar) = study.stage_phase_us(f), study.stage_phase_us(alone)
+    return f.gemm_end / r.gemm, fc - ac, fr - ar
 
 
 @pytest.mark.xfail(strict=True, reason="issue 15 (bench t3_max_reading): §6.1.2 says the RS traffic has little "
@@ -811,12 +808,9 @@ def test_t3_gemm_loss_is_mostly_store_admission_on_op():
 def _host_floor_and_budget(key, tp, sl, speedup):
     """(floor, budget) in s of the fused GEMM-RS for T3 to reach ``speedup`` on a case (bench t3_max_reading):
     budget = Sequential / speedup - AG; floor = max(NMC RS + stage 0's compute, the T3 GEMM alone)."""
-    s = config.system(tp)
-    d = gemm.sublayer_dims(config.model(key), tp, sl)
-    pu = gemm.plan(s, d, cached_output=False)
-    alone = overlap.simulate(s, pu, comm=False)
+    pu, alone = study.gemm_alone_uncached(config.system(), config.model(key), tp, sl)
     r = study.evaluate(config.system(), config.model(key), tp, sl, configs=("ideal-rs-nmc",))
-    return max(r.rs_nmc + pu.t_compute[0], alone.time), r.times["sequential"] / speedup - r.ag
+    return study.fused_floor(r, pu, alone), r.times["sequential"] / speedup - r.ag
 
 
 def test_paper_t3_maximum_cannot_be_tnlg_ip_tp16_in_the_model():
