@@ -95,6 +95,19 @@ class Arch:
     barrier_arrive_serial: int
     psum_chain_serial: int
     weight_copy_nop: int
+    rv_clock_ghz: float
+    rv_mmio_outstanding: int
+    rv_mmio_issue_cycles: float
+    rv_irq_cycles: float
+    rv_handler_instr: float
+    rv_local_mmio_cycles: float
+    gals_crossing_cycles: float
+    ctrl_mmio_config: int
+    ctrl_gpe_autonomous: int
+    ctrl_irq_done: int
+    ctrl_irq_barrier: int
+    host_layer_ns: float
+    interlayer_moves: int
     energy_ref_voltage: float
     e_mac_pj: float
     e_input_buffer_pj_per_byte: float
@@ -113,7 +126,7 @@ class Arch:
                "pe_clock_ghz", "core_voltage", "grs_gbps", "nop_lanes_per_link", "psum_packet_beats",
                "max_tile_words",
                "noc_link_bytes_per_cycle", "noc_cols", "noc_rows", "input_buffer_slots", "noc_clock_ghz",
-               "energy_ref_voltage"]
+               "energy_ref_voltage", "rv_clock_ghz", "rv_mmio_outstanding"]
         for name in pos:
             if not getattr(self, name) > 0:
                 raise ArchError(f"{name} must be > 0, got {getattr(self, name)!r}")
@@ -123,12 +136,16 @@ class Arch:
                      "pe_tile_start_cycles", "psum_drain_in_tile", "mcast_cut_through",
                      "credit_window_packets", "psum_window_packets", "credit_fixed_cycles",
                      "packet_heads", "credit_batch", "nop_port_shared", "barrier_arrive_serial",
-                     "psum_chain_serial", "weight_copy_nop", "e_mac_pj",
+                     "psum_chain_serial", "weight_copy_nop", "rv_mmio_issue_cycles", "rv_irq_cycles",
+                     "rv_handler_instr", "rv_local_mmio_cycles", "gals_crossing_cycles", "ctrl_mmio_config",
+                     "ctrl_gpe_autonomous", "ctrl_irq_done", "ctrl_irq_barrier", "host_layer_ns", "e_mac_pj",
                      "e_input_buffer_pj_per_byte", "e_weight_buffer_pj_per_byte",
                      "e_accum_pj_per_access", "e_gpe_pj_per_byte", "e_noc_pj_per_bit_hop",
                      "nop_pj_per_bit_at_11", "nop_pj_per_bit_at_25"]:
             if getattr(self, name) < 0:
                 raise ArchError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.interlayer_moves not in (0, 1, 2):
+            raise ArchError(f"interlayer_moves must be 0 (none), 1 (overlapped) or 2 (serial), got {self.interlayer_moves!r}")
         if self.noc_rows * self.noc_cols < self.pes_per_chiplet + 2:
             raise ArchError("chiplet NoC too small for the PEs + Global PE + NoP router")
 
