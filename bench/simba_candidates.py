@@ -261,7 +261,12 @@ def main():
              ("E8 E7 with 4 MMIO writes in flight", {**rt, "interlayer_moves": 2, "rv_mmio_outstanding": 4},
               "ablation of rv_mmio_outstanding (rocket-chip default 1)"),
              ("E9 E7 with no inter-layer moves", {**rt, "interlayer_moves": 0},
-              "Sec. 4.1 measurements start with the inputs in the Global PEs")]
+              "Sec. 4.1 measurements start with the inputs in the Global PEs"),
+             ("E10 E7 without the configuration (done before the measurement)",
+              {**rt, "ctrl_mmio_config": 0, "interlayer_moves": 2},
+              "Sec. 4.1 measurements begin after the weights are loaded (configuration read as part of loading)"),
+             ("E11 E7 with the layer's first chiplet as barrier master", {**rt, "interlayer_moves": 2, "barrier_master": 0},
+              "ablation of barrier_master (medoid)")]
         sel = [e for e in E if not args.e_only or e[0].split()[0] in args.e_only.split(",")]
         for label, kw, src in sel:
             variant(label, arch.with_(**kw), source=src, f1012=True)

@@ -123,3 +123,12 @@ def test_interlayer_move_modes():
     assert transfer_cycles(prod, pres, cons, cres, a.with_(interlayer_moves=0)) == 0
     with pytest.raises(ArchError):
         a.with_(interlayer_moves=3)
+
+
+def test_barrier_master_is_the_medoid():
+    """4 chiplets in a row (row-major 0-3): the medoid (hop sums 6, 4, 4, 6 -> chiplet 1) releases
+    chiplets at 1, 1, 2 hops; the first chiplet (barrier_master 0) at 1, 2, 3."""
+    a = A.with_(ctrl_irq_barrier=1)
+    assert a.barrier_master == 1
+    assert _run(a, 4).terms["sync"] == pytest.approx(rtcontrol.barrier(A, NOC, [1, 0, 1, 2]))
+    assert _run(a.with_(barrier_master=0), 4).terms["sync"] == pytest.approx(rtcontrol.barrier(A, NOC, [0, 1, 2, 3]))

@@ -106,6 +106,7 @@ class Arch:
     ctrl_gpe_autonomous: int
     ctrl_irq_done: int
     ctrl_irq_barrier: int
+    barrier_master: int
     host_layer_ns: float
     interlayer_moves: int
     energy_ref_voltage: float
@@ -144,6 +145,8 @@ class Arch:
                      "nop_pj_per_bit_at_11", "nop_pj_per_bit_at_25"]:
             if getattr(self, name) < 0:
                 raise ArchError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.barrier_master not in (0, 1):
+            raise ArchError(f"barrier_master must be 0 (the layer's first chiplet) or 1 (its medoid), got {self.barrier_master!r}")
         if self.interlayer_moves not in (0, 1, 2):
             raise ArchError(f"interlayer_moves must be 0 (none), 1 (overlapped) or 2 (serial), got {self.interlayer_moves!r}")
         if self.noc_rows * self.noc_cols < self.pes_per_chiplet + 2:

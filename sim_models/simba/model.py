@@ -528,7 +528,11 @@ def _prepare(st: Structure, arch: Arch) -> dict:
     if arch.ctrl_irq_barrier:
         # the runtime's barrier (rtcontrol.py): memory-mapped interrupts to the master controller
         # and its MMIO releases over the NoP, in place of the RTL barrier and the NoP round trip
-        bar = rtcontrol.barrier(arch, noc, m.hops[phys[0], phys])
+        master = phys[0]
+        if arch.barrier_master == 1:
+            # the layer's chiplet with the smallest hop sum to the others (ties: the first)
+            master = phys[int(np.argmin(m.hops[np.ix_(phys, phys)].sum(axis=1)))]
+        bar = rtcontrol.barrier(arch, noc, m.hops[master, phys])
         sync = arch.layer_sync_cycles + arch.chiplet_sync_ns * arch.pe_clock_ghz * N + bar
     sync += arch.host_layer_ns * arch.pe_clock_ghz
     # weight copies over the NoP (experiment, off by default; issue 14 stop 29): a chiplet-level

@@ -29,7 +29,7 @@ source in ``data/simba_arch.json``:
   single-issue instructions + the PLIC claim (load) and complete (store), ``rv_local_mmio_cycles``
   each.
 * Package barrier (``ctrl_irq_barrier``, N >= 2 chiplets): each controller writes a memory-mapped
-  interrupt register of the master (the layer's first chiplet): the farthest arrival's one-way
+  interrupt register of the master (``barrier_master``: the layer's medoid chiplet, or its first): the farthest arrival's one-way
   latency, then the master takes N - 1 interrupts one handler at a time, then releases every other
   chiplet with an MMIO write over the NoP -- serial round trips while ``rv_mmio_outstanding`` is 1
   (else pipelined: one issue slot per write + the farthest one-way trip) -- and the last released
