@@ -266,7 +266,12 @@ def main():
               {**rt, "ctrl_mmio_config": 0, "interlayer_moves": 2},
               "Sec. 4.1 measurements begin after the weights are loaded (configuration read as part of loading)"),
              ("E11 E7 with the layer's first chiplet as barrier master", {**rt, "interlayer_moves": 2, "barrier_master": 0},
-              "ablation of barrier_master (medoid)")]
+              "ablation of barrier_master (medoid)"),
+             ("E12 chiplet runtime (E2-E4: MMIO configuration, autonomous Global PE, done interrupts)",
+              {"ctrl_mmio_config": 1, "ctrl_gpe_autonomous": 1, "ctrl_irq_done": 1}, "Sec. 3.1, chiplet level only"),
+             ("E13 E12 + moves after the producer",
+              {"ctrl_mmio_config": 1, "ctrl_gpe_autonomous": 1, "ctrl_irq_done": 1, "interlayer_moves": 2},
+              "E12 + E1")]
         sel = [e for e in E if not args.e_only or e[0].split()[0] in args.e_only.split(",")]
         for label, kw, src in sel:
             variant(label, arch.with_(**kw), source=src, f1012=True)
