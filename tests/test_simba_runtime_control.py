@@ -4,14 +4,16 @@ import pytest
 
 from tessera.sim_models.simba import rtcontrol
 from tessera.sim_models.simba.arch import ArchError, load_arch
-from tessera.sim_models.simba.chiplet_cycles import PRE_STOP21_TERMS
+from tessera.sim_models.simba.chiplet_cycles import PRE_STOP21_TERMS, RTL_CONTROLLER
 from tessera.sim_models.simba.interlayer import transfer_cycles
 from tessera.sim_models.simba.layers import Layer
 from tessera.sim_models.simba.model import build_structure, evaluate, evaluate_batch
 from tessera.sim_models.simba.model import Mapping
 from tessera.sim_models.simba.topology import chiplet_noc
 
-A = load_arch(**PRE_STOP21_TERMS)      # RISC-V, NoC and PE clocks all 1.03 GHz: every unit is a PE cycle
+# the RTL terms and the runtime terms off (only the term under test moves); RISC-V, NoC and PE clocks
+# all 1.03 GHz: every unit is a PE cycle
+A = load_arch(**PRE_STOP21_TERMS, **RTL_CONTROLLER)
 NOC = chiplet_noc(A)
 NOP = 20 * 1.03                        # nop_hop_ns x PE clock
 SMALL = Layer("t", C=16, K=16, R=3, S=3, H=6, W=6, stride=1, pad=1)
