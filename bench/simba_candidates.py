@@ -98,6 +98,22 @@ def fig10_12(run, arch):
             "opt_gain_all_over_uniform": None}
 
 
+def premise_checks(net, arch):
+    """The premise experiments tests/test_simba_paper_bounds.py pins in the paper's range today,
+    under a variant: Fig 7 with the chiplets splitting K/C (res4a_branch1, 4 chiplets, tiling searched
+    on adjacent chiplets, 1000 samples, then the four corners), Fig 10 from the Fig 11b row start
+    (res3b_branch2a, 200 samples), Fig 5 res2a_branch2b from the row start (t32 / t8)."""
+    l = net["res4a_branch1"]
+    b = search(l, arch, 4, samples=1000, seed=7, binding=(0, 1, 6, 7), chip_pq=False)
+    f7 = evaluate(l, arch, b.mapping, binding=(0, 5, 30, 35)).latency_cycles / b.latency_cycles
+    b10 = search(net["res3b_branch2a"], arch, 32, samples=200, seed=0, placement="row")
+    f10 = b10.latency_cycles / nonuniform(net["res3b_branch2a"], arch, b10).latency_cycles - 1
+    per = search(net["res2a_branch2b"], arch, [8, 32], samples=200, seed=5, keep_per_count=True, placement="row")
+    return {"fig7_kc_far_over_adjacent": f7, "fig7_kc_mapping": b.mapping.short(), "fig7_adjacent_us":
+            b.latency_cycles / (arch.pe_clock_ghz * 1e3), "fig10_row_start_res3b_branch2a": f10,
+            "fig5_row_start_res2a_branch2b_t32/t8": per[32].latency_cycles / per[8].latency_cycles}
+
+
 def weights_section(layers, arch, run):
     """A: the weight bytes each chosen tiling stores per PE, with its copies."""
     rows, worst = [], 0
@@ -275,6 +291,21 @@ def main():
         sel = [e for e in E if not args.e_only or e[0].split()[0] in args.e_only.split(",")]
         for label, kw, src in sel:
             variant(label, arch.with_(**kw), source=src, f1012=True)
+    if "Ep" in only:
+        # the premise experiments pinned in tests/test_simba_paper_bounds.py (Fig 7 K/C 2.0-3.0x, Fig 10
+        # row start 8-20 %, Fig 5 row start t32 > t8) under the runtime-control variants
+        rt = dict(ctrl_mmio_config=1, ctrl_gpe_autonomous=1, ctrl_irq_done=1, ctrl_irq_barrier=1)
+        doc["E_premise_checks"] = {}
+        for label, kw in (("E0 model default", {}), ("E2 configuration as serial MMIO writes", {"ctrl_mmio_config": 1}),
+                          ("E4 done interrupts", {"ctrl_irq_done": 1}), ("E5 interrupt barrier", {"ctrl_irq_barrier": 1}),
+                          ("E6 runtime control (E2-E5)", rt),
+                          ("E12 chiplet runtime (E2-E4)", {"ctrl_mmio_config": 1, "ctrl_gpe_autonomous": 1,
+                                                          "ctrl_irq_done": 1})):
+            c = premise_checks(net, arch.with_(**kw))
+            doc["E_premise_checks"][label] = c
+            print(f"[{time.time() - t0:6.0f}s] {label:45s} Fig 7 K/C {c['fig7_kc_far_over_adjacent']:.3f}x "
+                  f"(adjacent {c['fig7_adjacent_us']:.1f} us) | Fig 10 row {c['fig10_row_start_res3b_branch2a']:.3f}"
+                  f" | Fig 5 row t32/t8 {c['fig5_row_start_res2a_branch2b_t32/t8']:.3f}", flush=True)
     doc["seconds"] = time.time() - t0
     tag = "" if not args.only else "_" + args.only.replace(",", "_")
     if args.e_only:
