@@ -306,6 +306,14 @@ def main():
             print(f"[{time.time() - t0:6.0f}s] {label:45s} Fig 7 K/C {c['fig7_kc_far_over_adjacent']:.3f}x "
                   f"(adjacent {c['fig7_adjacent_us']:.1f} us) | Fig 10 row {c['fig10_row_start_res3b_branch2a']:.3f}"
                   f" | Fig 5 row t32/t8 {c['fig5_row_start_res2a_branch2b_t32/t8']:.3f}", flush=True)
+    if "Eh" in only:
+        # the headline of the chiplet-runtime candidate at --net-samples (e.g. 1000, simba_repro.py's count)
+        a = arch.with_(ctrl_mmio_config=1, ctrl_gpe_autonomous=1, ctrl_irq_done=1)
+        _, h = headline(layers, a, NS, args.jobs)
+        h["gain_all_over_uniform"] = 1 - h["all_ms"] / h["uniform_ms"]
+        doc["E12_headline"] = h
+        print(f"[{time.time() - t0:6.0f}s] E12 headline at {NS} samples/layer: all {h['all_ms']:.3f} uniform "
+              f"{h['uniform_ms']:.3f} ms", flush=True)
     doc["seconds"] = time.time() - t0
     tag = "" if not args.only else "_" + args.only.replace(",", "_")
     if args.e_only:

@@ -24,7 +24,11 @@ package RTL): ``barrier_cycles`` (the package barrier's master), ``pe_tile_start
 credit loops ``credit_window_packets`` / ``psum_window_packets`` / ``credit_fixed_cycles``, the
 DATA packets' head flits ``packet_heads`` and the CREDIT flits at the Global PE's ejection port
 ``credit_batch``.
-Left out: separate Global PE / RISC-V clocks (taken as the NoC clock).
+Runtime control (issue 14, stop 30; rtcontrol.py): the Simba runtime's RISC-V (``rv_*``, its own clock
+``rv_clock_ghz``), GALS crossings (``gals_crossing_cycles``), the switches ``ctrl_mmio_config``,
+``ctrl_gpe_autonomous``, ``ctrl_irq_done``, ``ctrl_irq_barrier`` / ``barrier_master``, ``host_layer_ns``
+and the inter-layer move mode ``interlayer_moves``.
+Left out: a separate Global PE clock (taken as the NoC clock).
 """
 from __future__ import annotations
 

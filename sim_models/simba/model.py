@@ -56,6 +56,13 @@ count; each a switch in simba_arch.json, all OFF -- none moves a figure beyond s
   weight_copy_nop       experiment (stop 29), off: + the NoP multicast of the weight copies a
                         chiplet P/Q split needs, from one home per (k, c) block, before the layer
                         (Sec. 4.6 persistent weights; Sec. 4.1 preloads them, hence off)
+Runtime control (issue 14 stop 30, rtcontrol.py; switches in simba_arch.json, all OFF):
+  ctrl_mmio_config      setup = one MMIO round trip (Rocket, one access in flight) per configuration word
+  ctrl_gpe_autonomous   ctrl_step = 0 (the Global PE walks its tiles once configured, Sec. 3.1)
+  ctrl_irq_done         setup += (PEs used + 1) interrupt handlers
+  ctrl_irq_barrier      sync = the interrupt barrier at the medoid (or first) chiplet with serial MMIO
+                        releases over the NoP, replacing the RTL barrier and the NoP round trip
+  host_layer_ns         sync += a host step per layer (0: outside the Sec. 4.1 measurement)
 The RTL's NoP multicast router rule (a packet waits for room for a max packet behind the previous
 one) is left out: at the Simba operating point the RTL's minimum NoP buffer (2 x link latency + 2
 flits) holds two max packets, so it does not bind (bench/simba_overheads.py operating_point).
