@@ -306,6 +306,15 @@ def main():
             print(f"[{time.time() - t0:6.0f}s] {label:45s} Fig 7 K/C {c['fig7_kc_far_over_adjacent']:.3f}x "
                   f"(adjacent {c['fig7_adjacent_us']:.1f} us) | Fig 10 row {c['fig10_row_start_res3b_branch2a']:.3f}"
                   f" | Fig 5 row t32/t8 {c['fig5_row_start_res2a_branch2b_t32/t8']:.3f}", flush=True)
+    if "Es" in only:
+        # sensitivity, not a candidate: the NoP hop latency (an assumption, 20 ns) the interrupt barrier
+        # would need for Fig 5's turn-over (Fig 5 only; Fig 7's K/C premise already gives 2.0x at 20 ns)
+        doc["E_barrier_hop_sensitivity"] = {}
+        for ns in (20.0, 40.0, 60.0, 80.0):
+            f5 = fig5(net, arch.with_(ctrl_irq_barrier=1, nop_hop_ns=ns), S)
+            doc["E_barrier_hop_sensitivity"][f"{ns:g} ns"] = f5
+            print(f"[{time.time() - t0:6.0f}s] E5 barrier, NoP hop {ns:g} ns: " + " | ".join(
+                f"{k} best {v['best_n']} t32/t8 {v['t32/t8']:.3f}" for k, v in f5.items()), flush=True)
     if "Eh" in only:
         # the headline of the chiplet-runtime candidate at --net-samples (e.g. 1000, simba_repro.py's count)
         a = arch.with_(ctrl_mmio_config=1, ctrl_gpe_autonomous=1, ctrl_irq_done=1)

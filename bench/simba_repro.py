@@ -452,6 +452,10 @@ ms / uniform ms, speedup of all over uniform; Fig 5 b2b best n, t32/t8):
   overlap each other's fixed per-layer costs (optim.pipeline_block charges no cross-partition sync).
   With the layer's first chiplet as master the Sec. 5.2 placement search gained by rebinding the master
   (E5 first master: Fig 12 runtime 40 %); the medoid master removes that.
+- NoP hop sensitivity (--only Es, Fig 5 under the interrupt barrier; 20 ns is an assumption): at 80 ns
+  res2a_branch2b turns over (best 16, t32/t8 1.12) but res5a_branch2b stops at 16 too (t32/t8 0.98).  The two
+  layers have the same MACs (115.6 M) and both are tiled by P/Q, so no per-chiplet sync cost separates them;
+  Fig 5's contrast needs the weight count to limit parallelism (Sec. 4.3), i.e. K/C chiplet splits (stop 29 C).
 - Host step: Sec. 4.1 measures with the RISC-V cycle counters after inputs and weights are loaded, so a
   host / off-package step is outside the 0.50 ms (host_layer_ns = 0).
 Stop 29 (fresh look from the paper's text, bench/simba_candidates.py -> simba_candidates.json; 300

@@ -168,3 +168,18 @@ def test_mmio_configuration_dilutes_the_fig7_and_fig10_premise_experiments():
     b10 = search(net["res3b_branch2a"], a, 32, samples=200, seed=0, placement="row")
     f10 = b10.latency_cycles / nonuniform(net["res3b_branch2a"], a, b10).latency_cycles - 1
     assert f7 < 2.0 and f10 < 0.08, (f7, f10)
+
+
+def test_per_chiplet_sync_cannot_separate_fig5_res2_branch2b_from_res5_branch2b():
+    """Finding (stop 30, bench/simba_candidates.py --only Es): res2a_branch2b and res5a_branch2b have the
+    same MACs (115.6 M), and the model tiles both by P/Q on 8-32 chiplets, so a per-chiplet sync cost
+    slows both alike.  With the interrupt barrier at an 80 ns NoP hop (4x the assumed 20 ns) res2a_branch2b
+    stops gaining past 16 chiplets -- and so does res5a_branch2b, which Fig 5 shows scaling to 32."""
+    from tessera.sim_models.simba.layers import load_network
+    from tessera.sim_models.simba.mapper import search
+    net = {l.name: l for l in load_network("resnet50")}
+    assert net["res2a_branch2b"].macs == net["res5a_branch2b"].macs
+    a = load_arch().with_(ctrl_irq_barrier=1, nop_hop_ns=80.0)
+    for name in ("res2a_branch2b", "res5a_branch2b"):
+        per = search(net[name], a, [16, 32], samples=200, seed=5, keep_per_count=True)
+        assert per[32].latency_cycles > per[16].latency_cycles, name
