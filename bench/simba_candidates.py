@@ -317,12 +317,15 @@ def main():
                 f"{k} best {v['best_n']} t32/t8 {v['t32/t8']:.3f}" for k, v in f5.items()), flush=True)
     if "Eh" in only:
         # the headline of the chiplet-runtime candidate at --net-samples (e.g. 1000, simba_repro.py's count)
-        a = arch.with_(ctrl_mmio_config=1, ctrl_gpe_autonomous=1, ctrl_irq_done=1)
-        _, h = headline(layers, a, NS, args.jobs)
-        h["gain_all_over_uniform"] = 1 - h["all_ms"] / h["uniform_ms"]
-        doc["E12_headline"] = h
-        print(f"[{time.time() - t0:6.0f}s] E12 headline at {NS} samples/layer: all {h['all_ms']:.3f} uniform "
-              f"{h['uniform_ms']:.3f} ms", flush=True)
+        e12 = dict(ctrl_mmio_config=1, ctrl_gpe_autonomous=1, ctrl_irq_done=1)
+        for tag, kw in (("E12", e12), ("E13", {**e12, "interlayer_moves": 2})):
+            if args.e_only and tag not in args.e_only.split(","):
+                continue
+            _, h = headline(layers, arch.with_(**kw), NS, args.jobs)
+            h["speedup_all_over_uniform"] = h["uniform_ms"] / h["all_ms"] - 1
+            doc[f"{tag}_headline"] = h
+            print(f"[{time.time() - t0:6.0f}s] {tag} headline at {NS} samples/layer: all {h['all_ms']:.3f} uniform "
+                  f"{h['uniform_ms']:.3f} ms", flush=True)
     doc["seconds"] = time.time() - t0
     tag = "" if not args.only else "_" + args.only.replace(",", "_")
     if args.e_only:
