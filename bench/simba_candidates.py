@@ -42,7 +42,9 @@ from tessera.sim_models.simba.interlayer import ProducerHomes, move_bytes, move_
 from tessera.sim_models.simba.layers import load_network
 from tessera.sim_models.simba.mapper import dataflow_kwargs, search
 from tessera.sim_models.simba.model import build_structure, cdiv, ia_block_bytes
+from tessera.sim_models.simba.model import evaluate
 from tessera.sim_models.simba.network import run_network
+from tessera.sim_models.simba.optim import nonuniform, placement
 
 OUT = Path("build/bench")
 COUNTS = [1, 2, 4, 8, 16, 32]
@@ -76,6 +78,40 @@ def headline(layers, arch, S, jobs, **kw):
     return r, {"all_ms": r["total_cycles"] / f, "uniform_ms": r["total_uniform_cycles"] / f,
                "moves_ms": r["move_uniform_cycles"] / f,
                "layers_on_<=8_chiplets": sum(u <= 8 for u in used), "layers_on_32": sum(u == 32 for u in used)}
+
+
+def fig10_12(run, arch):
+    """Fig 10 / Fig 12 best layer on the Fig 10/12 premise (every layer's best 32-chiplet tiling),
+    as bench/simba_repro.py computes them (Fig 12 from the Fig 11b sequential fill)."""
+    nu, pl, pl_rt = {}, {}, {}
+    for row in run["rows"]:
+        L, b32 = row["layer"], row["per_count"].get(32)
+        if b32 is None:
+            continue
+        nu[L.name] = b32.latency_cycles / nonuniform(L, arch, b32).latency_cycles - 1
+        seq = evaluate(L, arch, b32.mapping, placement="sequential")
+        pl[L.name] = seq.latency_cycles / placement(L, arch, seq).latency_cycles - 1
+        pl_rt[L.name] = b32.latency_cycles / placement(L, arch, b32).latency_cycles - 1
+    top = lambda d: (max(d, key=d.get), max(d.values()))
+    return {"fig10_best": top(nu), "fig12_best_sequential": top(pl), "fig12_best_runtime": top(pl_rt),
+            "fig12_res4a_branch1_sequential": pl.get("res4a_branch1"),
+            "opt_gain_all_over_uniform": None}
+
+
+def premise_checks(net, arch):
+    """The premise experiments tests/test_simba_paper_bounds.py pins in the paper's range today,
+    under a variant: Fig 7 with the chiplets splitting K/C (res4a_branch1, 4 chiplets, tiling searched
+    on adjacent chiplets, 1000 samples, then the four corners), Fig 10 from the Fig 11b row start
+    (res3b_branch2a, 200 samples), Fig 5 res2a_branch2b from the row start (t32 / t8)."""
+    l = net["res4a_branch1"]
+    b = search(l, arch, 4, samples=1000, seed=7, binding=(0, 1, 6, 7), chip_pq=False)
+    f7 = evaluate(l, arch, b.mapping, binding=(0, 5, 30, 35)).latency_cycles / b.latency_cycles
+    b10 = search(net["res3b_branch2a"], arch, 32, samples=200, seed=0, placement="row")
+    f10 = b10.latency_cycles / nonuniform(net["res3b_branch2a"], arch, b10).latency_cycles - 1
+    per = search(net["res2a_branch2b"], arch, [8, 32], samples=200, seed=5, keep_per_count=True, placement="row")
+    return {"fig7_kc_far_over_adjacent": f7, "fig7_kc_mapping": b.mapping.short(), "fig7_adjacent_us":
+            b.latency_cycles / (arch.pe_clock_ghz * 1e3), "fig10_row_start_res3b_branch2a": f10,
+            "fig5_row_start_res2a_branch2b_t32/t8": per[32].latency_cycles / per[8].latency_cycles}
 
 
 def weights_section(layers, arch, run):
@@ -155,18 +191,19 @@ def main():
     ap.add_argument("--samples", type=int, default=300, help="samples per Fig 5 / Fig 6 search")
     ap.add_argument("--net-samples", type=int, default=150, help="samples per layer in the headline runs")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--only", default="", help="comma list of sections (base,A,B,C,D) to run")
+    ap.add_argument("--only", default="", help="comma list of sections (base,A,B,C,D,E) to run")
+    ap.add_argument("--e-only", default="", help="comma list of section E variants (E0,...,E9)")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     arch = load_arch(bench_dir=OUT)
     layers = load_network("resnet50")
     net = {l.name: l for l in layers}
     S, NS = args.samples, args.net_samples
-    only = set(args.only.split(",")) if args.only else {"base", "A", "B", "C", "D"}
+    only = set(args.only.split(",")) if args.only else {"base", "A", "B", "C", "D", "E"}
     doc = {"samples": S, "net_samples": NS, "note": __doc__, "variants": {}}
     t0 = time.time()
 
-    def variant(label, a, kw=None, net_run=True, source=""):
+    def variant(label, a, kw=None, net_run=True, source="", f1012=False):
         kw = kw or {}
         v = {"source": source, "fig5": fig5(net, a, S, **kw), "fig6": fig6(net, a, S, **kw)}
         run = None
@@ -175,13 +212,21 @@ def main():
             if "chip_pq" in kw:
                 nk["dataflow"] = {(False, True): "chip-kc", (False, False): "kc-only"}[(kw["chip_pq"], kw["pe_pq"])]
             run, v["headline"] = headline(layers, a, NS, args.jobs, **nk)
+            if f1012:
+                v["fig10_12"] = fig10_12(run, a)
+                h = v["headline"]
+                v["fig10_12"]["opt_gain_all_over_uniform"] = 1 - h["all_ms"] / h["uniform_ms"]
         doc["variants"][label] = v
         f5 = v["fig5"]["res2a_branch2b"]
         h = v.get("headline", {})
+        g = v.get("fig10_12", {})
         print(f"[{time.time() - t0:6.0f}s] {label:58s} F5 b2b best {f5['best_n']:2d} t32/t8 {f5['t32/t8']:.3f}"
-              f" | b1 {v['fig5']['res2a_branch1']['t32/t8']:.3f} | F6 {v['fig6']['res3a_branch1']:.3f}/"
+              f" | b1 best {v['fig5']['res2a_branch1']['best_n']} t32/t8 {v['fig5']['res2a_branch1']['t32/t8']:.3f}"
+              f" | r5 best {v['fig5']['res5a_branch2b']['best_n']} | F6 {v['fig6']['res3a_branch1']:.3f}/"
               f"{v['fig6']['res3a_branch2b']:.3f}"
-              + (f" | all {h['all_ms']:.3f} uniform {h['uniform_ms']:.3f} ms" if h else ""), flush=True)
+              + (f" | all {h['all_ms']:.3f} uniform {h['uniform_ms']:.3f} ms" if h else "")
+              + (f" | F10 {g['fig10_best'][1]:.3f} F12 seq {g['fig12_best_sequential'][1]:.3f}"
+                 f" rt {g['fig12_best_runtime'][1]:.3f}" if g else ""), flush=True)
         return run
 
     base = None
@@ -217,8 +262,74 @@ def main():
         for ns in (200.0, 400.0):
             variant(f"D {ns:g} ns serial sync per active chiplet", arch.with_(chiplet_sync_ns=ns),
                     source="Sec. 3.1 memory-mapped interrupts; cost not published (model 0)")
+    if "E" in only:
+        # stop 30: per-layer configuration and synchronisation as the runtime does them
+        # (rtcontrol.py; every constant sourced in data/simba_arch.json), one assumption at a time
+        rt = dict(ctrl_mmio_config=1, ctrl_gpe_autonomous=1, ctrl_irq_done=1, ctrl_irq_barrier=1)
+        E = [("E0 model default", {}, "model default"),
+             ("E1 inter-layer moves after the producer", {"interlayer_moves": 2}, "Sec. 4.1 layers run one at a time"),
+             ("E2 configuration as serial MMIO writes", {"ctrl_mmio_config": 1}, "Sec. 3.1 AXI MMIO; Rocket nMMIOs=1"),
+             ("E3 Global PE autonomous (no per-tile issue bound)", {"ctrl_gpe_autonomous": 1}, "Sec. 3.1"),
+             ("E4 done interrupts handled one at a time", {"ctrl_irq_done": 1}, "Sec. 3.1; SiFive E31 interrupt latency"),
+             ("E5 barrier by interrupts + serial MMIO releases", {"ctrl_irq_barrier": 1}, "Sec. 3.1; Rocket nMMIOs=1"),
+             ("E6 runtime control (E2-E5)", rt, "E2-E5 together"),
+             ("E7 runtime control + moves after the producer", {**rt, "interlayer_moves": 2}, "E6 + E1"),
+             ("E8 E7 with 4 MMIO writes in flight", {**rt, "interlayer_moves": 2, "rv_mmio_outstanding": 4},
+              "ablation of rv_mmio_outstanding (rocket-chip default 1)"),
+             ("E9 E7 with no inter-layer moves", {**rt, "interlayer_moves": 0},
+              "Sec. 4.1 measurements start with the inputs in the Global PEs"),
+             ("E10 E7 without the configuration (done before the measurement)",
+              {**rt, "ctrl_mmio_config": 0, "interlayer_moves": 2},
+              "Sec. 4.1 measurements begin after the weights are loaded (configuration read as part of loading)"),
+             ("E11 E7 with the layer's first chiplet as barrier master", {**rt, "interlayer_moves": 2, "barrier_master": 0},
+              "ablation of barrier_master (medoid)"),
+             ("E12 chiplet runtime (E2-E4: MMIO configuration, autonomous Global PE, done interrupts)",
+              {"ctrl_mmio_config": 1, "ctrl_gpe_autonomous": 1, "ctrl_irq_done": 1}, "Sec. 3.1, chiplet level only"),
+             ("E13 E12 + moves after the producer",
+              {"ctrl_mmio_config": 1, "ctrl_gpe_autonomous": 1, "ctrl_irq_done": 1, "interlayer_moves": 2},
+              "E12 + E1")]
+        sel = [e for e in E if not args.e_only or e[0].split()[0] in args.e_only.split(",")]
+        for label, kw, src in sel:
+            variant(label, arch.with_(**kw), source=src, f1012=True)
+    if "Ep" in only:
+        # the premise experiments pinned in tests/test_simba_paper_bounds.py (Fig 7 K/C 2.0-3.0x, Fig 10
+        # row start 8-20 %, Fig 5 row start t32 > t8) under the runtime-control variants
+        rt = dict(ctrl_mmio_config=1, ctrl_gpe_autonomous=1, ctrl_irq_done=1, ctrl_irq_barrier=1)
+        doc["E_premise_checks"] = {}
+        for label, kw in (("E0 model default", {}), ("E2 configuration as serial MMIO writes", {"ctrl_mmio_config": 1}),
+                          ("E4 done interrupts", {"ctrl_irq_done": 1}), ("E5 interrupt barrier", {"ctrl_irq_barrier": 1}),
+                          ("E6 runtime control (E2-E5)", rt),
+                          ("E12 chiplet runtime (E2-E4)", {"ctrl_mmio_config": 1, "ctrl_gpe_autonomous": 1,
+                                                          "ctrl_irq_done": 1})):
+            c = premise_checks(net, arch.with_(**kw))
+            doc["E_premise_checks"][label] = c
+            print(f"[{time.time() - t0:6.0f}s] {label:45s} Fig 7 K/C {c['fig7_kc_far_over_adjacent']:.3f}x "
+                  f"(adjacent {c['fig7_adjacent_us']:.1f} us) | Fig 10 row {c['fig10_row_start_res3b_branch2a']:.3f}"
+                  f" | Fig 5 row t32/t8 {c['fig5_row_start_res2a_branch2b_t32/t8']:.3f}", flush=True)
+    if "Es" in only:
+        # sensitivity, not a candidate: the NoP hop latency (an assumption, 20 ns) the interrupt barrier
+        # would need for Fig 5's turn-over (Fig 5 only; Fig 7's K/C premise already gives 2.0x at 20 ns)
+        doc["E_barrier_hop_sensitivity"] = {}
+        for ns in (20.0, 40.0, 60.0, 80.0):
+            f5 = fig5(net, arch.with_(ctrl_irq_barrier=1, nop_hop_ns=ns), S)
+            doc["E_barrier_hop_sensitivity"][f"{ns:g} ns"] = f5
+            print(f"[{time.time() - t0:6.0f}s] E5 barrier, NoP hop {ns:g} ns: " + " | ".join(
+                f"{k} best {v['best_n']} t32/t8 {v['t32/t8']:.3f}" for k, v in f5.items()), flush=True)
+    if "Eh" in only:
+        # the headline of the chiplet-runtime candidate at --net-samples (e.g. 1000, simba_repro.py's count)
+        e12 = dict(ctrl_mmio_config=1, ctrl_gpe_autonomous=1, ctrl_irq_done=1)
+        for tag, kw in (("E12", e12), ("E13", {**e12, "interlayer_moves": 2})):
+            if args.e_only and tag not in args.e_only.split(","):
+                continue
+            _, h = headline(layers, arch.with_(**kw), NS, args.jobs)
+            h["speedup_all_over_uniform"] = h["uniform_ms"] / h["all_ms"] - 1
+            doc[f"{tag}_headline"] = h
+            print(f"[{time.time() - t0:6.0f}s] {tag} headline at {NS} samples/layer: all {h['all_ms']:.3f} uniform "
+                  f"{h['uniform_ms']:.3f} ms", flush=True)
     doc["seconds"] = time.time() - t0
     tag = "" if not args.only else "_" + args.only.replace(",", "_")
+    if args.e_only:
+        tag += "_" + args.e_only.replace(",", "_")
     p = OUT / f"simba_candidates{tag}.json"
     p.write_text(json.dumps(doc, indent=1, default=str))
     print(f"wrote {p}")

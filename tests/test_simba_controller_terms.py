@@ -5,10 +5,12 @@ from dataclasses import replace
 import pytest
 
 from tessera.sim_models.simba.arch import load_arch
+from tessera.sim_models.simba.chiplet_cycles import RTL_CONTROLLER
 from tessera.sim_models.simba.layers import load_network
 from tessera.sim_models.simba.model import Mapping, controller_setup_words, evaluate
 
-ARCH = load_arch()
+ARCH = load_arch(**RTL_CONTROLLER)     # the RTL chiplet's controller (the system model's default is the
+                                       # Simba runtime's RISC-V, rtcontrol.py; tests/test_simba_runtime_control.py)
 NET = {l.name: l for l in load_network("resnet50")}
 
 

@@ -14,8 +14,11 @@ from tessera.sim_models.simba.topology import bind, chiplet_noc, mesh, xy_route
 ARCH = load_arch()
 # the RTL package/chiplet terms added in stop 21 (model.py): off for the hand-computed base
 # formulas below, each checked on its own by the test_rtl_term_* cases
+# and the RTL chiplet's controller (ctrl_instr_cycles per program word) in place of the Simba runtime's
+# RISC-V (rtcontrol.py, checked in tests/test_simba_runtime_control.py)
 STOP21_OFF = dict(barrier_cycles=0.0, pe_tile_start_cycles=0.0, psum_drain_in_tile=0, mcast_cut_through=0,
-                  credit_window_packets=0, psum_window_packets=0, packet_heads=0, credit_batch=0)
+                  credit_window_packets=0, psum_window_packets=0, packet_heads=0, credit_batch=0,
+                  ctrl_mmio_config=0, ctrl_gpe_autonomous=0, ctrl_irq_done=0)
 ARCH0 = load_arch(**STOP21_OFF)
 # hand-computed cases: 20 PE cycles per NoP hop at 1.03 GHz; RTL tile fill/drain (pe_cycles.py)
 ARCH20 = load_arch(nop_hop_ns=20 / 1.03, **STOP21_OFF)

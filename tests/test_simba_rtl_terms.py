@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 
 from tessera.sim_models.simba.arch import load_arch
-from tessera.sim_models.simba.chiplet_cycles import PRE_STOP21_TERMS
+from tessera.sim_models.simba.chiplet_cycles import PRE_STOP21_TERMS, RTL_CONTROLLER
 from tessera.sim_models.simba.layers import Layer
 from tessera.sim_models.simba.model import _prepare, build_structure, evaluate_batch
 from tessera.sim_models.simba.topology import chiplet_noc
 
 OFF = PRE_STOP21_TERMS                          # the stop-21 terms at their "off" values
-A0 = load_arch(**OFF)                           # every stop-21 term off
+A0 = load_arch(**OFF, **RTL_CONTROLLER)         # every stop-21 term off, the RTL chiplet's controller
 SMALL = Layer("t", C=16, K=16, R=3, S=3, H=6, W=6, stride=1, pad=1)
 HOP = 3                                         # NoC cycles per hop (RTL), NoC clock = PE clock
 

@@ -24,7 +24,11 @@ package RTL): ``barrier_cycles`` (the package barrier's master), ``pe_tile_start
 credit loops ``credit_window_packets`` / ``psum_window_packets`` / ``credit_fixed_cycles``, the
 DATA packets' head flits ``packet_heads`` and the CREDIT flits at the Global PE's ejection port
 ``credit_batch``.
-Left out: separate Global PE / RISC-V clocks (taken as the NoC clock).
+Runtime control (issue 14, stop 30; rtcontrol.py): the Simba runtime's RISC-V (``rv_*``, its own clock
+``rv_clock_ghz``), GALS crossings (``gals_crossing_cycles``), the switches ``ctrl_mmio_config``,
+``ctrl_gpe_autonomous``, ``ctrl_irq_done``, ``ctrl_irq_barrier`` / ``barrier_master``, ``host_layer_ns``
+and the inter-layer move mode ``interlayer_moves``.
+Left out: a separate Global PE clock (taken as the NoC clock).
 """
 from __future__ import annotations
 
@@ -95,6 +99,20 @@ class Arch:
     barrier_arrive_serial: int
     psum_chain_serial: int
     weight_copy_nop: int
+    rv_clock_ghz: float
+    rv_mmio_outstanding: int
+    rv_mmio_issue_cycles: float
+    rv_irq_cycles: float
+    rv_handler_instr: float
+    rv_local_mmio_cycles: float
+    gals_crossing_cycles: float
+    ctrl_mmio_config: int
+    ctrl_gpe_autonomous: int
+    ctrl_irq_done: int
+    ctrl_irq_barrier: int
+    barrier_master: int
+    host_layer_ns: float
+    interlayer_moves: int
     energy_ref_voltage: float
     e_mac_pj: float
     e_input_buffer_pj_per_byte: float
@@ -113,7 +131,7 @@ class Arch:
                "pe_clock_ghz", "core_voltage", "grs_gbps", "nop_lanes_per_link", "psum_packet_beats",
                "max_tile_words",
                "noc_link_bytes_per_cycle", "noc_cols", "noc_rows", "input_buffer_slots", "noc_clock_ghz",
-               "energy_ref_voltage"]
+               "energy_ref_voltage", "rv_clock_ghz", "rv_mmio_outstanding"]
         for name in pos:
             if not getattr(self, name) > 0:
                 raise ArchError(f"{name} must be > 0, got {getattr(self, name)!r}")
@@ -123,12 +141,18 @@ class Arch:
                      "pe_tile_start_cycles", "psum_drain_in_tile", "mcast_cut_through",
                      "credit_window_packets", "psum_window_packets", "credit_fixed_cycles",
                      "packet_heads", "credit_batch", "nop_port_shared", "barrier_arrive_serial",
-                     "psum_chain_serial", "weight_copy_nop", "e_mac_pj",
+                     "psum_chain_serial", "weight_copy_nop", "rv_mmio_issue_cycles", "rv_irq_cycles",
+                     "rv_handler_instr", "rv_local_mmio_cycles", "gals_crossing_cycles", "ctrl_mmio_config",
+                     "ctrl_gpe_autonomous", "ctrl_irq_done", "ctrl_irq_barrier", "host_layer_ns", "e_mac_pj",
                      "e_input_buffer_pj_per_byte", "e_weight_buffer_pj_per_byte",
                      "e_accum_pj_per_access", "e_gpe_pj_per_byte", "e_noc_pj_per_bit_hop",
                      "nop_pj_per_bit_at_11", "nop_pj_per_bit_at_25"]:
             if getattr(self, name) < 0:
                 raise ArchError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.barrier_master not in (0, 1):
+            raise ArchError(f"barrier_master must be 0 (the layer's first chiplet) or 1 (its medoid), got {self.barrier_master!r}")
+        if self.interlayer_moves not in (0, 1, 2):
+            raise ArchError(f"interlayer_moves must be 0 (none), 1 (overlapped) or 2 (serial), got {self.interlayer_moves!r}")
         if self.noc_rows * self.noc_cols < self.pes_per_chiplet + 2:
             raise ArchError("chiplet NoC too small for the PEs + Global PE + NoP router")
 

@@ -350,6 +350,13 @@ PRE_STOP21_TERMS = dict(barrier_cycles=0.0, pe_tile_start_cycles=0.0, psum_drain
                         packet_heads=0, credit_batch=0)
 
 
+#: the project's RTL chiplet has its own controller (hdl/chiplet/controller.py: ctrl_instr_cycles per
+#: word, a SEND per tile, the RTL package barrier), not the Simba runtime's RISC-V (rtcontrol.py):
+#: every arch built for the RTL benches keeps the RTL controller, whatever simba_arch.json's default
+RTL_CONTROLLER = dict(ctrl_mmio_config=0, ctrl_gpe_autonomous=0, ctrl_irq_done=0, ctrl_irq_barrier=0,
+                      host_layer_ns=0.0)
+
+
 def chiplet_arch(cfg, bench_dir=None, rtl_terms: bool = False):
     """The package model's Arch for one chiplet of ``cfg``: its PE count, PE buffers, 64-bit
     NoC flits (8 B per cycle), DATA packet size, PSUM packet beats and both credit windows;
@@ -363,7 +370,7 @@ def chiplet_arch(cfg, bench_dir=None, rtl_terms: bool = False):
                   accum_entries=pe.abuf_entries, gpe_buffer_bytes=1 << 40,
                   noc_link_bytes_per_cycle=cfg.word_bits // 8, max_tile_words=cfg.max_tile,
                   psum_packet_beats=cfg.psum_beats, credit_window_packets=cfg.credit_window,
-                  psum_window_packets=cfg.psum_window)
+                  psum_window_packets=cfg.psum_window, **RTL_CONTROLLER)
     return a if rtl_terms else a.with_(**PRE_STOP21_TERMS)
 
 

@@ -18,6 +18,9 @@ per-layer figures): its input blocks are read where the producer wrote its outpu
 sourced from the producer's OA homes in proportion to the bytes it takes from each), so the
 redistribution is part of the layer's own input delivery (pipelined with its compute, model.py)
 instead of overlapping the producer.
+``arch.interlayer_moves`` (stop 30): 1 = the overlap above (default), 2 = the move starts after the
+producer finishes (Sec. 4.1: each layer compiled and run on its own), 0 = no move (Sec. 4.1:
+measurements start with the inputs in the Global PEs).
 Left out: the residual additions (element-wise, in the Global PEs) and their operand moves,
 contention between the move and the producer's own traffic.
 """
@@ -112,9 +115,13 @@ def steps_of(layer: Layer, r: LayerResult) -> int:
 
 def transfer_cycles(prod: Layer, pres: LayerResult, cons: Layer, cres: LayerResult, arch: Arch) -> float:
     """Cycles the prod -> cons activation move adds to the layer sequence (module doc)."""
+    if arch.interlayer_moves == 0:
+        return 0.0
     t, lat = move_time(move_bytes(prod, pres, cons, cres, arch), arch)
     if t == 0:
         return 0.0
+    if arch.interlayer_moves == 2:
+        return lat + t                    # after the producer (layers run one at a time, Sec. 4.1)
     return lat + max(t / steps_of(prod, pres), t - pres.latency_cycles)
 
 

@@ -56,6 +56,13 @@ count; each a switch in simba_arch.json, all OFF -- none moves a figure beyond s
   weight_copy_nop       experiment (stop 29), off: + the NoP multicast of the weight copies a
                         chiplet P/Q split needs, from one home per (k, c) block, before the layer
                         (Sec. 4.6 persistent weights; Sec. 4.1 preloads them, hence off)
+Runtime control (issue 14 stop 30, rtcontrol.py; switches in simba_arch.json, all OFF):
+  ctrl_mmio_config      setup = one MMIO round trip (Rocket, one access in flight) per configuration word
+  ctrl_gpe_autonomous   ctrl_step = 0 (the Global PE walks its tiles once configured, Sec. 3.1)
+  ctrl_irq_done         setup += (PEs used + 1) interrupt handlers
+  ctrl_irq_barrier      sync = the interrupt barrier at the medoid (or first) chiplet with serial MMIO
+                        releases over the NoP, replacing the RTL barrier and the NoP round trip
+  host_layer_ns         sync += a host step per layer (0: outside the Sec. 4.1 measurement)
 The RTL's NoP multicast router rule (a packet waits for room for a max packet behind the previous
 one) is left out: at the Simba operating point the RTL's minimum NoP buffer (2 x link latency + 2
 flits) holds two max packets, so it does not bind (bench/simba_overheads.py operating_point).
@@ -83,6 +90,7 @@ import numpy as np
 
 from .arch import Arch
 from .layers import Layer, rows_per_tile
+from . import rtcontrol
 from .topology import bind, chiplet_noc, mesh
 
 
@@ -524,6 +532,16 @@ def _prepare(st: Structure, arch: Arch) -> dict:
         bar += (N - 1) * arch.pe_clock_ghz / arch.noc_clock_ghz
     sync = (arch.layer_sync_cycles + arch.chiplet_sync_ns * arch.pe_clock_ghz * N
             + 2 * h_nop * m.hops[phys[0], phys].max() + bar)
+    if arch.ctrl_irq_barrier:
+        # the runtime's barrier (rtcontrol.py): memory-mapped interrupts to the master controller
+        # and its MMIO releases over the NoP, in place of the RTL barrier and the NoP round trip
+        master = phys[0]
+        if arch.barrier_master == 1:
+            # the layer's chiplet with the smallest hop sum to the others (ties: the first)
+            master = phys[int(np.argmin(m.hops[np.ix_(phys, phys)].sum(axis=1)))]
+        bar = rtcontrol.barrier(arch, noc, m.hops[master, phys])
+        sync = arch.layer_sync_cycles + arch.chiplet_sync_ns * arch.pe_clock_ghz * N + bar
+    sync += arch.host_layer_ns * arch.pe_clock_ghz
     # weight copies over the NoP (experiment, off by default; issue 14 stop 29): a chiplet-level
     # P/Q split replicates each (k, c) weight block on pc qc chiplets.  With one stored copy per
     # block (Sec. 4.6 "distributed and persistent weight storage") the copies are multicast from
@@ -627,6 +645,14 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     # fixed TMO/BAR/WAIT/END words) precedes the start (a PE ignores writes while it runs)
     ctrl_step = arch.ctrl_pe_cycles * arch.gpe_cmd_words * cp * pp * qp       # [S, 1]
     setup = arch.ctrl_pe_cycles * controller_setup_words(arch, kp, cp, pp, qp)
+    # the runtime's RISC-V (rtcontrol.py): serial MMIO configuration writes, an autonomous Global
+    # PE (no per-tile issue bound), done interrupts handled one at a time after the last tile
+    if arch.ctrl_gpe_autonomous:
+        ctrl_step = np.zeros_like(ctrl_step, dtype=float)
+    if arch.ctrl_mmio_config:
+        setup = rtcontrol.config_cycles(arch, chiplet_noc(arch), kp, cp, pp, qp).astype(float)
+    if arch.ctrl_irq_done:
+        setup = setup + rtcontrol.done_cycles(arch, kp, cp, pp, qp)
     t_ctrl = np.broadcast_to(ctrl_step * steps, comp.shape)
     busy = np.maximum.reduce([comp, t_in, t_ps, t_oa, t_pechain, t_ctrl])
     t_port = np.zeros_like(comp)
