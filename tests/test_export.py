@@ -54,7 +54,9 @@ def test_export_lint_synth(name, params):
 
 # make test budget: the package's -Wall lint runs in make soak; make test verilates the whole
 # package in tests/test_package.py (cocotb) and lints its chiplet (chiplet here) and routers
-SOAK_LINT = {"package"}
+# (stop 30) chiplet and nocsys too: ~22 CPU-s each; the chiplet is verilated by the cocotb
+# tests of tests/test_chiplet_top.py and tests/test_run_layer_rtl.py in make test
+SOAK_LINT = {"package", "chiplet", "nocsys"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SOAK_LINT else n

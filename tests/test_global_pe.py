@@ -50,6 +50,7 @@ SMALL = dict(words=512, word_bits=64, banks=2, node_mesh_x=3, node_mesh_y=3, chi
 
 
 @pytest.mark.cocotb
+@pytest.mark.slow  # soak: its own Verilator build (~19 CPU-s, make test budget); make test runs the default build
 def test_small_config_random():
     run("global_pe", SMALL, MODULE, testcase="random_commands", seed=5,
         extra_env={**ENV, "GPE_CMDS": "30"})

@@ -11,16 +11,16 @@ from tessera.tb.runner import make_flags, run
 FAST_BUILD = make_flags("-O0")
 
 
-@pytest.mark.slow    # make test budget: test_soak_short (4x4 mesh, mixed traffic, scoreboarded) and the
-# router cocotb tests stay in make test
+@pytest.mark.slow    # make test budget: the router cocotb test, the default router's 2x2 mesh under mixed
+# traffic in amaranth.sim (tests/test_noc_sa2_sim.py) and the chiplet's Verilated mesh stay in make test
 def test_mesh_4x4_cocotb(monkeypatch):
     monkeypatch.setenv("MAKEFLAGS", FAST_BUILD)
     run("mesh", {"kx": 4, "ky": 4, "max_node": 4, "payload_width": 32},
         "tessera.tb.noc.tb_mesh", seed=3, public="top")
 
 
-@pytest.mark.slow    # make test budget: the package cocotb test (tests/test_package.py) runs two-level
-# routing through real chiplets and the nocsys export is linted in make test
+@pytest.mark.slow    # make test budget: two-level routing runs in make test in amaranth.sim
+# (tests/test_package_1xn.py); the package cocotb test and the nocsys lint are in make soak
 def test_two_level_2x2_of_2x2_cocotb(monkeypatch):
     monkeypatch.setenv("MAKEFLAGS", FAST_BUILD)
     run("nocsys", {"kx": 2, "ky": 2, "ckx": 2, "cky": 2, "max_node": 2, "max_chiplet": 4,

@@ -10,7 +10,9 @@ BASE = {"kx": 3, "ky": 3, "max_node": 4, "payload_width": 32}
 
 # sa_stages 2: two-cycle switch allocation (an option); 1: the default and the chiplet's
 @pytest.mark.parametrize("vcs,buffer_flits,max_packet_flits,sa_stages",
-                         [(2, 4, 4, 2), (1, 5, 5, 1)])
+                         [(2, 4, 4, 2),
+                          # soak: its own Verilator build (~19 CPU-s, make test budget)
+                          pytest.param(1, 5, 5, 1, marks=pytest.mark.slow)])
 def test_router_cocotb(vcs, buffer_flits, max_packet_flits, sa_stages, monkeypatch):
     monkeypatch.setenv("MAKEFLAGS", make_flags("-O0"))
     run("router", {**BASE, "vcs": vcs, "buffer_flits": buffer_flits,

@@ -34,9 +34,12 @@ def _check(r, min_flits):
                                                     "router_errors": 0}
 
 
+@pytest.mark.slow
 def test_soak_short():
-    """make test's representative (8,000 cycles of traffic, then the drain): the same checks as
-    the million-flit soak of ``make soak``, at a length that keeps make test under 10 minutes."""
+    """8,000 cycles of traffic, then the drain: the same checks as the million-flit soak, in
+    ``make soak`` (make test budget, stop 30: ~60 CPU-s, nearly all of it the 4x4 mesh's
+    Verilator build); make test keeps the default router's 2x2 mesh drain check in
+    amaranth.sim (tests/test_noc_sa2_sim.py)."""
     _check(soak(8000), 16000)
 
 

@@ -31,6 +31,9 @@ TESTS = ["random_tiles", "directed", "chain3", "ppu_corners", "illegal", "reset_
 @pytest.mark.parametrize("testcase", TESTS)
 @pytest.mark.parametrize("params,seed", [
     pytest.param(DEFAULT, 11, id="simba", marks=pytest.mark.xdist_group("pe-simba")),
-    pytest.param(SMALL, 23, id="small", marks=pytest.mark.xdist_group("pe-small"))])
+    # soak: the small, non-default pipeline configuration (its own Verilator build, ~25 CPU-s;
+    # make test budget); make test runs every testcase on the default (simba) build
+    pytest.param(SMALL, 23, id="small", marks=[pytest.mark.xdist_group("pe-small"),
+                                                pytest.mark.slow])])
 def test_pe(request, params, seed, testcase):
     run_case(request, "pe", params, "tessera.tb.pe.test_pe", testcase, seed=seed)
