@@ -25,6 +25,7 @@ def _v(d, key):
 # The string-valued System fields and their allowed values (the dataclass default first; data/system.json may choose another).
 CHOICES = {
     "mc_scheduler": ("drain", "bank_heads"),
+    "write_drain_rule": ("idle", "watermark"),
     "store_issue": ("burst", "progress", "remote_progress"),
     "stage_split": ("cus", "chunk"),
     "chunking": ("wgs", "bytes"),
@@ -95,6 +96,8 @@ class System:
     stage_split: str = "cus"          # a stage = the WGs the CUs hold ("cus") | one ring chunk's WGs ("chunk", take-apart)
     chunking: str = "wgs"             # ring chunks = equal WG counts ("wgs") | equal bytes, whole tiles ("bytes", take-apart)
     first_stage_reads: str = "cold"   # stage 0 reads its operands cold ("cold") | as a later stage does ("steady", take-apart)
+    write_drain_rule: str = "idle"    # "idle": writes drain at the high watermark or when no read waits | "watermark":
+    #                                   GPGPU-Sim frfcfs write queue, only from >= high until < low (+ flush when the MC is idle)
 
     @property
     def peak_flops(self) -> float:

@@ -57,7 +57,7 @@ SRC_GREAD, SRC_GWRITE, SRC_DMA, SRC_UPD = 0, 1, 2, 3
 # integer parameter vector layout (see ``simulate`` in overlap.py)
 (I_Q, I_NBG, I_BPG, I_CCDS, I_CCDL, I_CCDWL, I_MISS, I_RTW, I_WTR, I_WHI, I_WLO, I_LAT, I_OUT,
  I_DMABUF, I_COMMCAP, I_LINKLAT, I_POLICY, I_THR, I_STARVE, I_DYN, I_LEARN, I_NMC, I_COMM,
- I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_RAS, I_WGR, I_RGRP, I_WQ, I_OCCR, I_SPREAD, I_SCHED, I_NI) = range(40)
+ I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_RAS, I_WGR, I_RGRP, I_WQ, I_OCCR, I_SPREAD, I_SCHED, I_WRULE, I_NI) = range(41)
 (F_LINK, F_PH_GR, F_PH_GW, F_PH_DMA, F_PH_UPD, F_NF) = range(6)
 
 
@@ -150,6 +150,11 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     spread = IP[I_SPREAD]             # 1: a stage's stores issued as its compute progresses (take-apart)
     #                                   2: only slot 0's remote stores (comm) as it computes (take-apart)
     sched = IP[I_SCHED]               # 0: FR-FCFS over the queue with write drain; 1: GPGPU-Sim bank heads
+    wrule = IP[I_WRULE]               # 0: drain writes also when no read waits (model); 1: GPGPU-Sim's frfcfs
+    #                                   write queue: write mode only from >= high until < low (writes never
+    #                                   issue in read mode), plus a flush when the MC has nothing else to do
+    #                                   (no read queued, nothing at the arbiter); with sched 1 and WQ > 0 the
+    #                                   banks are filled from the current mode's queue only
     mrq_src = np.full(nb, -1, np.int64)   # sched 1: the request each bank holds (source, slot, row open for it)
     mrq_slot = np.zeros(nb, np.int64)
     mrq_ok = np.zeros(nb, np.int64)
@@ -496,12 +501,18 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
             else:
                 nwrites_q += 1
         occ_sum += qn
+        mc_idle = (not c_valid) and (not m_valid)
         # ---------------- DRAM service, GPGPU-Sim structure (sched = 1): each bank holds one request,
         # taken from the queue by FR-FCFS within the bank (open-row hit first, else oldest), one bank
         # filled per cycle; one row command and one column command per cycle (dual bus); a column
         # command goes to the first bank (rotating) whose request is ready, direction-agnostic, with
         # tRTW after a read before a write and tWTR after a write before a read (no write drain mode)
         if sched == 1:
+            if wrule == 1 and WQ > 0:
+                if mode == 0 and nwrites_q > 0 and (nwrites_q >= WHI or (nreads_q == 0 and mc_idle)):
+                    mode = 1
+                elif mode == 1 and nwrites_q < WLO:
+                    mode = 0
             for i in range(nb):
                 b = (i + prio) % nb
                 if mrq_src[b] >= 0:
@@ -511,6 +522,10 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                 for k in range(qn):
                     if q_bank[k] != b:
                         continue
+                    if wrule == 1 and WQ > 0:
+                        isw = 1 if (q_src[k] == SRC_GWRITE or q_src[k] == SRC_UPD) else 0
+                        if isw != mode:
+                            continue
                     if first < 0:
                         first = k
                     sk = q_src[k]
@@ -573,10 +588,10 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                     iprio = (b + 1) % nb
                     break
         elif qn > 0 and t >= bus_next:
-            if mode == 0 and nwrites_q > 0 and (nwrites_q >= WHI or nreads_q == 0):
+            if mode == 0 and nwrites_q > 0 and (nwrites_q >= WHI or (nreads_q == 0 and (wrule == 0 or mc_idle))):
                 mode = 1
                 bus_next = t + RTW
-            elif mode == 1 and nreads_q > 0 and (nwrites_q <= WLO):
+            elif mode == 1 and nreads_q > 0 and (nwrites_q < WLO if wrule == 1 else nwrites_q <= WLO):
                 mode = 0
                 bus_next = t + WTR
             else:

@@ -120,6 +120,7 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
     IP[D.I_OCCR] = int(sysm.mca_occupancy == "reads")
     IP[D.I_SPREAD] = {"burst": 0, "progress": 1, "remote_progress": 2}[sysm.store_issue]
     IP[D.I_SCHED] = int(sysm.mc_scheduler == "bank_heads")
+    IP[D.I_WRULE] = int(sysm.write_drain_rule == "watermark")
     FP = np.zeros(D.F_NF)
     FP[D.F_LINK] = sysm.link_bw / U / fc
     FP[D.F_PH_GR:D.F_PH_UPD + 1] = sysm.row_hit

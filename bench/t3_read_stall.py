@@ -1,0 +1,134 @@
+"""Where the T3 GEMM's loss comes from without a stage barrier, under sourced write-drain policies (T3 §2.5,
+§4.5, §5.1.1, §6.1.2-§6.1.3, Fig 17; issue 15).
+
+Question: with WGs retiring one by one (§2.5: a GPU dispatches a new WG as soon as a slot frees, there is no
+stage barrier) and the unsourced 12/8 write-drain watermarks replaced by a policy from the paper's simulator
+(Accel-Sim / GPGPU-Sim), does the GEMM's loss inside T3 come from read stalls that grow with its DRAM read
+rate and L2 fit (§3.2.2, §6.1.2), and which bands of the Fig 16 set hold (T3 17-23 / max >= 34, T3-MCA 27-33 /
+max >= 42, MCA - T3 >= 7, OP T3 >= 0.95 Ideal, the §6.1 text checks)?
+
+Each variant is one System override set; variants are taken apart one assumption at a time from the
+reference (the model's defaults).  Per variant the JSON records the Fig 16 summary, the bands, the §6.1 text
+checks that fail and, per unique case, the T3 GEMM's slowdown split into its compute phase (read stalls
+included) and its retirement (stores acknowledged), against its uncached run alone, next to its isolated
+DRAM read rate and whether its inputs fit the 16 MB L2.
+
+Run: ``nice -n 10 .venv/bin/python bench/t3_read_stall.py [variant ...]`` (about 1 minute per variant on an
+idle machine); results are merged into ``build/bench/t3_read_stall.json`` by variant name, so variants can run
+in separate processes.  ``--list`` prints the variant names.
+Left out: §6.4 TP32 and Fig 19 (``--large`` computes them for the named variants).
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from t3_max_reading import UNIQUE, bands, gemm_loss, rows_of  # noqa: E402
+from t3_stage0_takeapart import large_and_fig19, set_summary  # noqa: E402
+
+from tessera.sim_models.t3 import cases, config  # noqa: E402
+
+OUT = Path("build/bench/t3_read_stall.json")
+NB = dict(wg_retire=True)                                               # no stage barrier (§2.5)
+GS32 = dict(write_queue_entries=32, write_drain=(28, 16), write_drain_rule="watermark")   # GPGPU-Sim default
+HBM64 = dict(write_queue_entries=64, write_drain=(56, 32), write_drain_rule="watermark")  # Accel-Sim HBM doc
+BH = dict(mc_scheduler="bank_heads")                                    # Accel-Sim SM7_QV100 (no write queue)
+VARIANTS = {
+    "model": {},
+    "nb": NB,
+    "nb_wm12_8": dict(NB, write_drain_rule="watermark"),
+    "nb_gs32": dict(NB, **GS32),
+    "nb_hbm64": dict(NB, **HBM64),
+    "nb_bh": dict(NB, **BH),
+    "nb_bh_gs32": dict(NB, **BH, **GS32),
+    "nb_bh_hbm64": dict(NB, **BH, **HBM64),
+}
+
+
+def run(name: str, kw: dict, large: bool) -> dict:
+    t0 = time.time()
+    sysm = config.system(**kw)
+    P = config.paper()
+    rows = rows_of(sysm)
+    st = set_summary(rows)
+    tab = cases.case_table(rows)
+    ck = cases.text_checks(tab, P)
+    b = bands(st)
+    b["op_t3_ge_095_ideal"] = st["op_t3_over_ideal_min"] >= P["fig16_op_t3_over_ideal_min"]
+    per = []
+    for key, tp, sl in UNIQUE:
+        g = gemm_loss(sysm, key, tp, sl)
+        c = next(x for x in tab if x["case"] == f"{key} TP{tp} {sl}")
+        r = next(x for x in rows if x.model == key and x.tp == tp and x.sublayer == sl)
+        per.append(dict(case=g["case"], t3=c["t3"], t3_mca=c["t3_mca"], ideal=c["ideal"],
+                        t3_over_ideal_runtime=c["t3_over_ideal_runtime"], read_GBps=g["read_GBps"],
+                        inputs_fit_l2=g["inputs_fit_l2"], gemm_slowdown_t3=g["gemm_slowdown_t3"],
+                        gemm_slowdown_mca=r.gemm_in_fused["t3-mca"] / r.gemm,
+                        mca_threshold_entries=r.mca_threshold_entries,
+                        alone_over_cached=g["gemm_alone_uncached_us"] / g["gemm_isolated_cached_us"],
+                        extra_compute_us=g["extra_compute_us"], extra_retire_us=g["extra_retire_us"],
+                        read_stall_share=1 - g["retire_share_of_extra"]))
+    ex = np.array([p["extra_compute_us"] for p in per])
+    er = np.array([p["extra_retire_us"] for p in per])
+    rate = np.array([p["read_GBps"] for p in per])
+    slow = np.array([p["gemm_slowdown_t3"] for p in per])
+    out = dict(overrides={k: repr(v) for k, v in kw.items()}, summary=st, bands=b,
+               bands_met=int(sum(b.values())), failed_text_checks=[k["name"] for k in ck if not k["held"]],
+               read_stall_share_of_gemm_loss=float(ex.sum() / max(ex.sum() + er.sum(), 1e-9)),
+               corr_gemm_slowdown_vs_read_rate=float(np.corrcoef(rate, slow)[0, 1]),
+               per_case=per)
+    if large:
+        out["large_and_fig19"] = large_and_fig19(sysm)
+    out["runtime_s"] = time.time() - t0
+    return out
+
+
+def merge(name: str, res: dict) -> None:
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    with open(OUT.with_suffix(".lock"), "w") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        d = json.loads(OUT.read_text()) if OUT.exists() else {"variants": {}}
+        d["variants"][name] = res
+        OUT.write_text(json.dumps(d, indent=1, default=float))
+
+
+def show(name: str, v: dict) -> None:
+    st = v["summary"]
+    print(f"{name:14s} T3 {st['t3']['geomean']:5.1f}/{st['t3']['max']:5.1f} MCA {st['t3-mca']['geomean']:5.1f}/"
+          f"{st['t3-mca']['max']:5.1f} d {st['mca_minus_t3']:5.1f} OP/Ideal {st['op_t3_over_ideal_min']:.3f} | bands "
+          f"{v['bands_met']}/{len(v['bands'])} miss {[k for k, ok in v['bands'].items() if not ok]} | read-stall share "
+          f"{v['read_stall_share_of_gemm_loss']:.2f} corr(slow, rate) {v['corr_gemm_slowdown_vs_read_rate']:+.2f} | "
+          f"failed checks {len(v['failed_text_checks'])} ({v['runtime_s']:.0f} s)")
+    for p in v["per_case"]:
+        print(f"    {p['case']:20s} T3 {p['t3']:5.1f} MCA {p['t3_mca']:5.1f} Id {p['ideal']:5.1f} rd {p['read_GBps']:4.0f} "
+              f"{'fit ' if p['inputs_fit_l2'] else 'miss'} GEMMx T3 {p['gemm_slowdown_t3']:.2f} MCA "
+              f"{p['gemm_slowdown_mca']:.2f} thr {p['mca_threshold_entries']:.0f} alone/cached {p['alone_over_cached']:.2f} "
+              f"extra comp {p['extra_compute_us']:5.0f} ret {p['extra_retire_us']:5.0f}")
+    if "large_and_fig19" in v:
+        print("    large/Fig 19:", {k: round(x["diff"], 1) for k, x in v["large_and_fig19"].items() if isinstance(x, dict)})
+
+
+def main(argv) -> int:
+    if "--list" in argv:
+        print("\n".join(f"{k}: {v}" for k, v in VARIANTS.items()))
+        return 0
+    large = "--large" in argv
+    names = [a for a in argv if not a.startswith("--")] or list(VARIANTS)
+    for n in names:
+        if n not in VARIANTS:
+            raise SystemExit(f"t3_read_stall: unknown variant {n!r}; --list shows them")
+    for n in names:
+        v = run(n, VARIANTS[n], large)
+        merge(n, v)
+        show(n, v)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
