@@ -48,6 +48,16 @@ VARIANTS = {
     "nb_bh": dict(NB, **BH),
     "nb_bh_gs32": dict(NB, **BH, **GS32),
     "nb_bh_hbm64": dict(NB, **BH, **HBM64),
+    "nb_hbm64_mcareads": dict(NB, **HBM64, mca_occupancy="reads"),
+    # read-stall knobs (assumptions in data/system.json) on the paper simulator's scheduler, no barrier
+    "nb_bh_pf250": dict(NB, **BH, gemm_prefetch=250e-9),
+    "nb_bh_pf100": dict(NB, **BH, gemm_prefetch=100e-9),
+    "nb_bh_mlp05": dict(NB, **BH, gemm_mlp_factor=0.5),
+    "nb_bh_mlp025": dict(NB, **BH, gemm_mlp_factor=0.25),
+    "nb_bh_dma32": dict(NB, **BH, dma_buffer_bytes=32 * 2**20),
+    "nb_bh_dmainf": dict(NB, **BH, dma_buffer_bytes=2**28),     # §6.1.2: a stage's RS_reads issued as a burst
+    "nb_dmainf": dict(NB, dma_buffer_bytes=2**28),
+    "nb_bh_gs32_dmainf": dict(NB, **BH, **GS32, dma_buffer_bytes=2**28),
 }
 
 

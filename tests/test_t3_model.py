@@ -823,3 +823,27 @@ def test_paper_t3_maximum_cannot_be_tnlg_ip_tp16_in_the_model():
     assert b39 < floor < b34
     floor, b39 = _host_floor_and_budget("mega-gpt-2", 8, "IP", 1 + P["fig16_t3_max"])
     assert floor < b39 < 1.3 * floor
+
+
+# ---------------- issue 15 (stop 30): sourced write-drain policy, GPGPU-Sim's frfcfs write queue
+def test_watermark_write_rule_batches_writes_from_high_to_low():
+    """GPGPU-Sim's frfcfs scheduler with its separate write queue (``write_drain_rule='watermark'``,
+    dram_sched.cc): writes issue only in write mode, entered at >= high and left below low, so a write batch
+    serves at least high - low + 1 writes (the end-of-kernel flush aside); the model's 'idle' rule also
+    drains whenever no read waits, in batches of a few.  Same for the bank-head scheduler; every request is
+    still served (the flush ends the kernel)."""
+    s = config.system(16).scaled(write_queue_entries=64, write_drain=(56, 32))
+    pu = gemm.plan(s, gemm.sublayer_dims(config.model("mega-gpt-2"), 16, "OP"), cached_output=False)
+    runs = {k: overlap.simulate(s.scaled(**kw), pu, comm=True, policy="rr")
+            for k, kw in (("idle", {}), ("watermark", dict(write_drain_rule="watermark")),
+                          ("bank_heads", dict(write_drain_rule="watermark", mc_scheduler="bank_heads")))}
+    fc = s.dram_clock
+    writes = (runs["idle"].dram["gemm_updates"] + runs["idle"].dram["rs_updates"]) / s.unit_bytes
+    per_batch = {k: writes / max(f.write_batches, 1) for k, f in runs.items()}
+    assert per_batch["watermark"] >= 56 - 32 + 1, per_batch
+    assert per_batch["bank_heads"] >= 56 - 32 + 1, per_batch
+    assert per_batch["idle"] < 10, per_batch
+    for k, f in runs.items():
+        assert round(f.dram_busy * f.time * fc) == round(runs["idle"].dram_busy * runs["idle"].time * fc), k
+    with pytest.raises(ValueError, match="write_drain_rule"):
+        s.scaled(write_drain_rule="eager")

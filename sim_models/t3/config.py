@@ -97,7 +97,7 @@ class System:
     chunking: str = "wgs"             # ring chunks = equal WG counts ("wgs") | equal bytes, whole tiles ("bytes", take-apart)
     first_stage_reads: str = "cold"   # stage 0 reads its operands cold ("cold") | as a later stage does ("steady", take-apart)
     write_drain_rule: str = "idle"    # "idle": writes drain at the high watermark or when no read waits | "watermark":
-    #                                   GPGPU-Sim frfcfs write queue, only from >= high until < low (+ flush when the MC is idle)
+    #                                   GPGPU-Sim frfcfs write queue, only from >= high until < low (+ flush at the end)
 
     @property
     def peak_flops(self) -> float:

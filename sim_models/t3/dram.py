@@ -152,8 +152,8 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     sched = IP[I_SCHED]               # 0: FR-FCFS over the queue with write drain; 1: GPGPU-Sim bank heads
     wrule = IP[I_WRULE]               # 0: drain writes also when no read waits (model); 1: GPGPU-Sim's frfcfs
     #                                   write queue: write mode only from >= high until < low (writes never
-    #                                   issue in read mode), plus a flush when the MC has nothing else to do
-    #                                   (no read queued, nothing at the arbiter); with sched 1 and WQ > 0 the
+    #                                   issue in read mode), plus a flush once the GEMM is done and the MC has
+    #                                   nothing else to do (no read queued, nothing at the arbiter); with sched 1 and WQ > 0 the
     #                                   banks are filled from the current mode's queue only
     mrq_src = np.full(nb, -1, np.int64)   # sched 1: the request each bank holds (source, slot, row open for it)
     mrq_slot = np.zeros(nb, np.int64)
@@ -187,6 +187,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     bg_next = np.zeros(nbg, np.int64)
     bus_next = 0
     mode = 0                          # 0 read, 1 write
+    n_wsw = 0                         # read -> write mode switches (write batches)
     # GEMM
     j = 0
     p = 0.0
@@ -264,7 +265,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
         if t >= maxcyc:
             return (-1.0, -1.0, j, stage_start, stage_end, slot_ready, send_start, send_end, cnt,
                     busy, occ_sum, dyn_thr, dyn_valid, max_wait, rec_t[:nr], rec_srv[:nr],
-                    rec_prod[:nr], rec_inc[:nr], win, stage_cend)
+                    rec_prod[:nr], rec_inc[:nr], win, stage_cend, n_wsw)
         # ---------------- returns
         while g_h != g_t and g_ret[g_h % rcap] <= t:
             g_h += 1
@@ -501,7 +502,14 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
             else:
                 nwrites_q += 1
         occ_sum += qn
-        mc_idle = (not c_valid) and (not m_valid)
+        mc_idle = False                  # wrule 1: end-of-kernel flush (nothing more can arrive)
+        if wrule == 1 and gemm_end >= 0 and (not c_valid) and (not m_valid) and nreads_q == 0:
+            mc_idle = True
+            if comm == 1:
+                for s in range(1, n):
+                    if inc_arr[s] < slot_req[s] or inbox[s] > 0:
+                        mc_idle = False
+                        break
         # ---------------- DRAM service, GPGPU-Sim structure (sched = 1): each bank holds one request,
         # taken from the queue by FR-FCFS within the bank (open-row hit first, else oldest), one bank
         # filled per cycle; one row command and one column command per cycle (dual bus); a column
@@ -511,6 +519,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
             if wrule == 1 and WQ > 0:
                 if mode == 0 and nwrites_q > 0 and (nwrites_q >= WHI or (nreads_q == 0 and mc_idle)):
                     mode = 1
+                    n_wsw += 1
                 elif mode == 1 and nwrites_q < WLO:
                     mode = 0
             for i in range(nb):
@@ -590,6 +599,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
         elif qn > 0 and t >= bus_next:
             if mode == 0 and nwrites_q > 0 and (nwrites_q >= WHI or (nreads_q == 0 and (wrule == 0 or mc_idle))):
                 mode = 1
+                n_wsw += 1
                 bus_next = t + RTW
             elif mode == 1 and nreads_q > 0 and (nwrites_q < WLO if wrule == 1 else nwrites_q <= WLO):
                 mode = 0
@@ -685,4 +695,4 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
         nr += 1
     return (float(t), float(gemm_end), j, stage_start, stage_end, slot_ready, send_start, send_end,
             cnt, busy, occ_sum, dyn_thr, dyn_valid, max_wait, rec_t[:nr], rec_srv[:nr], rec_prod[:nr],
-            rec_inc[:nr], win, stage_cend)
+            rec_inc[:nr], win, stage_cend, n_wsw)
