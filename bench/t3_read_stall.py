@@ -49,9 +49,13 @@ VARIANTS = {
     "nb_bh_gs32": dict(NB, **BH, **GS32),
     "nb_bh_hbm64": dict(NB, **BH, **HBM64),
     "nb_hbm64_mcareads": dict(NB, **HBM64, mca_occupancy="reads"),
+    "nb_bh_nohold": dict(NB, **BH, remote_store_buffer_bytes=1e12),   # + §4.1/§6.2's no-hold start-up reading
     # read-stall knobs (assumptions in data/system.json) on the paper simulator's scheduler, no barrier
     "nb_bh_pf250": dict(NB, **BH, gemm_prefetch=250e-9),
     "nb_bh_pf100": dict(NB, **BH, gemm_prefetch=100e-9),
+    "nb_bh_pf450": dict(NB, **BH, gemm_prefetch=450e-9),
+    "nb_bh_pf425": dict(NB, **BH, gemm_prefetch=425e-9),
+    "nb_bh_pf1000": dict(NB, **BH, gemm_prefetch=1000e-9),
     "nb_bh_mlp05": dict(NB, **BH, gemm_mlp_factor=0.5),
     "nb_bh_mlp025": dict(NB, **BH, gemm_mlp_factor=0.25),
     "nb_bh_dma32": dict(NB, **BH, dma_buffer_bytes=32 * 2**20),

@@ -847,3 +847,22 @@ def test_watermark_write_rule_batches_writes_from_high_to_low():
         assert round(f.dram_busy * f.time * fc) == round(runs["idle"].dram_busy * runs["idle"].time * fc), k
     with pytest.raises(ValueError, match="write_drain_rule"):
         s.scaled(write_drain_rule="eager")
+
+
+def test_without_stage_barrier_the_12_8_drain_slows_the_gemm_alone_and_fills_the_queue():
+    """Why no stage barrier (§2.5) breaks T3-MCA under the calibrated 12/8 drain (bench t3_read_stall): with WGs
+    retiring one by one the next stage's reads mix with this stage's stores, the 12/8 watermarks turn around
+    every few writes, and the uncached GEMM alone slows ~1.4x with its MC queue above the largest MCA threshold
+    (30), so compute-first MCA admits RS only at the starvation limit.  Under the paper simulator's scheduler
+    (Accel-Sim SM7_QV100 bank heads, no write drain) the same GEMM is not slowed and the queue stays low."""
+    d = gemm.sublayer_dims(config.model("mega-gpt-2"), 16, "FC-2")
+    r = {}
+    for k, kw in (("drain", {}), ("bank_heads", dict(mc_scheduler="bank_heads"))):
+        for nb in (False, True):
+            s = config.system(16).scaled(wg_retire=nb, **kw)
+            r[k, nb] = overlap.simulate(s, gemm.plan(s, d, cached_output=False), comm=False)
+    assert r["drain", True].time > 1.25 * r["drain", False].time
+    assert r["drain", True].mean_occupancy > 30 > r["drain", False].mean_occupancy
+    assert r["bank_heads", True].time < 1.02 * r["bank_heads", False].time
+    assert r["bank_heads", True].mean_occupancy < 30
+    assert r["drain", True].write_batches > 10 * r["drain", False].write_batches
