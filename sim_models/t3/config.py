@@ -169,6 +169,7 @@ def system(n_gpus: int = 8, **overrides) -> System:
         mca_thresholds=tuple(_v(d, "mca_thresholds_entries")), mca_bins=tuple(_v(d, "mca_occupancy_bins")),
         wg_fast_dim=_v(d, "wg_dispatch_fast_dim"), l2_retention=_v(d, "l2_retention"),
         mca_starve_limit=_v(d, "mca_starve_limit_cycles"), mca_learn_log2=_v(d, "mca_learn_log2"),
+        write_drain_rule=_v(d, "write_drain_rule"),
         elem_bytes=_v(d, "elem_bytes"))
     return s.scaled(**overrides) if overrides else s
 

@@ -39,7 +39,11 @@ Take-apart switches (bench ``t3_max_mechanism``): ``write_queue_entries`` > 0 gi
 FR-FCFS, one bank filled per cycle, the first ready bank issues, direction-agnostic with tRTW/tWTR, no
 write drain); ``store_issue='progress'`` issues a stage's stores as it computes instead of as a burst;
 ``store_issue='remote_progress'`` does so only for slot 0's remote stores (the link busy from the first stage's
-start; local stores stay a burst).
+start; local stores stay a burst).  ``write_drain_rule='watermark'`` is GPGPU-Sim's frfcfs write queue
+(dram_sched.cc): write mode only from >= high until < low, writes never issue in read mode, with an end-of-kernel
+flush (GEMM done, every incoming update arrived, the MC idle) so the run ends; with ``bank_heads`` and a
+separate write queue the banks are filled from the current mode's queue (bench ``t3_read_stall``; the
+default 'idle' rule also drains whenever no read waits).
 
 Left out: refresh, per-channel imbalance, the return path's own contention, address-exact rows, tRAS/tRC
 (switch only), buffering between the CUs and the MC queue (``write_path_entries``, switch only).
