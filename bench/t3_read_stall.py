@@ -17,7 +17,9 @@ Run: ``nice -n 10 .venv/bin/python bench/t3_read_stall.py [variant ...]`` (about
 idle machine); results are merged into ``build/bench/t3_read_stall.json`` by variant name, so variants can run
 in separate processes.  ``--list`` prints the variant names; ``--summarize`` adds the
 variant table and the finding to the JSON.
-Left out: §6.4 TP32 and Fig 19 (``--large`` computes them for the named variants).
+Left out: §6.4 TP32 and Fig 19 (``--large`` computes them for the named variants).  ``--bounds`` adds the Fig 16
+set under two arbitration bounds: RS traffic always first (``comm_first``, a take-apart policy, not the RTL's) and
+plain compute-first.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from t3_max_reading import UNIQUE, bands, gemm_loss, rows_of  # noqa: E402
 from t3_stage0_takeapart import large_and_fig19, set_summary  # noqa: E402
 
-from tessera.sim_models.t3 import cases, config  # noqa: E402
+from tessera.sim_models.t3 import cases, config, study  # noqa: E402
 
 OUT = Path("build/bench/t3_read_stall.json")
 NB = dict(wg_retire=True)                                               # no stage barrier (§2.5)
@@ -66,7 +68,7 @@ VARIANTS = {
 }
 
 
-def run(name: str, kw: dict, large: bool) -> dict:
+def run(name: str, kw: dict, large: bool, bounds_too: bool = False) -> dict:
     t0 = time.time()
     sysm = config.system(**kw)
     P = config.paper()
@@ -100,6 +102,15 @@ def run(name: str, kw: dict, large: bool) -> dict:
                per_case=per)
     if large:
         out["large_and_fig19"] = large_and_fig19(sysm)
+    if bounds_too:
+        # bounds on arbitration: RS traffic always first (the most RS contention can cost the GEMM) and plain
+        # compute-first (no occupancy threshold); geomean / max over the Fig 16 set, and per case
+        rb = [study.evaluate(sysm, config.model(k), tp, sl, configs=("t3-cf", "t3-commfirst"))
+              for k in ("mega-gpt-2", "t-nlg") for tp in config.model(k).tp for sl in config.SUBLAYERS]
+        out["arbitration_bounds"] = {
+            c: dict(geomean=100 * (study.geomean(r.speedup(c) for r in rb) - 1), max=100 * (max(r.speedup(c) for r in rb) - 1),
+                    per_case={f"{r.model} TP{r.tp} {r.sublayer}": 100 * (r.speedup(c) - 1) for r in rb})
+            for c in ("t3-cf", "t3-commfirst")}
     out["runtime_s"] = time.time() - t0
     return out
 
@@ -125,6 +136,8 @@ def show(name: str, v: dict) -> None:
               f"{'fit ' if p['inputs_fit_l2'] else 'miss'} GEMMx T3 {p['gemm_slowdown_t3']:.2f} MCA "
               f"{p['gemm_slowdown_mca']:.2f} thr {p['mca_threshold_entries']:.0f} alone/cached {p['alone_over_cached']:.2f} "
               f"extra comp {p['extra_compute_us']:5.0f} ret {p['extra_retire_us']:5.0f}")
+    if "arbitration_bounds" in v:
+        print("    arbitration bounds:", {c: (round(x["geomean"], 1), round(x["max"], 1)) for c, x in v["arbitration_bounds"].items()})
     if "large_and_fig19" in v:
         print("    large/Fig 19:", {k: round(x["diff"], 1) for k, x in v["large_and_fig19"].items() if isinstance(x, dict)})
 
@@ -176,7 +189,7 @@ def main(argv) -> int:
         if n not in VARIANTS:
             raise SystemExit(f"t3_read_stall: unknown variant {n!r}; --list shows them")
     for n in names:
-        v = run(n, VARIANTS[n], large)
+        v = run(n, VARIANTS[n], large, "--bounds" in argv)
         merge(n, v)
         show(n, v)
     return 0

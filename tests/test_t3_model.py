@@ -866,3 +866,16 @@ def test_without_stage_barrier_the_12_8_drain_slows_the_gemm_alone_and_fills_the
     assert r["bank_heads", True].time < 1.02 * r["bank_heads", False].time
     assert r["bank_heads", True].mean_occupancy < 30
     assert r["drain", True].write_batches > 10 * r["drain", False].write_batches
+
+
+def test_comm_first_bound_grants_rs_whenever_it_waits():
+    """``comm_first`` (take-apart bound for bench t3_read_stall, not an RTL policy): a communication request is
+    granted on every cycle it is valid and the MC queue has room; compute only otherwise."""
+    from tessera.sim_models.t3 import dram
+    rng = np.random.default_rng(7)
+    n = 2000
+    tr = dict(c_valid=rng.random(n) < 0.6, m_valid=rng.random(n) < 0.5, out_ready=rng.random(n) < 0.8,
+              occ=rng.integers(0, 64, n), drain=rng.random(n) < 0.05)
+    got = dram.arb_replay(tr, dram.POLICY_COMM_FIRST, 20, 9, 1023)
+    want = np.where(~tr["out_ready"], 0, np.where(tr["m_valid"], 2, np.where(tr["c_valid"], 1, 0)))
+    assert got.tolist() == want.tolist()

@@ -53,8 +53,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-POLICY_RR, POLICY_COMPUTE_FIRST, POLICY_MCA = 0, 1, 2
-POLICIES = {"rr": POLICY_RR, "compute_first": POLICY_COMPUTE_FIRST, "mca": POLICY_MCA}
+POLICY_RR, POLICY_COMPUTE_FIRST, POLICY_MCA, POLICY_COMM_FIRST = 0, 1, 2, 3
+POLICIES = {"rr": POLICY_RR, "compute_first": POLICY_COMPUTE_FIRST, "mca": POLICY_MCA,
+            "comm_first": POLICY_COMM_FIRST}   # comm_first: take-apart bound only, not an RTL policy
 GRANT_NONE, GRANT_COMP, GRANT_COMM = 0, 1, 2
 SRC_GREAD, SRC_GWRITE, SRC_DMA, SRC_UPD = 0, 1, 2, 3
 
@@ -77,6 +78,9 @@ def arb_step(st, c_valid, m_valid, out_ready, occ, policy, thr, starve_limit, dr
         valid = c_valid or m_valid
     elif policy == POLICY_COMPUTE_FIRST:
         sel = m_valid and not c_valid
+        valid = c_valid or m_valid
+    elif policy == POLICY_COMM_FIRST:       # take-apart bound (not in hdl/t3/mca.py): RS traffic always first
+        sel = m_valid
         valid = c_valid or m_valid
     else:
         if drain:
