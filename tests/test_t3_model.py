@@ -823,3 +823,59 @@ def test_paper_t3_maximum_cannot_be_tnlg_ip_tp16_in_the_model():
     assert b39 < floor < b34
     floor, b39 = _host_floor_and_budget("mega-gpt-2", 8, "IP", 1 + P["fig16_t3_max"])
     assert floor < b39 < 1.3 * floor
+
+
+# ---------------- issue 15 (stop 30): sourced write-drain policy, GPGPU-Sim's frfcfs write queue
+def test_watermark_write_rule_batches_writes_from_high_to_low():
+    """GPGPU-Sim's frfcfs scheduler with its separate write queue (``write_drain_rule='watermark'``,
+    dram_sched.cc): writes issue only in write mode, entered at >= high and left below low, so a write batch
+    serves at least high - low + 1 writes (the end-of-kernel flush aside); the model's 'idle' rule also
+    drains whenever no read waits, in batches of a few.  Same for the bank-head scheduler; every request is
+    still served (the flush ends the kernel)."""
+    s = config.system(16).scaled(write_queue_entries=64, write_drain=(56, 32))
+    pu = gemm.plan(s, gemm.sublayer_dims(config.model("mega-gpt-2"), 16, "OP"), cached_output=False)
+    runs = {k: overlap.simulate(s.scaled(**kw), pu, comm=True, policy="rr")
+            for k, kw in (("idle", {}), ("watermark", dict(write_drain_rule="watermark")),
+                          ("bank_heads", dict(write_drain_rule="watermark", mc_scheduler="bank_heads")))}
+    fc = s.dram_clock
+    writes = (runs["idle"].dram["gemm_updates"] + runs["idle"].dram["rs_updates"]) / s.unit_bytes
+    per_batch = {k: writes / max(f.write_batches, 1) for k, f in runs.items()}
+    assert per_batch["watermark"] >= 56 - 32 + 1, per_batch
+    assert per_batch["bank_heads"] >= 56 - 32 + 1, per_batch
+    assert per_batch["idle"] < 10, per_batch
+    for k, f in runs.items():
+        assert round(f.dram_busy * f.time * fc) == round(runs["idle"].dram_busy * runs["idle"].time * fc), k
+    with pytest.raises(ValueError, match="write_drain_rule"):
+        s.scaled(write_drain_rule="eager")
+
+
+def test_without_stage_barrier_the_12_8_drain_slows_the_gemm_alone_and_fills_the_queue():
+    """Why no stage barrier (§2.5) breaks T3-MCA under the calibrated 12/8 drain (bench t3_read_stall): with WGs
+    retiring one by one the next stage's reads mix with this stage's stores, the 12/8 watermarks turn around
+    every few writes, and the uncached GEMM alone slows ~1.4x with its MC queue above the largest MCA threshold
+    (30), so compute-first MCA admits RS only at the starvation limit.  Under the paper simulator's scheduler
+    (Accel-Sim SM7_QV100 bank heads, no write drain) the same GEMM is not slowed and the queue stays low."""
+    d = gemm.sublayer_dims(config.model("mega-gpt-2"), 16, "FC-2")
+    r = {}
+    for k, kw in (("drain", {}), ("bank_heads", dict(mc_scheduler="bank_heads"))):
+        for nb in (False, True):
+            s = config.system(16).scaled(wg_retire=nb, **kw)
+            r[k, nb] = overlap.simulate(s, gemm.plan(s, d, cached_output=False), comm=False)
+    assert r["drain", True].time > 1.25 * r["drain", False].time
+    assert r["drain", True].mean_occupancy > 30 > r["drain", False].mean_occupancy
+    assert r["bank_heads", True].time < 1.02 * r["bank_heads", False].time
+    assert r["bank_heads", True].mean_occupancy < 30
+    assert r["drain", True].write_batches > 10 * r["drain", False].write_batches
+
+
+def test_comm_first_bound_grants_rs_whenever_it_waits():
+    """``comm_first`` (take-apart bound for bench t3_read_stall, not an RTL policy): a communication request is
+    granted on every cycle it is valid and the MC queue has room; compute only otherwise."""
+    from tessera.sim_models.t3 import dram
+    rng = np.random.default_rng(7)
+    n = 2000
+    tr = dict(c_valid=rng.random(n) < 0.6, m_valid=rng.random(n) < 0.5, out_ready=rng.random(n) < 0.8,
+              occ=rng.integers(0, 64, n), drain=rng.random(n) < 0.05)
+    got = dram.arb_replay(tr, dram.POLICY_COMM_FIRST, 20, 9, 1023)
+    want = np.where(~tr["out_ready"], 0, np.where(tr["m_valid"], 2, np.where(tr["c_valid"], 1, 0)))
+    assert got.tolist() == want.tolist()

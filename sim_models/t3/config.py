@@ -25,6 +25,7 @@ def _v(d, key):
 # The string-valued System fields and their allowed values (the dataclass default first; data/system.json may choose another).
 CHOICES = {
     "mc_scheduler": ("drain", "bank_heads"),
+    "write_drain_rule": ("idle", "watermark"),
     "store_issue": ("burst", "progress", "remote_progress"),
     "stage_split": ("cus", "chunk"),
     "chunking": ("wgs", "bytes"),
@@ -95,6 +96,8 @@ class System:
     stage_split: str = "cus"          # a stage = the WGs the CUs hold ("cus") | one ring chunk's WGs ("chunk", take-apart)
     chunking: str = "wgs"             # ring chunks = equal WG counts ("wgs") | equal bytes, whole tiles ("bytes", take-apart)
     first_stage_reads: str = "cold"   # stage 0 reads its operands cold ("cold") | as a later stage does ("steady", take-apart)
+    write_drain_rule: str = "idle"    # "idle": writes drain at the high watermark or when no read waits | "watermark":
+    #                                   GPGPU-Sim frfcfs write queue, only from >= high until < low (+ flush at the end)
 
     @property
     def peak_flops(self) -> float:
@@ -166,6 +169,7 @@ def system(n_gpus: int = 8, **overrides) -> System:
         mca_thresholds=tuple(_v(d, "mca_thresholds_entries")), mca_bins=tuple(_v(d, "mca_occupancy_bins")),
         wg_fast_dim=_v(d, "wg_dispatch_fast_dim"), l2_retention=_v(d, "l2_retention"),
         mca_starve_limit=_v(d, "mca_starve_limit_cycles"), mca_learn_log2=_v(d, "mca_learn_log2"),
+        write_drain_rule=_v(d, "write_drain_rule"),
         elem_bytes=_v(d, "elem_bytes"))
     return s.scaled(**overrides) if overrides else s
 

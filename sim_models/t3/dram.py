@@ -39,7 +39,11 @@ Take-apart switches (bench ``t3_max_mechanism``): ``write_queue_entries`` > 0 gi
 FR-FCFS, one bank filled per cycle, the first ready bank issues, direction-agnostic with tRTW/tWTR, no
 write drain); ``store_issue='progress'`` issues a stage's stores as it computes instead of as a burst;
 ``store_issue='remote_progress'`` does so only for slot 0's remote stores (the link busy from the first stage's
-start; local stores stay a burst).
+start; local stores stay a burst).  ``write_drain_rule='watermark'`` is GPGPU-Sim's frfcfs write queue
+(dram_sched.cc): write mode only from >= high until < low, writes never issue in read mode, with an end-of-kernel
+flush (GEMM done, every incoming update arrived, the MC idle) so the run ends; with ``bank_heads`` and a
+separate write queue the banks are filled from the current mode's queue (bench ``t3_read_stall``; the
+default 'idle' rule also drains whenever no read waits).
 
 Left out: refresh, per-channel imbalance, the return path's own contention, address-exact rows, tRAS/tRC
 (switch only), buffering between the CUs and the MC queue (``write_path_entries``, switch only).
@@ -49,15 +53,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-POLICY_RR, POLICY_COMPUTE_FIRST, POLICY_MCA = 0, 1, 2
-POLICIES = {"rr": POLICY_RR, "compute_first": POLICY_COMPUTE_FIRST, "mca": POLICY_MCA}
+POLICY_RR, POLICY_COMPUTE_FIRST, POLICY_MCA, POLICY_COMM_FIRST = 0, 1, 2, 3
+POLICIES = {"rr": POLICY_RR, "compute_first": POLICY_COMPUTE_FIRST, "mca": POLICY_MCA,
+            "comm_first": POLICY_COMM_FIRST}   # comm_first: take-apart bound only, not an RTL policy
 GRANT_NONE, GRANT_COMP, GRANT_COMM = 0, 1, 2
 SRC_GREAD, SRC_GWRITE, SRC_DMA, SRC_UPD = 0, 1, 2, 3
 
 # integer parameter vector layout (see ``simulate`` in overlap.py)
 (I_Q, I_NBG, I_BPG, I_CCDS, I_CCDL, I_CCDWL, I_MISS, I_RTW, I_WTR, I_WHI, I_WLO, I_LAT, I_OUT,
  I_DMABUF, I_COMMCAP, I_LINKLAT, I_POLICY, I_THR, I_STARVE, I_DYN, I_LEARN, I_NMC, I_COMM,
- I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_RAS, I_WGR, I_RGRP, I_WQ, I_OCCR, I_SPREAD, I_SCHED, I_NI) = range(40)
+ I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_RAS, I_WGR, I_RGRP, I_WQ, I_OCCR, I_SPREAD, I_SCHED, I_WRULE, I_NI) = range(41)
 (F_LINK, F_PH_GR, F_PH_GW, F_PH_DMA, F_PH_UPD, F_NF) = range(6)
 
 
@@ -73,6 +78,9 @@ def arb_step(st, c_valid, m_valid, out_ready, occ, policy, thr, starve_limit, dr
         valid = c_valid or m_valid
     elif policy == POLICY_COMPUTE_FIRST:
         sel = m_valid and not c_valid
+        valid = c_valid or m_valid
+    elif policy == POLICY_COMM_FIRST:       # take-apart bound (not in hdl/t3/mca.py): RS traffic always first
+        sel = m_valid
         valid = c_valid or m_valid
     else:
         if drain:
@@ -150,6 +158,11 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     spread = IP[I_SPREAD]             # 1: a stage's stores issued as its compute progresses (take-apart)
     #                                   2: only slot 0's remote stores (comm) as it computes (take-apart)
     sched = IP[I_SCHED]               # 0: FR-FCFS over the queue with write drain; 1: GPGPU-Sim bank heads
+    wrule = IP[I_WRULE]               # 0: drain writes also when no read waits (model); 1: GPGPU-Sim's frfcfs
+    #                                   write queue: write mode only from >= high until < low (writes never
+    #                                   issue in read mode), plus a flush once the GEMM is done and the MC has
+    #                                   nothing else to do (no read queued, nothing at the arbiter); with sched 1 and WQ > 0 the
+    #                                   banks are filled from the current mode's queue only
     mrq_src = np.full(nb, -1, np.int64)   # sched 1: the request each bank holds (source, slot, row open for it)
     mrq_slot = np.zeros(nb, np.int64)
     mrq_ok = np.zeros(nb, np.int64)
@@ -182,6 +195,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     bg_next = np.zeros(nbg, np.int64)
     bus_next = 0
     mode = 0                          # 0 read, 1 write
+    n_wsw = 0                         # read -> write mode switches (write batches)
     # GEMM
     j = 0
     p = 0.0
@@ -259,7 +273,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
         if t >= maxcyc:
             return (-1.0, -1.0, j, stage_start, stage_end, slot_ready, send_start, send_end, cnt,
                     busy, occ_sum, dyn_thr, dyn_valid, max_wait, rec_t[:nr], rec_srv[:nr],
-                    rec_prod[:nr], rec_inc[:nr], win, stage_cend)
+                    rec_prod[:nr], rec_inc[:nr], win, stage_cend, n_wsw)
         # ---------------- returns
         while g_h != g_t and g_ret[g_h % rcap] <= t:
             g_h += 1
@@ -496,12 +510,26 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
             else:
                 nwrites_q += 1
         occ_sum += qn
+        mc_idle = False                  # wrule 1: end-of-kernel flush (nothing more can arrive)
+        if wrule == 1 and gemm_end >= 0 and (not c_valid) and (not m_valid) and nreads_q == 0:
+            mc_idle = True
+            if comm == 1:
+                for s in range(1, n):
+                    if inc_arr[s] < slot_req[s] or inbox[s] > 0:
+                        mc_idle = False
+                        break
         # ---------------- DRAM service, GPGPU-Sim structure (sched = 1): each bank holds one request,
         # taken from the queue by FR-FCFS within the bank (open-row hit first, else oldest), one bank
         # filled per cycle; one row command and one column command per cycle (dual bus); a column
         # command goes to the first bank (rotating) whose request is ready, direction-agnostic, with
         # tRTW after a read before a write and tWTR after a write before a read (no write drain mode)
         if sched == 1:
+            if wrule == 1 and WQ > 0:
+                if mode == 0 and nwrites_q > 0 and (nwrites_q >= WHI or (nreads_q == 0 and mc_idle)):
+                    mode = 1
+                    n_wsw += 1
+                elif mode == 1 and nwrites_q < WLO:
+                    mode = 0
             for i in range(nb):
                 b = (i + prio) % nb
                 if mrq_src[b] >= 0:
@@ -511,6 +539,10 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                 for k in range(qn):
                     if q_bank[k] != b:
                         continue
+                    if wrule == 1 and WQ > 0:
+                        isw = 1 if (q_src[k] == SRC_GWRITE or q_src[k] == SRC_UPD) else 0
+                        if isw != mode:
+                            continue
                     if first < 0:
                         first = k
                     sk = q_src[k]
@@ -573,10 +605,11 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                     iprio = (b + 1) % nb
                     break
         elif qn > 0 and t >= bus_next:
-            if mode == 0 and nwrites_q > 0 and (nwrites_q >= WHI or nreads_q == 0):
+            if mode == 0 and nwrites_q > 0 and (nwrites_q >= WHI or (nreads_q == 0 and (wrule == 0 or mc_idle))):
                 mode = 1
+                n_wsw += 1
                 bus_next = t + RTW
-            elif mode == 1 and nreads_q > 0 and (nwrites_q <= WLO):
+            elif mode == 1 and nreads_q > 0 and (nwrites_q < WLO if wrule == 1 else nwrites_q <= WLO):
                 mode = 0
                 bus_next = t + WTR
             else:
@@ -670,4 +703,4 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
         nr += 1
     return (float(t), float(gemm_end), j, stage_start, stage_end, slot_ready, send_start, send_end,
             cnt, busy, occ_sum, dyn_thr, dyn_valid, max_wait, rec_t[:nr], rec_srv[:nr], rec_prod[:nr],
-            rec_inc[:nr], win, stage_cend)
+            rec_inc[:nr], win, stage_cend, n_wsw)

@@ -57,6 +57,7 @@ class FusedResult:
     policy: str = ""
     window: np.ndarray | None = None   # per-cycle arbiter inputs/grant (c, m, ready, occ, drain, learn, g)
     stage_compute_end: np.ndarray | None = None   # s: the stage's compute done and its stores issued
+    write_batches: int = 0          # read -> write mode switches of the MC (write-drain batches)
 
 
 def threshold_table(sysm: System) -> np.ndarray:
@@ -120,13 +121,14 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
     IP[D.I_OCCR] = int(sysm.mca_occupancy == "reads")
     IP[D.I_SPREAD] = {"burst": 0, "progress": 1, "remote_progress": 2}[sysm.store_issue]
     IP[D.I_SCHED] = int(sysm.mc_scheduler == "bank_heads")
+    IP[D.I_WRULE] = int(sysm.write_drain_rule == "watermark")
     FP = np.zeros(D.F_NF)
     FP[D.F_LINK] = sysm.link_bw / U / fc
     FP[D.F_PH_GR:D.F_PH_UPD + 1] = sysm.row_hit
     bins = np.array(sysm.mca_bins, dtype=np.int64)
     out = D.fused_kernel(IP, FP, C, R, SB, slot_req.astype(np.int64), threshold_table(sysm), bins)
     (t, gend, j, st, se, sr, ss, sen, cnt, busy, occ, dthr, dvalid, mwait, rt, rsrv, rprod, rinc,
-     win, sce) = out
+     win, sce, nwsw) = out
     if t < 0:
         raise RuntimeError(f"fused simulation did not finish in {maxcyc} cycles (stage {j}/{plan.stages})")
     sec = 1.0 / fc
@@ -154,4 +156,4 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
     return FusedResult(t * sec, gend * sec, nan(st), nan(se), sr, nan(ss), nan(sen), dramb,
                        busy / max(t, 1.0), occ / max(t, 1.0),
                        int(dthr if dvalid else thr), bool(dvalid), int(mwait), trace, policy,
-                       win if window[1] else None, nan(sce))
+                       win if window[1] else None, nan(sce), int(nwsw))

@@ -24,7 +24,8 @@ from .gemm import GemmDims, gemm_isolated_roofline, plan, sublayer_dims
 from .overlap import simulate
 
 CONFIGS = ("sequential", "t3", "t3-mca", "ideal", "ideal-rs-nmc")
-EXTRA = ("t3-cf",)          # T3 with plain compute-first arbitration (no occupancy threshold)
+EXTRA = ("t3-cf", "t3-commfirst")   # T3 with plain compute-first arbitration (no occupancy threshold);
+#                                     T3 with the RS traffic always first (take-apart bound on what RS contention can cost)
 
 
 @dataclass
@@ -101,7 +102,7 @@ def _evaluate(sysm: System, key: str, tp: int, d: GemmDims, record: bool, config
     traffic = {"sequential": dict(gemm_reads=iso.dram["gemm_reads"], gemm_writes=pc.out_bytes.sum(),
                                   rs_reads=rs.dram_reads, rs_writes=rs.dram_writes, **agt)}
     pu = None
-    for cfg, pol in (("t3", "rr"), ("t3-mca", "mca"), ("t3-cf", "compute_first")):
+    for cfg, pol in (("t3", "rr"), ("t3-mca", "mca"), ("t3-cf", "compute_first"), ("t3-commfirst", "comm_first")):
         if cfg not in configs:
             continue
         pu = pu or plan(s, d, cached_output=False)
