@@ -23,6 +23,8 @@ Candidates (each a section of the JSON, each against the same baseline rows):
                 reading its inputs where res2a_branch2a wrote them (producer homes)
   C partition   Fig 5 / Fig 6 under the weight-partitioned premises (chip-kc, kc-only)
   D fixed costs controller cycles per configuration word (AXI MMIO), per-chiplet serial sync
+  Ex hand-off  (stop 31) the interrupt barrier's combinations with the pipelining hand-off charged
+                (rtcontrol.handoff): headline, all-over-uniform speedup, the saving pipelining alone makes
 Each variant reports Fig 5 (res2a_branch2b, res2a_branch1, res5a_branch2b: latency per chiplet count
 normalised to the best, best count, t32/t8), Fig 6 (11 -> 25 Gb/s on 32 chiplets) and, where it changes
 the layer model, the headline (all optimisations) and the uniform baseline.
@@ -345,6 +347,11 @@ def main():
             run, h = headline(layers, arch.with_(**kw), NS, args.jobs)
             h["speedup_all_over_uniform"] = h["uniform_ms"] / h["all_ms"] - 1
             h["pipelined_blocks"] = len(run["pipelined_blocks"])
+            f = arch.pe_clock_ghz * 1e6
+            # the gain taken apart: per-layer optimisations (non-uniform, placement) vs pipelining
+            layer_ms = sum(r["best"].latency_cycles + r["move_best"] for r in run["rows"]) / f
+            h["layer_opts_ms"] = layer_ms
+            h["pipelining_saving_ms"] = layer_ms - h["all_ms"]
             h["switches"] = kw
             doc["X_handoff"][label] = h
             print(f"[{time.time() - t0:6.0f}s] {label:45s} all {h['all_ms']:.3f} uniform {h['uniform_ms']:.3f} ms "
