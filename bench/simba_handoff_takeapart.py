@@ -1,7 +1,11 @@
 """Issue 14 stop 31: take the pipelining hand-off (rtcontrol.handoff, optim.pipeline_time) apart under the
 interrupt barrier (ctrl_irq_barrier = 1): the hand-off alone (a stage's sync spread over its steps as before
 stop 31) vs the whole end barrier alone (hand-off 0), headline at 150 samples per layer, seed 0.
-Usage: nice -n 10 .venv/bin/python bench/simba_handoff_takeapart.py  -> build/bench/simba_handoff_takeapart.json
+``--per-step`` instead runs a sensitivity, not a model claim: a hand-off for every producer row-step the
+consumer reads (row-level flow control through the controllers rather than the Global PE's multicast
+manager), i.e. the consumer cannot finish before its start + producer steps x hand-off.
+Usage: nice -n 10 .venv/bin/python bench/simba_handoff_takeapart.py [--per-step]
+       -> build/bench/simba_handoff_takeapart[_per_step].json
 """
 import json, sys
 from tessera.sim_models.simba import rtcontrol, optim
@@ -34,6 +38,25 @@ def pt_no_tail(stages, side=(), moves=None, handoffs=None):
             start = start + f * max(pr.latency_cycles, mv) + lat + handoffs[i]
             fin = max(start + t, fin + lat + mv / ps + t / st)
     return max([fin] + [s.latency_cycles for s in side])
+def pt_per_step(stages, side=(), moves=None, handoffs=None):
+    t0 = orig_pt(stages, side, moves, handoffs)
+    if not handoffs:
+        return t0
+    start, worst = 0.0, t0
+    for i, (res, layer) in enumerate(stages):
+        if i == 0:
+            continue
+        pr, pl = stages[i - 1]
+        f, ps = optim._first_fraction(pr, pl, layer)
+        mv, lat = moves[i] if moves else (0.0, 0.0)
+        start = start + f * max(pr.latency_cycles, mv) + lat + handoffs[i]
+        worst = max(worst, start + ps * handoffs[i])
+    return worst
+if "--per-step" in sys.argv:
+    optim.pipeline_time = pt_per_step
+    run("hand-off per producer row-step (sensitivity)")
+    json.dump(out, open("build/bench/simba_handoff_takeapart_per_step.json", "w"), indent=1)
+    sys.exit(0)
 optim.pipeline_time = pt_no_tail
 run("handoff only")
 optim.pipeline_time = orig_pt

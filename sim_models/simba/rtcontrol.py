@@ -35,6 +35,14 @@ source in ``data/simba_arch.json``:
   (else pipelined: one issue slot per write + the farthest one-way trip) -- and the last released
   controller takes its interrupt.  NoP hops cost ``nop_hop_ns`` (which already includes the GRS
   clock crossings); the NoC legs are controller -> NoP router at each end.
+* Pipelining hand-off (stop 31, with ``ctrl_irq_barrier`` on; ``handoff``, used by
+  optim.pipeline_block): a pipelined stage is triggered by the same memory-mapped interrupts -- every
+  chiplet of the producing partition writes the interrupt register of the consuming partition's
+  master (chosen as ``barrier_master`` chooses), the master takes one handler per producer chiplet
+  and releases its own chiplets by serial MMIO writes; and a stage's end barrier is charged whole
+  after its last step (it cannot be spread over the steps that overlap its producer).  Row-level
+  flow control between the stages is left to the Global PE's multicast manager (Sec. 3.1
+  "producer-consumer relationships"), so one hand-off per stage, not per row.
 * Host step (``host_layer_ns``): Sec. 4.1 measures with the RISC-V cycle counters and compiles and
   runs each layer independently; a host/off-package step per layer is outside those counters, so the
   default is 0 (kept as a parameter for the take-apart).
