@@ -431,7 +431,7 @@ NOTE = """Stop 31 (the pipelining hand-off under the interrupt barrier; rtcontro
 only with ctrl_irq_barrier on; bench/simba_candidates.py --only Ex [--net-samples N] -> simba_candidates_Ex*.json,
 bench/simba_handoff_takeapart.py).  A pipelined stage is triggered over the same memory-mapped interrupts: every
 producer chiplet interrupts the consumer partition's master (one handler each), which releases its chiplets by
-serial MMIO writes (~0.86 us between two 8-chiplet partitions); a stage's end barrier is charged whole after its
+serial MMIO writes (~0.84 us (860 PE cycles) between two adjacent 8-chiplet partitions); a stage's end barrier is charged whole after its
 last step.  Headline all / uniform ms, speedup of all over uniform:
   150 samples per layer: E5 (no hand-off) 0.394 / 0.513, 30.0 % | X5 barrier + hand-off 0.430 / 0.513, 19.2 %
   | X54 + done interrupts 0.439 / 0.529, 20.5 % | X543 + autonomous Global PE 0.438 / 0.527, 20.2 %
