@@ -4,8 +4,8 @@ stop 31) vs the whole end barrier alone (hand-off 0), headline at 150 samples pe
 ``--per-step`` instead runs a sensitivity, not a model claim: a hand-off for every producer row-step the
 consumer reads (row-level flow control through the controllers rather than the Global PE's multicast
 manager), i.e. the consumer cannot finish before its start + producer steps x hand-off.
-Usage: nice -n 10 .venv/bin/python bench/simba_handoff_takeapart.py [--per-step]
-       -> build/bench/simba_handoff_takeapart[_per_step].json
+Usage: nice -n 10 .venv/bin/python bench/simba_handoff_takeapart.py [--per-step] [--net-samples 150]
+       -> build/bench/simba_handoff_takeapart.json / simba_handoff_takeapart_per_step_<N>.json
 """
 import json, sys
 from tessera.sim_models.simba import rtcontrol, optim
@@ -16,11 +16,13 @@ arch = load_arch().with_(ctrl_irq_barrier=1)
 layers = load_network("resnet50")
 orig_h, orig_pt = rtcontrol.handoff, optim.pipeline_time
 out = {}
+NS = int(sys.argv[sys.argv.index("--net-samples") + 1]) if "--net-samples" in sys.argv else 150
 def run(tag):
-    r = run_network(layers, arch, 32, "all", 150, seed=0, jobs=2)
+    r = run_network(layers, arch, 32, "all", NS, seed=0, jobs=2)
     f = arch.pe_clock_ghz * 1e6
     a, u = r["total_cycles"] / f, r["total_uniform_cycles"] / f
-    out[tag] = dict(all_ms=a, uniform_ms=u, speedup=u / a - 1, pipelined_blocks=len(r["pipelined_blocks"]))
+    out[tag] = dict(all_ms=a, uniform_ms=u, speedup=u / a - 1, pipelined_blocks=len(r["pipelined_blocks"]),
+                    net_samples=NS)
     print(tag, out[tag], flush=True)
 # (a) hand-off only: the stage's sync spread over its steps as before
 def pt_no_tail(stages, side=(), moves=None, handoffs=None):
@@ -55,7 +57,7 @@ def pt_per_step(stages, side=(), moves=None, handoffs=None):
 if "--per-step" in sys.argv:
     optim.pipeline_time = pt_per_step
     run("hand-off per producer row-step (sensitivity)")
-    json.dump(out, open("build/bench/simba_handoff_takeapart_per_step.json", "w"), indent=1)
+    json.dump(out, open(f"build/bench/simba_handoff_takeapart_per_step_{NS}.json", "w"), indent=1)
     sys.exit(0)
 optim.pipeline_time = pt_no_tail
 run("handoff only")
