@@ -338,6 +338,9 @@ def main():
              ("X543 X54 + autonomous Global PE", {"ctrl_irq_barrier": 1, "ctrl_irq_done": 1, "ctrl_gpe_autonomous": 1}),
              ("X51 X5 + moves after the producer", {"ctrl_irq_barrier": 1, "interlayer_moves": 2}),
              ("X541 X54 + moves after the producer", {"ctrl_irq_barrier": 1, "ctrl_irq_done": 1, "interlayer_moves": 2}),
+             ("X5r X5 with a hand-off per producer row-step", {"ctrl_irq_barrier": 1, "pipeline_handoff": 1}),
+             ("X54r X54 with a hand-off per producer row-step", {"ctrl_irq_barrier": 1, "ctrl_irq_done": 1,
+                                                                "pipeline_handoff": 1}),
              ("X6 runtime control E2-E5 + hand-off", {"ctrl_mmio_config": 1, "ctrl_gpe_autonomous": 1,
                                                      "ctrl_irq_done": 1, "ctrl_irq_barrier": 1})]
         doc["X_handoff"] = {}

@@ -88,3 +88,32 @@ def test_pipeline_block_hands_off_at_each_consumer_partitions_master():
     t_off, plan_off = pipeline_block(layers, per_off, A, 32)
     st_off = list(zip([p[3] for p in plan_off], layers))
     assert t_off == pytest.approx(max(pipeline_time(st_off, moves=moves), bound))
+
+
+def test_pipeline_handoff_per_row_step():
+    """pipeline_handoff 1: a hand-off per producer row-step (a has 4), taken one after another.  With a
+    400-cycle hand-off b starts at 250 + 400 = 650; the last of a's 4 hand-offs is done 3 x 400 later,
+    then b's last step (700/4) and its barrier (100): 650 + 1200 + 175 + 100 = 2125 (one per stage: 1450)."""
+    a = Layer("a", C=8, K=8, R=1, S=1, H=8, W=8)
+    b = Layer("b", C=8, K=8, R=3, S=3, H=8, W=8, pad=1)
+    ra = LayerResult("a", Mapping(1, 1, 1, 1, 1, 1, 1, 1, 2, 8), 1, 1000.0, 0.0, {}, [], sync_cycles=60.0)
+    rb = LayerResult("b", Mapping(1, 1, 1, 1, 1, 1, 1, 1, 2, 8), 1, 800.0, 0.0, {}, [], sync_cycles=100.0)
+    assert pipeline_time([(ra, a), (rb, b)], handoffs=[0.0, 400.0], per_step=True) == pytest.approx(2125.0)
+    # a small hand-off hides behind b's own work: 300 + 800
+    assert pipeline_time([(ra, a), (rb, b)], handoffs=[0.0, 50.0], per_step=True) == pytest.approx(1275.0)
+    assert load_arch().pipeline_handoff == 0
+    from tessera.sim_models.simba.arch import ArchError
+    with pytest.raises(ArchError):
+        A.with_(pipeline_handoff=2)
+
+
+def test_pipeline_block_uses_the_per_step_switch():
+    """The same block with a slow NoP (2 us per hop, so the hand-offs outweigh the stages' work): one
+    hand-off per producer row-step (pipeline_handoff 1) is slower than one per stage."""
+    layers = [Layer("x2a", C=64, K=64, R=1, S=1, H=14, W=14), Layer("x2b", C=64, K=64, R=3, S=3, H=14, W=14, pad=1)]
+    mp = Mapping(kc=2, cc=1, pc=1, qc=1, kp=4, cp=4, pp=1, qp=1, p1=2, q1=7)
+    big = A.with_(ctrl_irq_barrier=1, nop_hop_ns=2000.0)
+    per = [{2: evaluate(l, big, mp)} for l in layers]
+    t0, _ = pipeline_block(layers, per, big, 32)
+    t1, _ = pipeline_block(layers, per, big.with_(pipeline_handoff=1), 32)
+    assert t1 > t0

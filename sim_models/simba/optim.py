@@ -123,13 +123,14 @@ def _first_fraction(res: LayerResult, layer: Layer, nxt: Layer) -> tuple[float, 
 
 def pipeline_time(stages: list[tuple[LayerResult, Layer]], side: list[LayerResult] = (),
                   moves: list[tuple[float, float]] | None = None,
-                  handoffs: list[float] | None = None) -> float:
+                  handoffs: list[float] | None = None, per_step: bool = False) -> float:
     """Latency of a chain of pipelined stages (cycles).  ``side``: stages that run
     concurrently from time 0 on their own partitions (e.g. branch1).  ``moves[i]``: (bandwidth
     time, latency) of moving stage i-1's outputs to stage i's partition (interlayer.py).
     ``handoffs[i]`` (runtime interrupt barrier on; rtcontrol.handoff): the cross-partition
     synchronisation before stage i starts; with it a stage's own sync (its end barrier,
-    ``sync_cycles``) is charged whole after its last step instead of spread over its steps."""
+    ``sync_cycles``) is charged whole after its last step instead of spread over its steps.
+    ``per_step`` (``pipeline_handoff`` 1): a hand-off for every producer row-step, serialised."""
     start, fin = 0.0, 0.0
     for i, (res, layer) in enumerate(stages):
         t = res.latency_cycles
@@ -145,6 +146,10 @@ def pipeline_time(stages: list[tuple[LayerResult, Layer]], side: list[LayerResul
             # the first rows cross after the producer made them; the move streams alongside
             start = start + f * max(prev_res.latency_cycles, mv) + lat + h
             fin = max(start + t, fin + lat + mv / psteps + (t - s) / steps + s)
+            if per_step:
+                # one hand-off per producer row-step, taken one after another by the consumer's
+                # master: the last arrives (psteps - 1) hand-offs after the first
+                fin = max(fin, start + (psteps - 1) * h + (t - s) / steps + s)
         last = fin
     return max([last] + [s.latency_cycles for s in side])
 
@@ -199,6 +204,6 @@ def pipeline_block(layers: list[Layer], per_count: list[dict], arch: Arch, n_tot
         for i in range(1, len(parts)):
             master = barrier_master(arch, hops, parts[i])
             handoffs.append(rtcontrol.handoff(arch, noc, hops[master, list(parts[i - 1])], hops[master, list(parts[i])]))
-    t = pipeline_time(main, res[:1] if has_b1 else [], moves, handoffs)
+    t = pipeline_time(main, res[:1] if has_b1 else [], moves, handoffs, per_step=bool(arch.pipeline_handoff))
     t = max(t, float(shared.max()) / arch.nop_link_bytes_per_cycle)     # stages share the NoP
     return t, plan
