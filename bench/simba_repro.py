@@ -439,9 +439,15 @@ last step.  Headline all / uniform ms, speedup of all over uniform:
   take-apart at 150 (simba_handoff_takeapart.py): hand-off only 0.424 (20.9 %), whole end barrier only 0.404 (26.8 %)
   1000 samples per layer: X5 0.384 / 0.477, 24.2 % (per-layer optimisations save 0.012 ms, pipelining 0.081 ms,
   13 blocks) | X54 0.390 / 0.493, 26.5 %
+  pipeline_handoff = 1 (a hand-off per producer row-step, serialised at the consumer's master; assumption):
+  X5r 0.496 / 0.513, 3.4 % (150) and 0.449 / 0.477, 6.1 % (1000; 2 blocks pipelined) | X54r 0.510 / 0.529, 3.7 % (150)
 - The hand-off takes a third of the barrier's pipelining gain away but not enough: with more samples the
   search finds faster small-partition tilings and pipelining gains again; no combination of the sourced
   switches has the headline in 0.425-0.575 ms with the gain <= 16-20 % at 1000 samples.
+- X5r is the only combination found with the headline in 0.425-0.575 ms and the gain <= 16 % at 1000 samples, and
+  it keeps Fig 7 K/C (2.02x), Fig 10 row start (8.5 %), Fig 6 ordering and the per-layer <= 20 % bounds green; as
+  default (commit 48e9ce5, reverted) the same tests as X5 go red (below).  Caveats: pipelining then gains almost
+  nothing (2 of 16 blocks), and row-level readiness through the controllers is an assumption.
 - Not adopted: X5 as default (commit e650b39, reverted) turns test_fig5_res2_branch2b_ceiling_appears_only_when_
   chiplets_split_weights red (res2a_branch2b P/Q t32/t8 0.616 vs the finding's < 0.5 -- a finding about the model,
   moved toward the paper's Fig 5) and needs test_reduction_chain_hand_computed's sync updated; Fig 7 K/C 2.02x and
