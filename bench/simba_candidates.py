@@ -23,6 +23,8 @@ Candidates (each a section of the JSON, each against the same baseline rows):
                 reading its inputs where res2a_branch2a wrote them (producer homes)
   C partition   Fig 5 / Fig 6 under the weight-partitioned premises (chip-kc, kc-only)
   D fixed costs controller cycles per configuration word (AXI MMIO), per-chiplet serial sync
+  Ex hand-off  (stop 31) the interrupt barrier's combinations with the pipelining hand-off charged
+                (rtcontrol.handoff): headline, all-over-uniform speedup, the saving pipelining alone makes
 Each variant reports Fig 5 (res2a_branch2b, res2a_branch1, res5a_branch2b: latency per chiplet count
 normalised to the best, best count, t32/t8), Fig 6 (11 -> 25 Gb/s on 32 chiplets) and, where it changes
 the layer model, the headline (all optimisations) and the uniform baseline.
@@ -191,7 +193,7 @@ def main():
     ap.add_argument("--samples", type=int, default=300, help="samples per Fig 5 / Fig 6 search")
     ap.add_argument("--net-samples", type=int, default=150, help="samples per layer in the headline runs")
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--only", default="", help="comma list of sections (base,A,B,C,D,E) to run")
+    ap.add_argument("--only", default="", help="comma list of sections (base,A,B,C,D,E,Ep,Es,Eh,Ex) to run")
     ap.add_argument("--e-only", default="", help="comma list of section E variants (E0,...,E9)")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -326,6 +328,37 @@ def main():
             doc[f"{tag}_headline"] = h
             print(f"[{time.time() - t0:6.0f}s] {tag} headline at {NS} samples/layer: all {h['all_ms']:.3f} uniform "
                   f"{h['uniform_ms']:.3f} ms", flush=True)
+    if "Ex" in only:
+        # stop 31: the interrupt barrier with the cross-partition hand-off of pipelined stages charged
+        # (optim.pipeline_block, rtcontrol.handoff; automatic when ctrl_irq_barrier is on): the
+        # headline and the all-over-uniform gain only -- the hand-off does not touch single layers,
+        # so Fig 5/6/7/10/12 and the premise checks are section E's / Ep's rows of the same switches
+        X = [("X5 interrupt barrier + hand-off", {"ctrl_irq_barrier": 1}),
+             ("X54 X5 + done interrupts", {"ctrl_irq_barrier": 1, "ctrl_irq_done": 1}),
+             ("X543 X54 + autonomous Global PE", {"ctrl_irq_barrier": 1, "ctrl_irq_done": 1, "ctrl_gpe_autonomous": 1}),
+             ("X51 X5 + moves after the producer", {"ctrl_irq_barrier": 1, "interlayer_moves": 2}),
+             ("X541 X54 + moves after the producer", {"ctrl_irq_barrier": 1, "ctrl_irq_done": 1, "interlayer_moves": 2}),
+             ("X5r X5 with a hand-off per producer row-step", {"ctrl_irq_barrier": 1, "pipeline_handoff": 1}),
+             ("X54r X54 with a hand-off per producer row-step", {"ctrl_irq_barrier": 1, "ctrl_irq_done": 1,
+                                                                "pipeline_handoff": 1}),
+             ("X6 runtime control E2-E5 + hand-off", {"ctrl_mmio_config": 1, "ctrl_gpe_autonomous": 1,
+                                                     "ctrl_irq_done": 1, "ctrl_irq_barrier": 1})]
+        doc["X_handoff"] = {}
+        for label, kw in X:
+            if args.e_only and label.split()[0] not in args.e_only.split(","):
+                continue
+            run, h = headline(layers, arch.with_(**kw), NS, args.jobs)
+            h["speedup_all_over_uniform"] = h["uniform_ms"] / h["all_ms"] - 1
+            h["pipelined_blocks"] = len(run["pipelined_blocks"])
+            f = arch.pe_clock_ghz * 1e6
+            # the gain taken apart: per-layer optimisations (non-uniform, placement) vs pipelining
+            layer_ms = sum(r["best"].latency_cycles + r["move_best"] for r in run["rows"]) / f
+            h["layer_opts_ms"] = layer_ms
+            h["pipelining_saving_ms"] = layer_ms - h["all_ms"]
+            h["switches"] = kw
+            doc["X_handoff"][label] = h
+            print(f"[{time.time() - t0:6.0f}s] {label:45s} all {h['all_ms']:.3f} uniform {h['uniform_ms']:.3f} ms "
+                  f"speedup {h['speedup_all_over_uniform']:.3f} pipelined blocks {h['pipelined_blocks']}", flush=True)
     doc["seconds"] = time.time() - t0
     tag = "" if not args.only else "_" + args.only.replace(",", "_")
     if args.e_only:

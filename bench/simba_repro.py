@@ -427,7 +427,32 @@ def main():
     print(f"wrote {OUT / 'simba_repro.json'} and simba_fig5/6/7/fig10_fig12/resnet50_layers.png")
 
 
-NOTE = """Stop 30 (per-layer configuration and synchronisation as the Simba runtime does them, rtcontrol.py,
+NOTE = """Stop 31 (the pipelining hand-off under the interrupt barrier; rtcontrol.handoff, optim.pipeline_block,
+only with ctrl_irq_barrier on; bench/simba_candidates.py --only Ex [--net-samples N] -> simba_candidates_Ex*.json,
+bench/simba_handoff_takeapart.py).  A pipelined stage is triggered over the same memory-mapped interrupts: every
+producer chiplet interrupts the consumer partition's master (one handler each), which releases its chiplets by
+serial MMIO writes (~0.84 us (860 PE cycles) between two adjacent 8-chiplet partitions); a stage's end barrier is charged whole after its
+last step.  Headline all / uniform ms, speedup of all over uniform:
+  150 samples per layer: E5 (no hand-off) 0.394 / 0.513, 30.0 % | X5 barrier + hand-off 0.430 / 0.513, 19.2 %
+  | X54 + done interrupts 0.439 / 0.529, 20.5 % | X543 + autonomous Global PE 0.438 / 0.527, 20.2 %
+  | X51 X5 + moves after the producer 0.515 / 0.697, 35.5 % | X541 0.523 / 0.716, 36.8 % | X6 (E2-E5) 0.538 / 0.751, 39.6 %
+  take-apart at 150 (simba_handoff_takeapart.py): hand-off only 0.424 (20.9 %), whole end barrier only 0.404 (26.8 %)
+  1000 samples per layer: X5 0.384 / 0.477, 24.2 % (per-layer optimisations save 0.012 ms, pipelining 0.081 ms,
+  13 blocks) | X54 0.390 / 0.493, 26.5 %
+  pipeline_handoff = 1 (a hand-off per producer row-step, serialised at the consumer's master; assumption):
+  X5r 0.496 / 0.513, 3.4 % (150) and 0.449 / 0.477, 6.1 % (1000; 2 blocks pipelined) | X54r 0.510 / 0.529, 3.7 % (150)
+- The hand-off takes a third of the barrier's pipelining gain away but not enough: with more samples the
+  search finds faster small-partition tilings and pipelining gains again; no combination of the sourced
+  switches has the headline in 0.425-0.575 ms with the gain <= 16-20 % at 1000 samples.
+- X5r is the only combination found with the headline in 0.425-0.575 ms and the gain <= 16 % at 1000 samples, and
+  it keeps Fig 7 K/C (2.02x), Fig 10 row start (8.5 %), Fig 6 ordering and the per-layer <= 20 % bounds green; as
+  default (commit 48e9ce5, reverted) the same tests as X5 go red (below).  Caveats: pipelining then gains almost
+  nothing (2 of 16 blocks), and row-level readiness through the controllers is an assumption.
+- Not adopted: X5 as default (commit e650b39, reverted) turns test_fig5_res2_branch2b_ceiling_appears_only_when_
+  chiplets_split_weights red (res2a_branch2b P/Q t32/t8 0.616 vs the finding's < 0.5 -- a finding about the model,
+  moved toward the paper's Fig 5) and needs test_reduction_chain_hand_computed's sync updated; Fig 7 K/C 2.02x and
+  Fig 10 row start 8.5 % stay in range (Ep E5).
+Stop 30 (per-layer configuration and synchronisation as the Simba runtime does them, rtcontrol.py,
 every constant sourced in data/simba_arch.json; bench/simba_candidates.py --only E / Ep / Eh -> simba_candidates_E*.json;
 300 samples per Fig 5/6 search, 150 per layer in the network runs).  Sec. 3.1: the RISC-V (Rocket Chip
 Generator, ref. 2) configures PEs / Global PEs by memory-mapped AXI registers, collects done interrupts, and

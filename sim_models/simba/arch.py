@@ -27,7 +27,8 @@ DATA packets' head flits ``packet_heads`` and the CREDIT flits at the Global PE'
 Runtime control (issue 14, stop 30; rtcontrol.py): the Simba runtime's RISC-V (``rv_*``, its own clock
 ``rv_clock_ghz``), GALS crossings (``gals_crossing_cycles``), the switches ``ctrl_mmio_config``,
 ``ctrl_gpe_autonomous``, ``ctrl_irq_done``, ``ctrl_irq_barrier`` / ``barrier_master``, ``host_layer_ns``
-and the inter-layer move mode ``interlayer_moves``.
+and the inter-layer move mode ``interlayer_moves``; stop 31: ``pipeline_handoff`` (the pipelining
+hand-off's granularity under ``ctrl_irq_barrier``).
 Left out: a separate Global PE clock (taken as the NoC clock).
 """
 from __future__ import annotations
@@ -113,6 +114,7 @@ class Arch:
     barrier_master: int
     host_layer_ns: float
     interlayer_moves: int
+    pipeline_handoff: int
     energy_ref_voltage: float
     e_mac_pj: float
     e_input_buffer_pj_per_byte: float
@@ -151,6 +153,8 @@ class Arch:
                 raise ArchError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if self.barrier_master not in (0, 1):
             raise ArchError(f"barrier_master must be 0 (the layer's first chiplet) or 1 (its medoid), got {self.barrier_master!r}")
+        if self.pipeline_handoff not in (0, 1):
+            raise ArchError(f"pipeline_handoff must be 0 (one per stage) or 1 (one per producer row-step), got {self.pipeline_handoff!r}")
         if self.interlayer_moves not in (0, 1, 2):
             raise ArchError(f"interlayer_moves must be 0 (none), 1 (overlapped) or 2 (serial), got {self.interlayer_moves!r}")
         if self.noc_rows * self.noc_cols < self.pes_per_chiplet + 2:

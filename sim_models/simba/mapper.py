@@ -77,6 +77,12 @@ def dataflow_kwargs(name: str) -> dict:
     return {"chip_pq": chip_pq, "pe_pq": pe_pq}
 
 
+def _pick(x, j) -> float:
+    """Element j of a batch term that may be a scalar (shared by the batch)."""
+    x = np.asarray(x, float).ravel()
+    return float(x[j] if x.size > 1 else x[0])
+
+
 def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
            binding="row-major", placement="local", keep_per_count: bool = False,
            spatial_pq: bool = True, splits=None, chip_pq: bool = True, pe_pq: bool = True):
@@ -142,7 +148,7 @@ def search(layer: Layer, arch: Arch, counts, samples: int = 1000, seed: int = 0,
                               n, float(r.latency[j]), float(r.energy_total[j]),
                               {k: float(v[j]) for k, v in r.energy.items()}, r.own[j].tolist(),
                               binding_for(binding, n), placement,
-                              link_bytes=r.link_bytes[j].tolist())
+                              link_bytes=r.link_bytes[j].tolist(), sync_cycles=_pick(r.terms["sync"], j))
             if n not in best or (res.latency_cycles, res.energy_pj) < (best[n].latency_cycles, best[n].energy_pj):
                 best[n] = res
     if not best:

@@ -535,10 +535,7 @@ def _prepare(st: Structure, arch: Arch) -> dict:
     if arch.ctrl_irq_barrier:
         # the runtime's barrier (rtcontrol.py): memory-mapped interrupts to the master controller
         # and its MMIO releases over the NoP, in place of the RTL barrier and the NoP round trip
-        master = phys[0]
-        if arch.barrier_master == 1:
-            # the layer's chiplet with the smallest hop sum to the others (ties: the first)
-            master = phys[int(np.argmin(m.hops[np.ix_(phys, phys)].sum(axis=1)))]
+        master = barrier_master(arch, m.hops, phys)
         bar = rtcontrol.barrier(arch, noc, m.hops[master, phys])
         sync = arch.layer_sync_cycles + arch.chiplet_sync_ns * arch.pe_clock_ghz * N + bar
     sync += arch.host_layer_ns * arch.pe_clock_ghz
@@ -758,9 +755,19 @@ class LayerResult:
     placement: str = "local"
     samples: int = 0
     link_bytes: list = None      # NoP bytes per package link (pipelining: shared bandwidth)
+    sync_cycles: float = 0.0     # the per-layer sync term inside latency_cycles (pipelining: not divisible)
 
     def latency_us(self, arch: Arch) -> float:
         return self.latency_cycles / (arch.pe_clock_ghz * 1e3)
+
+
+def barrier_master(arch: Arch, hops, phys) -> int:
+    """The chiplet whose controller collects a partition's interrupts: the first of ``phys``, or
+    (``barrier_master`` 1) the one with the smallest hop sum to the others (ties: the first)."""
+    phys = list(phys)
+    if arch.barrier_master == 1:
+        return int(phys[int(np.argmin(np.asarray(hops)[np.ix_(phys, phys)].sum(axis=1)))])
+    return int(phys[0])
 
 
 def evaluate(layer: Layer, arch: Arch, mp: Mapping, binding="row-major", placement="local") -> LayerResult:
@@ -771,4 +778,4 @@ def evaluate(layer: Layer, arch: Arch, mp: Mapping, binding="row-major", placeme
         raise MappingError(f"{layer.name}: mapping {mp.short()} exceeds a PE buffer capacity")
     return LayerResult(layer.name, mp, mp.n_chiplets, float(r.latency[0]), float(r.energy_total[0]),
                        {k: float(v[0]) for k, v in r.energy.items()}, r.own[0].tolist(), binding, placement,
-                       link_bytes=r.link_bytes[0].tolist())
+                       link_bytes=r.link_bytes[0].tolist(), sync_cycles=float(np.asarray(r.terms["sync"]).ravel()[0]))

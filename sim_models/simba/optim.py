@@ -12,7 +12,12 @@
   disjoint chiplet partitions; each stage starts when its producer has emitted the rows its
   first output row needs and they have crossed to the consumer's partition (interlayer.py
   move: latency + bandwidth share); the block takes at least as long as the busiest NoP link
-  needs for all stages' traffic plus the moves (the stages share the package links).
+  needs for all stages' traffic plus the moves (the stages share the package links).  With the
+  runtime's interrupt barrier on (``ctrl_irq_barrier``, rtcontrol.py) each stage after the first
+  is triggered by a cross-partition hand-off over the same memory-mapped interrupts
+  (rtcontrol.handoff: the producer's chiplets interrupt the consumer partition's master, which
+  releases its chiplets by serial MMIO writes), and a stage's end barrier is not divisible across
+  its steps (charged whole after its last step).
   Partition sizes are searched over powers of two.
 
 Every optimisation returns the baseline when it cannot improve, so it never loses to it.
@@ -28,8 +33,9 @@ import numpy as np
 
 from .arch import Arch
 from .layers import Layer
-from .model import LayerResult, Mapping, MappingError, build_structure, evaluate, split
-from .topology import bind
+from . import rtcontrol
+from .model import LayerResult, Mapping, MappingError, barrier_master, build_structure, evaluate, split
+from .topology import bind, chiplet_noc, mesh
 
 
 def _try(layer, arch, mp, binding, placement):
@@ -116,10 +122,15 @@ def _first_fraction(res: LayerResult, layer: Layer, nxt: Layer) -> tuple[float, 
 
 
 def pipeline_time(stages: list[tuple[LayerResult, Layer]], side: list[LayerResult] = (),
-                  moves: list[tuple[float, float]] | None = None) -> float:
+                  moves: list[tuple[float, float]] | None = None,
+                  handoffs: list[float] | None = None, per_step: bool = False) -> float:
     """Latency of a chain of pipelined stages (cycles).  ``side``: stages that run
     concurrently from time 0 on their own partitions (e.g. branch1).  ``moves[i]``: (bandwidth
-    time, latency) of moving stage i-1's outputs to stage i's partition (interlayer.py)."""
+    time, latency) of moving stage i-1's outputs to stage i's partition (interlayer.py).
+    ``handoffs[i]`` (runtime interrupt barrier on; rtcontrol.handoff): the cross-partition
+    synchronisation before stage i starts; with it a stage's own sync (its end barrier,
+    ``sync_cycles``) is charged whole after its last step instead of spread over its steps.
+    ``per_step`` (``pipeline_handoff`` 1): a hand-off for every producer row-step, serialised."""
     start, fin = 0.0, 0.0
     for i, (res, layer) in enumerate(stages):
         t = res.latency_cycles
@@ -130,9 +141,15 @@ def pipeline_time(stages: list[tuple[LayerResult, Layer]], side: list[LayerResul
             f, psteps = _first_fraction(prev_res, prev_layer, layer)
             _, steps = _first_fraction(res, layer, layer)
             mv, lat = moves[i] if moves else (0.0, 0.0)
+            h = handoffs[i] if handoffs else 0.0
+            s = res.sync_cycles if handoffs else 0.0
             # the first rows cross after the producer made them; the move streams alongside
-            start = start + f * max(prev_res.latency_cycles, mv) + lat
-            fin = max(start + t, fin + lat + mv / psteps + t / steps)
+            start = start + f * max(prev_res.latency_cycles, mv) + lat + h
+            fin = max(start + t, fin + lat + mv / psteps + (t - s) / steps + s)
+            if per_step:
+                # one hand-off per producer row-step, taken one after another by the consumer's
+                # master: the last arrives (psteps - 1) hand-offs after the first
+                fin = max(fin, start + (psteps - 1) * h + (t - s) / steps + s)
         last = fin
     return max([last] + [s.latency_cycles for s in side])
 
@@ -175,6 +192,18 @@ def pipeline_block(layers: list[Layer], per_count: list[dict], arch: Arch, n_tot
         mb = move_bytes(main[i - 1][1], main[i - 1][0], main[i][1], main[i][0], arch)
         moves.append(move_time(mb, arch))
         shared = shared + link_loads(mb, arch)
-    t = pipeline_time(main, res[:1] if has_b1 else [], moves)
+    handoffs = None
+    if arch.ctrl_irq_barrier:
+        # each stage after the first is triggered over the runtime's memory-mapped interrupts by
+        # its producer's chiplets (rtcontrol.handoff), at its own partition's master
+        hops = mesh(arch.mesh_rows, arch.mesh_cols).hops
+        parts = [p[2] for p in plan]
+        parts = parts[1:] if has_b1 else parts
+        noc = chiplet_noc(arch)
+        handoffs = [0.0]
+        for i in range(1, len(parts)):
+            master = barrier_master(arch, hops, parts[i])
+            handoffs.append(rtcontrol.handoff(arch, noc, hops[master, list(parts[i - 1])], hops[master, list(parts[i])]))
+    t = pipeline_time(main, res[:1] if has_b1 else [], moves, handoffs, per_step=bool(arch.pipeline_handoff))
     t = max(t, float(shared.max()) / arch.nop_link_bytes_per_cycle)     # stages share the NoP
     return t, plan

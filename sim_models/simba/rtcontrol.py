@@ -35,6 +35,14 @@ source in ``data/simba_arch.json``:
   (else pipelined: one issue slot per write + the farthest one-way trip) -- and the last released
   controller takes its interrupt.  NoP hops cost ``nop_hop_ns`` (which already includes the GRS
   clock crossings); the NoC legs are controller -> NoP router at each end.
+* Pipelining hand-off (stop 31, with ``ctrl_irq_barrier`` on; ``handoff``, used by
+  optim.pipeline_block): a pipelined stage is triggered by the same memory-mapped interrupts -- every
+  chiplet of the producing partition writes the interrupt register of the consuming partition's
+  master (chosen as ``barrier_master`` chooses), the master takes one handler per producer chiplet
+  and releases its own chiplets by serial MMIO writes; and a stage's end barrier is charged whole
+  after its last step (it cannot be spread over the steps that overlap its producer).  Row-level
+  flow control between the stages is left to the Global PE's multicast manager (Sec. 3.1
+  "producer-consumer relationships"), so one hand-off per stage, not per row.
 * Host step (``host_layer_ns``): Sec. 4.1 measures with the RISC-V cycle counters and compiles and
   runs each layer independently; a host/off-package step per layer is outside those counters, so the
   default is 0 (kept as a parameter for the take-apart).
@@ -95,6 +103,15 @@ def done_cycles(arch: Arch, kp, cp, pp, qp):
     return (kp * cp * pp * qp + 1) * handler(arch)
 
 
+def _release(arch: Arch, legs: float, h) -> float:
+    """The master's MMIO releases to chiplets ``h`` NoP hops away (nearest first) until the last one's
+    write arrives: serial round trips while ``rv_mmio_outstanding`` is 1 (else they overlap k at a
+    time), the farthest released one way after its issue slot."""
+    rtts = np.array([mmio_rtt(arch, legs, x) for x in sorted(h)])
+    return (rtts[:-1].sum() / max(1, arch.rv_mmio_outstanding) + arch.rv_mmio_issue_cycles * _rv(arch)
+            + one_way(arch, legs, max(h)))
+
+
 def barrier(arch: Arch, noc: ChipletNoC, hops_from_master) -> float:
     """Package barrier by memory-mapped interrupts over the NoP (module doc); ``hops_from_master``:
     NoP hops from the master to each chiplet of the layer (the master's own 0 included)."""
@@ -104,13 +121,27 @@ def barrier(arch: Arch, noc: ChipletNoC, hops_from_master) -> float:
     legs = 2 * noc.gpe_to_nop                  # controller -> NoP router at both ends
     arrive = one_way(arch, legs, h.max()) + arch.rv_mmio_issue_cycles * _rv(arch)
     taken = h.size * handler(arch)
-    if arch.rv_mmio_outstanding <= 1:
-        rtts = np.array([mmio_rtt(arch, legs, x) for x in sorted(h)])
-        # nearest first; the farthest is released one way after its write issues
-        release = rtts[:-1].sum() + arch.rv_mmio_issue_cycles * _rv(arch) + one_way(arch, legs, h.max())
-    else:
-        # k writes in flight: the round trips overlap k at a time
-        rtts = np.array([mmio_rtt(arch, legs, x) for x in sorted(h)])
-        release = (rtts[:-1].sum() / arch.rv_mmio_outstanding + arch.rv_mmio_issue_cycles * _rv(arch)
-                   + one_way(arch, legs, h.max()))
-    return float(arrive + taken + release + arch.rv_irq_cycles * _rv(arch))
+    return float(arrive + taken + _release(arch, legs, h) + arch.rv_irq_cycles * _rv(arch))
+
+
+def handoff(arch: Arch, noc: ChipletNoC, producer_hops, consumer_hops) -> float:
+    """Cross-partition hand-off of a pipelined stage (issue 14 stop 31; Sec. 3.1 "synchronization of
+    chiplet control processors across the package is implemented via memory-mapped interrupts"): every
+    chiplet of the producing partition writes a memory-mapped interrupt register of the consuming
+    partition's master (``producer_hops``: NoP hops from each producer chiplet to that master, all
+    >= 1 since the partitions are disjoint) when its first output rows are out -- the farthest write's
+    one-way trip after its issue slot, then one handler per producer chiplet; the master then triggers
+    its partition as a barrier release does (``consumer_hops``: NoP hops from the master to each
+    consumer chiplet, its own 0 included; serial MMIO releases + the released controller's interrupt;
+    none on a one-chiplet partition, whose master triggers its own PEs locally)."""
+    f = np.asarray(producer_hops, float).ravel()
+    if f.size == 0:
+        return 0.0
+    if (f <= 0).any():
+        raise ValueError("handoff: producer and consumer partitions must be disjoint (a producer hop count is 0)")
+    legs = 2 * noc.gpe_to_nop
+    arrive = one_way(arch, legs, f.max()) + arch.rv_mmio_issue_cycles * _rv(arch)
+    taken = f.size * handler(arch)
+    h = np.asarray([x for x in np.asarray(consumer_hops).ravel() if x > 0], float)
+    release = _release(arch, legs, h) + arch.rv_irq_cycles * _rv(arch) if h.size else 0.0
+    return float(arrive + taken + release)
