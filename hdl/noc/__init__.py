@@ -14,6 +14,9 @@ from .flit import MAX_MESH
 # buffer must be 5 (the mesh checks the round trip).  The chiplet and package keep
 # RouterConfig's default (1) regardless.
 SA_STAGES = 1
+# Allocation loop over two cycles (issue 20): an option, NOT the default (see router.py's
+# docstring for its P&R result); 1 keeps the exact cycles of the chiplet's router.
+ALLOC_STAGES = 1
 BUFFER_FLITS = 4 if SA_STAGES == 1 else 5
 
 
@@ -26,6 +29,10 @@ def _common(kx=4, ky=4):
               "round trip 2*link_latency+1+sa_stages for one flow at full rate)", min=1, max=64),
         Param("sa_stages", SA_STAGES, "switch allocation cycles (2: requests and acceptance "
               "registered a cycle ahead, +1 cycle per router)", min=1, max=2),
+        Param("alloc_stages", ALLOC_STAGES, "allocation loop cycles (2: each input VC's next "
+              "request speculates on its last grant, grants are checked and committed a cycle "
+              "later; same unicast cycles per hop, a multicast head waits 2 cycles more)",
+              min=1, max=2),
         Param("max_packet_flits", 4, "longest legal packet (flits)", min=1, max=64),
         Param("payload_width", 64, "flit payload bits", min=1, max=1024),
         Param("classes", 2, "message classes", min=1, max=4),
