@@ -9,11 +9,13 @@ BASE = {"kx": 3, "ky": 3, "max_node": 4, "payload_width": 32}
 
 
 # sa_stages 2: two-cycle switch allocation (an option); 1: the default and the chiplet's
-@pytest.mark.parametrize("vcs,buffer_flits,max_packet_flits,sa_stages",
-                         [(2, 4, 4, 2), (1, 5, 5, 1)])
-def test_router_cocotb(vcs, buffer_flits, max_packet_flits, sa_stages, monkeypatch):
+# alloc_stages 2: the allocation loop over two cycles (an option)
+@pytest.mark.parametrize("vcs,buffer_flits,max_packet_flits,sa_stages,alloc_stages",
+                         [(2, 4, 4, 2, 1), (1, 5, 5, 1, 1), (2, 4, 4, 1, 2)])
+def test_router_cocotb(vcs, buffer_flits, max_packet_flits, sa_stages, alloc_stages,
+                       monkeypatch):
     monkeypatch.setenv("MAKEFLAGS", make_flags("-O0"))
     run("router", {**BASE, "vcs": vcs, "buffer_flits": buffer_flits,
                    "max_packet_flits": max_packet_flits, "classes": min(2, vcs),
-                   "sa_stages": sa_stages},
+                   "sa_stages": sa_stages, "alloc_stages": alloc_stages},
         "tessera.tb.noc.tb_router", seed=vcs)

@@ -125,10 +125,28 @@ def _s2_asserts(m, r):
                                                   for p in range(5)]).any())
 
 
+def _a2_asserts(m, r):
+    """alloc_stages=2 (k-induction invariants of the request proof): the registered requests
+    of F0 and F1 equal the requests their framing gives; a speculating VC's F0 is a stored,
+    kept entry, and a doomed VC was speculating."""
+    for p in range(5):
+        for v in range(r.cfg.vcs):
+            st, sp = r._vcstate[p][v], r._sp
+            k = r._a2chk[(p, v)]
+            mcnt = st["mcnt"]
+            m.d.comb += [Assert(k["u0"] == k["r0"][0]), Assert(k["m0"] == k["r0"][1]),
+                         Assert(k["u1"] == k["r1"][0]), Assert(k["m1"] == k["r1"][1]),
+                         Assert(~sp["lv_r"][p][v] | ((mcnt != 0) & ~st["fc"][3])),
+                         Assert(~sp["vsp"][p][v] | sp["lv_r"][p][v])]
+            with m.If(mcnt != 0):
+                m.d.comb += [Assert(k["act1"] == k["a1"][0]), Assert(k["inmc1"] == k["a1"][1])]
+
+
 class _RouterHarness(wiring.Component):
-    def __init__(self, what, sa_stages=1):
+    def __init__(self, what, sa_stages=1, alloc_stages=1):
         self.what = what
-        self.dut = (_ProbedRouter if what == "conservation" else Router)(**P, sa_stages=sa_stages)
+        self.dut = (_ProbedRouter if what == "conservation" else Router)(
+            **P, sa_stages=sa_stages, alloc_stages=alloc_stages)
         self.dut._MustUse__silence = True
         # every router input is a top-level harness input (free in every cycle)
         self._ins = [(path, member) for path, member, _ in self.dut.signature.flatten(self.dut)
@@ -164,7 +182,16 @@ class _RouterHarness(wiring.Component):
             m.d.sync += dc.eq(dc + olk.valid - olk.credit[0])
             m.d.comb += Assume(~olk.credit[0] | (dc != 0))
             with m.If(init & ~ResetSignal()):
-                if self.what == "credits":
+                if self.what == "credits" and c.alloc_stages == 2:
+                    # alloc_stages=2: a grant is committed (credit taken, flit on the link) in
+                    # the cycle after it, both at once; a raw grant needs a credit beyond the
+                    # previous cycle's raw grant (counted whether or not it was valid)
+                    m.d.comb += Assert(r._credits[o][0] <= D)
+                    m.d.comb += Assert(r._credits[o][0] + dc == D)
+                    m.d.comb += Assert(~r._take[o] | ((r._credits[o][0] + olk.credit[0])
+                                                      > r._take_raw_r[o]))
+                    m.d.comb += Assert(hc + r._mcnt[o][0] <= D)
+                elif self.what == "credits":
                     m.d.comb += Assert(r._credits[o][0] <= D)
                     # a grant (stage A) takes the credit; the flit is on the link a cycle later
                     m.d.comb += Assert(r._credits[o][0] + r._take_r[o] + dc == D)
@@ -181,6 +208,8 @@ class _RouterHarness(wiring.Component):
                                      Assert(r._mreq[p][v] == r._reqc[p][v][1])]
                 if c.sa_stages == 2:
                     _s2_asserts(m, r)
+                if c.alloc_stages == 2:
+                    _a2_asserts(m, r)
         if self.what == "conservation":
             # legal packets only (bad input is dropped and counted, checked by the tb)
             for e in r._err_events:
@@ -324,6 +353,15 @@ PROOFS = [
           depth=20, mode="bmc", fast=False,
           doc="sa_stages=2 router: no flit lost or duplicated, lookahead registers sound (BMC; "
               "~17 min under load)"),
+    # the allocation loop over two cycles (alloc_stages=2, an option of the router/mesh blocks)
+    Proof(name="noc_router_credits_alloc2", build=lambda: _RouterHarness("credits", 1, 2),
+          depth=20, mode="prove", fast=True,
+          doc="alloc_stages=2 router: output credit counters stay in 0..D, match the "
+              "downstream; a raw grant only takes a credit beyond the previous raw grant's"),
+    Proof(name="noc_router_request_alloc2", build=lambda: _RouterHarness("request", 1, 2),
+          depth=20, mode="prove", fast=True,
+          doc="alloc_stages=2 router: each input VC's request (F0's or F1's, by its "
+              "speculation bit) equals the request of the framing it sees"),
     Proof(name="noc_rr_arbiter_bound", build=_ArbiterHarness, depth=20, mode="prove", fast=True,
           doc="round-robin switch arbiter grants a held request within n-1 cycles"),
 ]

@@ -675,6 +675,15 @@ class Router(wiring.Component):
                     tze = _z(tails[p][v] - (sr & f0tl))
                     self._reqc[p][v] = derive(fv[p][v], fce, tze, active[p][v], in_mc[p][v],
                                               f"c{p}_{v}")
+                    # (formal: F0's and F1's requests and F1's packet state from the state)
+                    if not hasattr(self, "_a2chk"):
+                        self._a2chk = {}
+                    a1s = after(fc, act0, inmc0)
+                    self._a2chk[(p, v)] = dict(
+                        u0=u0, m0=m0, u1=u1, m1=m1, act1=act1, inmc1=inmc1, a1=a1s,
+                        r0=derive(_nz(mcnt), fc, _z(tails[p][v]), act0, inmc0, f"k0{p}_{v}"),
+                        r1=derive(_gt_const(mcnt, 1), fc1, _z(tails[p][v] - f0tl), a1s[0],
+                                  a1s[1], f"k1{p}_{v}"))
                     self._vcstate[p][v] = dict(cmem=cmem, wr=wr, rd=rd, rd1=rd1, rd2=rd2, fc=fc,
                                                fc1=fc1, mcnt=mcnt, dropping=dropping,
                                                tails=tails[p][v], active=act0, in_mc=inmc0,
@@ -1460,11 +1469,12 @@ class Router(wiring.Component):
                         continue
                     # a head needs the output VC free: owned, or taken last cycle by a head
                     # that is not a tail, counts as busy; released by last cycle's tail counts
-                    # as free only for the input VC that sent the tail (its own next packet:
-                    # if that tail's grant is cancelled, so is this one)
+                    # as free only for the input VC that sent the tail with a valid grant
+                    # (its own next packet: if this VC's last request speculated wrongly,
+                    # this one is cancelled too)
                     okc, busy, tk, msk = acc(a_uh, o, v)
-                    own = (tk & oh_r[o][_LEGAL_IN[o].index(p)] if p in _LEGAL_IN[o]
-                           else Const(0, 1))
+                    own = (tk & oh_r[o][_LEGAL_IN[o].index(p)] & ~pdm_r[p]
+                           if p in _LEGAL_IN[o] else Const(0, 1))
                     ob = Mux(own, ~otail_r[o], busy | (tk & ~otail_r[o]))
                     a_u = Mux(hd, okc & ~ob & ~msk, acc(a_ub, o, v))
                     m.d.comb += uni_ok[o][i].eq(u[o] & a_u)
@@ -1540,6 +1550,7 @@ class Router(wiring.Component):
                 m.d.comb += ov.eq(0)
             m.d.sync += [oh_r[o].eq(uoh), ovc_r[o].eq(ov), otail_r[o].eq(ot)]
         m.d.sync += [bymc_r.eq(by_mc), take_r.eq(take), msent_r.eq(msent)]
+        self._take_raw_r = take_r
         psent = Signal(5, name="psent")
         for p in range(5):
             m.d.comb += psent[p].eq(Cat(*sent_terms[p]).any())
