@@ -50,6 +50,19 @@
   cycles after its tail arrives, credit round trip ``2*link_latency + 3`` (a credit still
   counts in the cycle it arrives for a unicast flit; a cycle later for a multicast), and
   bad-input events reach ``errors`` a cycle later.
+* Allocation loop over two cycles (``alloc_stages=2``, issue 20; an option, default 1 =
+  the cycles above): the loop grant -> buffer pop -> next request is cut.  Each input VC's
+  request speculates that its request of the previous cycle was granted (allocation sees
+  the entry after the front if that request was live; a 2:1 select by a register that does
+  not wait for the previous cycle's arbiters), acceptance counts the previous cycle's raw
+  grants pessimistically, and the arbiters' raw grants go straight into registers.  In the
+  next cycle (in parallel with the next allocation) a grant whose request speculated wrongly
+  is cancelled (its output idles), and the valid grants update buffers, credits, owners and
+  round-robin pointers and traverse the switch.  Unicast cycles per hop, the credit round
+  trip (the credit still goes at the valid grant) and single-flow rate are unchanged; under
+  contention a VC that lost arbitration skips a cycle.  A multicast head is allocated 3
+  cycles after its tail is written (pending -> arm -> go, all from registers; see
+  ``_spec_alloc``).  Bad-input events reach ``errors`` a cycle later.
 * Unicast: wormhole; an output VC is held from head to tail.
 * Multicast: cut-through.  The whole packet must be in the input buffer before
   it competes (the head is allocated the cycle after the tail was written), and
