@@ -1291,8 +1291,8 @@ class Router(wiring.Component):
 
         Multicast (cut-through, one at a time router-wide): the token port's offered VC with
         a multicast head (its whole packet stored, the VC not speculating) is *pending*; the
-        next cycle, unicast heads are kept off the output VCs of its branches, and if it is
-        still pending it *arms* when every branch accepts a whole packet (pessimistic
+        next cycle (only then), unicast heads are kept off the output VCs of its branches,
+        and if it is still pending it *arms* when every branch accepts a whole packet (pessimistic
         acceptance as above); it goes in the cycle after (its branches taken ahead of the
         unicast arbiters, from registers), and its body flits follow one per cycle (a body
         flit for the local output waits for queue space).  The token stays one cycle at a
@@ -1450,10 +1450,13 @@ class Router(wiring.Component):
         keep = Signal(name="mc_keep")
         m.d.comb += [pend.eq(_nz(pr)), keep.eq(pend & ~pend_r)]
         m.d.sync += [pend_r.eq(keep), mc_tok.eq(Mux(keep, mc_tok, tok_next))]
+        # (only for the arm cycle: a pending multicast that cannot arm never keeps unicast
+        # heads off its branches in consecutive cycles -- masking them for as long as it
+        # waits would be hold-and-wait across routers, a deadlock)
         for o in range(4):
             for v in range(V):
-                m.d.sync += mask_r[o][v].eq(pend & pr[o] & veq(tvc, v))
-        m.d.sync += maskl_r.eq(pend & pr[L])
+                m.d.sync += mask_r[o][v].eq(keep & pr[o] & veq(tvc, v))
+        m.d.sync += maskl_r.eq(keep & pr[L])
         okb = []
         for o in range(5):
             a = (_pick(m, tvc, [acc(a_mh, o, v) for v in range(V)], f"mcah_{o}", 1)
