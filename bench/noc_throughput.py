@@ -73,8 +73,11 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="4x4 only, shorter runs")
     ap.add_argument("--sa", default="1,2,a2",
                     help="router pipelines to run (sa_stages 1 / 2, a2 = alloc_stages 2)")
+    ap.add_argument("--configs", default="", help="only these configurations (names, comma)")
+    ap.add_argument("--no-mcast", action="store_true", help="skip the RTL multicast runs")
     args = ap.parse_args(argv)
     sas = {x if x == "a2" else int(x) for x in args.sa.split(",")}
+    only = set(filter(None, args.configs.split(",")))
     OUT.mkdir(parents=True, exist_ok=True)
     meshes = [4] if args.quick else [4, 6]
     warm, cyc = (500, 2000) if args.quick else (1000, 5000)
@@ -82,7 +85,7 @@ def main(argv=None):
     for k in meshes:
         bound = 4 / k
         for cname, vcs, buf, sa in CONFIGS:
-            if sa not in sas:
+            if sa not in sas or (only and cname not in only):
                 continue
             pts = []
             for plen in (1, 4):
@@ -125,7 +128,7 @@ def main(argv=None):
                             "tree_over_minimum": round(tree / G.broadcast_min_links(k, k), 4)})
     # RTL multicast copies: 4x4 broadcast-heavy random multicast traffic, every copy delivered
     for sa, buf in ((1, 4), (2, 5), ("a2", 4)):
-        if sa not in sas:
+        if sa not in sas or args.no_mcast:
             continue
         res = run_points(4, 2, buf, [{"rate": rate_for(0.02, 1), "plen": 1, "mcast": 256,
                                       "warmup": 200, "cycles": 3000, "drain": 2000}],

@@ -1467,8 +1467,10 @@ class Router(wiring.Component):
         m.d.sync += go_r.eq(arm)
         with m.If(arm):
             m.d.sync += [mport_r.eq(mc_tok), mvc_r.eq(tvc), mroute_r.eq(pr)]
-        # the multicast's port offers its VC from the pending cycle until its tail has gone
-        to_tvc = [_eqc(mc_tok, p) & pend for p in range(5)]
+        # the multicast's port offers its VC in the arm cycle (set in the first pending cycle)
+        # and from the go cycle until its tail has gone; not for longer: a multicast waiting
+        # for an output held by a packet on another VC of its own port would deadlock
+        to_tvc = [_eqc(mc_tok, p) & keep for p in range(5)]
         hold = [(go_r | burst_r) & _eqc(mport_r, p) for p in range(5)]
 
         # ---------------- unicast requests and acceptance ----------------
