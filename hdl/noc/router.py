@@ -551,13 +551,11 @@ class Router(wiring.Component):
                 wdrop = Signal(name=f"wdrop_{p}_{v}")
                 err = Signal(name=f"err_{p}_{v}")
                 m.d.comb += [whead.eq(f.head), wtail.eq(f.tail)]
-                if SP:
-                    # (the front validly sent in the previous cycle leaves the buffer in this
-                    # cycle; its slot counts as free, its credit went upstream at its grant)
-                    full = Signal(name=f"full_{p}_{v}")
-                    m.d.comb += full.eq((mcnt == D) & ~vsp[p][v])
-                else:
-                    full = mcnt == D
+                # (alloc_stages=2: the front validly sent in the previous cycle leaves the
+                # buffer in this cycle and still counts here -- a legal upstream cannot use its
+                # credit before the cycle after, and the local input sees the slot a cycle
+                # later -- so the write side does not wait for the commit logic)
+                full = mcnt == D
                 if p == L:
                     lin_space.append(~full)
                 with m.If(we):
