@@ -1468,7 +1468,7 @@ class Router(wiring.Component):
         # the multicast's port offers its VC in the arm cycle (set in the first pending cycle)
         # and from the go cycle until its tail has gone; not for longer: a multicast waiting
         # for an output held by a packet on another VC of its own port would deadlock
-        to_tvc = [_eqc(mc_tok, p) & keep for p in range(5)]
+        to_tvc = [_eqc(mc_tok, p) & (keep | arm) for p in range(5)]
         hold = [(go_r | burst_r) & _eqc(mport_r, p) for p in range(5)]
 
         # ---------------- unicast requests and acceptance ----------------
