@@ -136,6 +136,17 @@ invariants; not written).  So 100 MHz at grade 6 needs the
 allocation loop itself over two cycles (a VC's consecutive flits allocated from a
 speculative or two-cycle-old grant), which changes cycles.
 
+``alloc_stages=2`` (issue 20, stop 29; an option, not the default): P&R of commit 7baf083
+(``python -m tessera.synth router --param alloc_stages=2 --grades 6``, seed 1) 82.2 MHz,
+5,306 LUT4, 1,826 FF; critical path ``ohr_3`` (registered raw grant) -> commit (valid send)
+-> write side's full test -> buffer write -> multicast-head-written -> token, 11 levels,
+12.2 ns (9.0 routing) -- the write side no longer waits for the commit since 32a62bd (its
+P&R: see the issue-20 note).  Saturation (``bench/noc_throughput.py --quick --sa a2``, 4x4,
+1 VC x 4, commit 005a28b): 0.044 flits/node/cycle with 1-flit packets (vs 0.603 at
+alloc_stages=1 and BookSim's 0.51) and 0.470 with 4-flit packets: a request that loses
+dooms the VC's next one, and a doomed request can win an output (cancelled: the output
+idles) and keep its arbiter's priority.  Not the default for that reason.
+
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
 head to tail), ECC.
