@@ -562,11 +562,13 @@ class Router(wiring.Component):
                 wdrop = Signal(name=f"wdrop_{p}_{v}")
                 err = Signal(name=f"err_{p}_{v}")
                 m.d.comb += [whead.eq(f.head), wtail.eq(f.tail)]
-                # (alloc_stages=2: the front validly sent in the previous cycle leaves the
-                # buffer in this cycle and still counts here -- a legal upstream cannot use its
-                # credit before the cycle after, and the local input sees the slot a cycle
-                # later -- so the write side does not wait for the commit logic)
-                full = mcnt == D
+                if SP:
+                    # (the front validly sent in the previous cycle leaves the buffer in this
+                    # cycle; its slot counts as free, its credit went upstream at its grant)
+                    full = Signal(name=f"full_{p}_{v}")
+                    m.d.comb += full.eq((mcnt == D) & ~vsp[p][v])
+                else:
+                    full = mcnt == D
                 if p == L:
                     lin_space.append(~full)
                 with m.If(we):
@@ -610,7 +612,9 @@ class Router(wiring.Component):
                 hwrite = Signal(name=f"hwrite_{p}_{v}")
                 m.d.comb += hwrite.eq(write & whead & ~wdrop)
                 self._write[p][v] = write
-                mc_in_terms[p].append(hwrite & f.mcast)
+                # (alloc_stages=2: a multicast head arriving, before the full test, so the
+                # token does not wait for the commit logic; a dropped one only moves it on)
+                mc_in_terms[p].append((we & f.head & f.mcast) if SP else (hwrite & f.mcast))
                 wctl = Cat(whead, wtail, f.mcast, wdrop, route)
                 if SP:
                     # alloc_stages=2.  The state is the buffer after the pops of the valid
