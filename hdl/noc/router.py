@@ -140,12 +140,20 @@ speculative or two-cycle-old grant), which changes cycles.
 (``python -m tessera.synth router --param alloc_stages=2 --grades 6``, seed 1) 82.2 MHz,
 5,306 LUT4, 1,826 FF; critical path ``ohr_3`` (registered raw grant) -> commit (valid send)
 -> write side's full test -> buffer write -> multicast-head-written -> token, 11 levels,
-12.2 ns (9.0 routing) -- the write side no longer waits for the commit since 32a62bd (its
-P&R: see the issue-20 note).  Saturation (``bench/noc_throughput.py --quick --sa a2``, 4x4,
-1 VC x 4, commit 005a28b): 0.044 flits/node/cycle with 1-flit packets (vs 0.603 at
-alloc_stages=1 and BookSim's 0.51) and 0.470 with 4-flit packets: a request that loses
-dooms the VC's next one, and a doomed request can win an output (cancelled: the output
-idles) and keep its arbiter's priority.  Not the default for that reason.
+12.2 ns (9.0 routing).  P&R of 32a62bd (full test without the commit term, since reverted:
+it dropped flits whose credit was used the cycle after it arrived): 81.9 MHz, 5,446 LUT4,
+path local-input packet state -> injection VC -> head written -> token.  Saturation
+(``bench/noc_throughput.py --quick --sa a2``, 4x4, 1 VC x 4, commit 005a28b): 0.044
+flits/node/cycle with 1-flit packets (vs 0.603 at alloc_stages=1 and BookSim's 0.51) and
+0.470 with 4-flit packets.  The 1-flit figure is a livelock, not a rate: the 4x4 mesh at
+full load stops delivering after ~1,300 cycles (amaranth.sim) / within 2,500 (Verilator,
+nothing more delivered in 3,000 drain cycles, no router error): routers where every input
+wants one output whose arbiter keeps granting a *doomed* request (a grant that is then
+cancelled; the pointer only moves past valid grants, so that input keeps the priority)
+while the VC's non-speculative retry in the other cycles goes elsewhere.  Not the default
+for these reasons; fixing it needs doomed requests kept out of the arbiters (the doomed
+bit in the request path, one more LUT level) or a pointer that also moves past cancelled
+grants without the two-input livelock that causes.
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
@@ -1590,6 +1598,7 @@ class Router(wiring.Component):
             m.d.comb += sent[i].eq(psent[i // V] & veq(cv[i // V], i % V))
         self._take, self._src, self._sent, self._req = take, src, sent, req
         self._take_r = vtake
+        self._uniok, self._bymc = uni_ok, by_mc
 
         # ---------------- per input VC: doomed, live, valid send (the credit) ----------
         for p in range(5):
