@@ -353,13 +353,18 @@ PROOFS = [
           depth=20, mode="bmc", fast=False,
           doc="sa_stages=2 router: no flit lost or duplicated, lookahead registers sound (BMC; "
               "~17 min under load)"),
-    # the allocation loop over two cycles (alloc_stages=2, an option of the router/mesh blocks)
+    # the allocation loop over two cycles (alloc_stages=2, an option of the router/mesh blocks).
+    # Not fast, not closed: under load the credit proof's base case passed to step 16 and its
+    # k-induction failed at depth 20 on hc + occupancy <= D (22 min; an invariant relating
+    # the speculation bit, the previous cycle's valid send and the occupancy is missing); the
+    # first run found a real bug (a released output VC counted free after a cancelled tail).
+    # The request proof was not run this stop.
     Proof(name="noc_router_credits_alloc2", build=lambda: _RouterHarness("credits", 1, 2),
-          depth=20, mode="prove", fast=True,
+          depth=20, mode="prove", fast=False,
           doc="alloc_stages=2 router: output credit counters stay in 0..D, match the "
               "downstream; a raw grant only takes a credit beyond the previous raw grant's"),
     Proof(name="noc_router_request_alloc2", build=lambda: _RouterHarness("request", 1, 2),
-          depth=20, mode="prove", fast=True,
+          depth=20, mode="prove", fast=False,
           doc="alloc_stages=2 router: each input VC's request (F0's or F1's, by its "
               "speculation bit) equals the request of the framing it sees"),
     Proof(name="noc_rr_arbiter_bound", build=_ArbiterHarness, depth=20, mode="prove", fast=True,
