@@ -16,9 +16,9 @@ from .flit import MAX_MESH
 SA_STAGES = 1
 # Allocation loop over two cycles (issue 20): an option, NOT the default -- 82.2 / 81.9 MHz
 # at grade 6 (two P&R runs of two variants; router 1: 78.4), and a 4x4 mesh at full load
-# with 1-flit packets livelocks (cancelled grants keep an arbiter's priority; 4x4
-# saturation at 1 VC x 4: 0.044 with 1-flit packets, 0.470 with 4-flit, BookSim 0.51; see
-# router.py's docstring); 1 keeps the exact cycles of the chiplet's router.
+# with 1-flit packets stalls (cause not found; 4x4 saturation at 1 VC x 4: 0.044 with 1-flit
+# packets, 0.470 with 4-flit, BookSim 0.51; see router.py's docstring); 1 keeps the exact
+# cycles of the chiplet's router.
 ALLOC_STAGES = 1
 BUFFER_FLITS = 4 if SA_STAGES == 1 else 5
 

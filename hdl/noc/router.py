@@ -145,15 +145,14 @@ it dropped flits whose credit was used the cycle after it arrived): 81.9 MHz, 5,
 path local-input packet state -> injection VC -> head written -> token.  Saturation
 (``bench/noc_throughput.py --quick --sa a2``, 4x4, 1 VC x 4, commit 005a28b): 0.044
 flits/node/cycle with 1-flit packets (vs 0.603 at alloc_stages=1 and BookSim's 0.51) and
-0.470 with 4-flit packets.  The 1-flit figure is a livelock, not a rate: the 4x4 mesh at
-full load stops delivering after ~1,300 cycles (amaranth.sim) / within 2,500 (Verilator,
-nothing more delivered in 3,000 drain cycles, no router error): routers where every input
-wants one output whose arbiter keeps granting a *doomed* request (a grant that is then
-cancelled; the pointer only moves past valid grants, so that input keeps the priority)
-while the VC's non-speculative retry in the other cycles goes elsewhere.  Not the default
-for these reasons; fixing it needs doomed requests kept out of the arbiters (the doomed
-bit in the request path, one more LUT level) or a pointer that also moves past cancelled
-grants without the two-input livelock that causes.
+0.470 with 4-flit packets.  The 1-flit figure is a stall, not a rate: the 4x4 mesh at full
+load with 1-flit packets stops delivering (Verilator, 32a62bd: nothing more delivered in
+3,000 drain cycles, no router error; amaranth.sim, f526690, seed 1: at cycle ~770, every
+router's waiting fronts want outputs that accept nothing, no speculation pending -- e.g.
+router (2,0): inputs E and local want W).  Cause not found (credit accounting is the
+suspect: the credit proof's base case only reached depth 16, on a 2-flit-buffer router).
+Random mixed traffic below saturation drains in 2x2 and 3x3 meshes
+(tests/test_noc_alloc2_sim.py).  Not the default for these reasons.
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
