@@ -577,7 +577,7 @@ class Router(wiring.Component):
                 else:
                     full = mcnt == D
                 if p == L:
-                    lin_space.append(~full)
+                    lin_space.append(~full if SP else mcnt != D)
                 with m.If(we):
                     with m.If(full):
                         # upstream violated credits: drop, keep packet state
