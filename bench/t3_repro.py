@@ -672,10 +672,14 @@ def main() -> int:
         f"wait for the link; with unbounded buffering T3 / T3-MCA are {rbs[inf]['t3']['geomean']:.1f} / "
         f"{rbs[inf]['t3-mca']['geomean']:.1f}% (see remote-store sensitivity).",
         "* Fig 16 case by case (fifth pass, bench fig16_per_case; the bars are not in the extracted text, so the paper "
-        "side is §6.1's per-case statements): the model holds all of them "
-        f"({sum(k['held'] for k in pc['text_checks'])}/{len(pc['text_checks'])}: named Ideal max/min cases, OP T3 near and "
+        "side is §6.1's per-case statements): the model holds "
+        f"{sum(k['held'] for k in pc['text_checks'])}/{len(pc['text_checks'])} of them (named Ideal max/min cases, OP T3 near and "
         "sometimes above Ideal, every FC case's T3 > 1.15 x Ideal runtime, T3 max not FC, T3-MCA max not T-NLG FC-1 "
-        f"TP16). The paper's own statements put its 39% T3 maximum in an OP or IP case (FC T3 < {pc['fc_t3_ceiling']:.1f}%), "
+        "TP16, OP GEMM least slowed inside T3); not held: "
+        + ("; ".join(f"{k['name']} ({k['detail']})" for k in pc['text_checks'] if not k['held']) or "none")
+        + " - the model's T3 GEMM loss is mostly stage retirement (store admission), the same for every sub-layer, "
+        "while §6.1.2 puts it on read stalls, least for OP (bench t3_max_reading)."
+        f" The paper's own statements put its 39% T3 maximum in an OP or IP case (FC T3 < {pc['fc_t3_ceiling']:.1f}%), "
         "which is where the model's maximum is too (" + max(pc['rows'], key=lambda c: c['t3'])['case'] + "). The model's "
         "non-FC cases with Ideal-RS+NMC >= 39%: " + "; ".join(
             f"{c['case']} T3 {c['t3']:.1f} (" + ", ".join(f"{k.split(' (')[0]} {v:.1f}" for k, v in list(c['t3_by_variant'].items())[1:])

@@ -62,3 +62,15 @@ def test_small_config_random():
                                       "reset_mid_send", "protocol_errors", "recv_two_windows"])
 def test_small_config_directed(testcase):
     run("global_pe", SMALL, MODULE, testcase=testcase, seed=5, extra_env=ENV)
+
+
+@pytest.mark.slow
+@pytest.mark.cocotb
+@pytest.mark.parametrize("seed,out_ready,in_idle,cmds,span", [(4, 1.0, 0.0, 40, 48), (1, 0.7, 0.2, 30, 512)])
+def test_read_latency_2_random(seed, out_ready, in_idle, cmds, span):
+    """``read_latency=2`` (SEND one stage later, SEND first on the bank read port, EWISE
+    operands in the cycles SEND leaves) against the golden model: dense hazards and a
+    back-pressured run."""
+    run("global_pe", {"read_latency": 2}, MODULE, testcase="random_commands", seed=seed,
+        extra_env={**ENV, "GPE_CMDS": str(cmds), "GPE_SPAN": str(span),
+                   "GPE_OUT_READY": str(out_ready), "GPE_IN_IDLE": str(in_idle)})

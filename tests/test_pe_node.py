@@ -339,3 +339,60 @@ def test_psum_rx_skid_keeps_fifo_cycles():
     assert len(credits) == len(taken) // 3 >= 20, (len(credits), len(taken))
     for j, (cyc, src) in enumerate(credits):
         assert src == j & 0xF and cyc > taken[3 * j + 2], (j, cyc, taken[3 * j + 2])
+
+
+@pytest.mark.parametrize("window", [1, 2, 4])
+def test_rx_credit_cycle_exact(window):
+    """A packet's credit is valid exactly while it is the oldest packet held and all its
+    words have left ``r`` (the rule ``head valid & popped >= head count`` evaluated in
+    the cycle; the NI's credit packets depend on it cycle for cycle), with ``pkt.ready``
+    = fewer than ``window`` packets held, under random writes, empty packets, random
+    ``r.ready`` and random credit back-pressure (the credit register is computed a cycle
+    ahead: a late or stale credit, or a wrong source, fails)."""
+    import random
+    from tessera.hdl.chiplet.pe_node import _CreditedRx
+    dut = _CreditedRx(8, 8, window, 4, 4)
+    rnd = random.Random(11 + window)
+    seen = {"credits": 0, "cycles_valid": 0}
+
+    async def tb(ctx):
+        q, popped, src = [], 0, 0
+        size = left = rnd.randrange(4)              # words of the packet being written
+        for cyc in range(900):
+            valid_ref = bool(q) and popped >= q[0][1]
+            assert ctx.get(dut.credit.valid) == valid_ref, (cyc, q, popped)
+            if valid_ref:
+                assert ctx.get(dut.credit.payload) == q[0][0], (cyc, q)
+                seen["cycles_valid"] += 1
+            assert ctx.get(dut.pkt.ready) == (len(q) < window), (cyc, len(q))
+            # the packet's entry is written with its last word (an empty packet alone)
+            end = left <= 1
+            want = rnd.random() < 0.6 and (not end or len(q) < window)
+            ctx.set(dut.w.valid, want and size > 0)
+            ctx.set(dut.w.payload, cyc & 0xFF)
+            wrote = want and (size == 0 or ctx.get(dut.w.ready))
+            ctx.set(dut.pkt.valid, wrote and end)
+            ctx.set(dut.pkt.payload.src, src)
+            ctx.set(dut.pkt.payload.count, size)
+            rr, cr = rnd.random() < 0.5, rnd.random() < 0.5
+            ctx.set(dut.r.ready, rr)
+            ctx.set(dut.credit.ready, cr)
+            pop = ctx.get(dut.r.valid) and rr
+            take = valid_ref and cr
+            await ctx.tick()
+            popped += pop
+            if take:
+                popped -= q.pop(0)[1]
+                seen["credits"] += 1
+            if wrote and end:
+                q.append((src, size))
+                src = (src + 1) & 0xF
+                size = left = rnd.randrange(4)
+            elif wrote:
+                left -= 1
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+    assert seen["credits"] >= 50, seen

@@ -94,3 +94,39 @@ def test_scaling_bench_decomposition_adds_up():
         assert d["latency"] == pytest.approx(res.latency_cycles)
         assert d["own"] + d["chain_psum"] + d["tail"] + d["sync"] + d["setup"] == pytest.approx(d["latency"])
         assert d["period"] >= max(d[k] for k in ("comp/step", "t_in/step", "t_ps/step", "t_oa/step")) - 1e-9
+
+
+# ---- stop 29: weight copies over the NoP (experiment, off; bench/simba_candidates.py) ----
+
+def _lat(arch, layer, kc, pc):
+    st = build_structure(layer, arch, kc, 1, pc, 1, placement="local")
+    return evaluate_batch(st, arch, [1], [1], [1], [1], [3], [6])
+
+
+def test_weight_copy_nop_default_off():
+    assert load_arch().weight_copy_nop == 0
+
+
+def test_weight_copy_nop_one_copy_one_hop():
+    """3x3 C=16 K=16 split over P on chiplets 0 and 1 (row-major, 1 hop): the single (k, c) block,
+    3 x 3 x 16 x 16 = 2304 B, is multicast from chiplet 0 to chiplet 1 over one NoP link at
+    11 Gb/s x 4 lanes before the layer: 2304 / NOP_BW + one NoP hop (20 ns at 1.03 GHz)."""
+    r0 = _lat(A0, SMALL, 1, 2)
+    r1 = _lat(A0.with_(weight_copy_nop=1), SMALL, 1, 2)
+    assert r1.latency[0] - r0.latency[0] == pytest.approx(2304 / NOP_BW + 20 * 1.03)
+
+
+def test_weight_copy_nop_shares_links_between_blocks():
+    """K over 2 x P over 2 on chiplets 0..3 of the top row (logical order c, k, q, p): block k0 is
+    copied 0 -> 2 and block k1 1 -> 3 (1152 B each); both trees cross link 1 -> 2, which carries
+    2304 B; the farthest copy is 2 hops away."""
+    r0 = _lat(A0, SMALL, 2, 2)
+    r1 = _lat(A0.with_(weight_copy_nop=1), SMALL, 2, 2)
+    assert r1.latency[0] - r0.latency[0] == pytest.approx(2304 / NOP_BW + 2 * 20 * 1.03)
+
+
+def test_weight_copy_nop_nothing_without_chiplet_pq_split():
+    """K/C splits keep one copy of every weight: nothing is multicast."""
+    r0 = _lat(A0, SMALL, 2, 1)
+    r1 = _lat(A0.with_(weight_copy_nop=1), SMALL, 2, 1)
+    assert r1.latency[0] == r0.latency[0]

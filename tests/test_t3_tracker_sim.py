@@ -51,15 +51,11 @@ def _stream(rng, c, live_max, n, thr):
     return out
 
 
-@pytest.mark.parametrize("cfg", range(len(CONFIGS)))
-@pytest.mark.parametrize("seed", [1, 2])
-def test_tracker_matches_golden_model(cfg, seed):
-    c, live_max = CONFIGS[cfg]
-    thr = 6
+def _lockstep(c, stream, rng, thr=6, min_trigs=20):
+    """Run ``stream`` through the Tracker of config ``c`` and ``TrackerModel`` in lock-step (every
+    output compared every cycle); returns the model."""
     dut = Tracker(**{**WIDTHS, **c})
     model = TrackerModel(threshold=thr, **{k: v for k, v in c.items() if k not in WIDTHS})
-    rng = random.Random(seed * 100 + cfg)
-    stream = _stream(rng, c, live_max, 400, thr)
     ready_p = rng.choice([1.0, 0.6])
 
     async def bench(ctx):
@@ -91,12 +87,42 @@ def test_tracker_matches_golden_model(cfg, seed):
             if pos == len(stream) and model.idle():
                 break
         assert pos == len(stream) and model.idle(), "stream did not finish"
-        assert trigs > 20
+        assert trigs > min_trigs
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
+    return model
+
+
+@pytest.mark.parametrize("cfg", range(len(CONFIGS)))
+@pytest.mark.parametrize("seed", [1, 2])
+def test_tracker_matches_golden_model(cfg, seed):
+    c, live_max = CONFIGS[cfg]
+    thr = 6
+    rng = random.Random(seed * 100 + cfg)
+    stream = _stream(rng, c, live_max, 400, thr)
+    _lockstep(c, stream, rng, thr)
+
+
+@pytest.mark.parametrize("cfg", [0, 6])
+def test_update_above_threshold_is_an_overcount(cfg):
+    """An update whose own n exceeds the threshold (n = 7 > 6) is an over-count on a hit and on a
+    miss: discarded, counted in ``err_count``, no entry allocated or changed (the S3 decision's
+    ``s3_kok`` = valid and n <= threshold); the other tiles' streams go on and trigger as the
+    model says.  Lock-step with the golden model."""
+    c, live_max = CONFIGS[cfg]
+    thr = 6
+    rng = random.Random(77 + cfg)
+    stream = _stream(rng, c, live_max, 150, thr)
+    out = []
+    for k, u in enumerate(stream):                # after some updates, one of n = 7 to its tile
+        out.append(u)
+        if k % 5 == 2:
+            out.append((u[0], u[1], rng.randrange(1 << WIDTHS["addr_width"]), 7, rng.randrange(3)))
+    model = _lockstep(c, out, rng, thr, min_trigs=5)
+    assert model.err >= len(stream) // 5
 
 
 @pytest.mark.parametrize("depth", [4, 7])

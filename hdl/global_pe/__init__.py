@@ -29,7 +29,7 @@ PARAMS = [
     Param("send_slots", 4, "SEND commands in flight at once", min=1, max=8),
     Param("ucast_lanes", 2, "unicast destinations in flight at once", min=1, max=4),
     Param("read_latency", 1, "bank SRAM read latency: 1 = one round-robin read port per bank; "
-          "2 = output register, SEND reads ahead and goes first on the read port", min=1, max=2),
+          "2 = output register, SEND first on the read port, every SEND flit one cycle later", min=1, max=2),
 ]
 
 

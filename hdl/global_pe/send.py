@@ -44,16 +44,20 @@ an earlier SEND has yet to read.
 
 Pipeline: issue stage (head flit, or one buffer read per cycle) -> one
 cycle SRAM latency -> flit FIFO (depth 4) -> ``out``.  With read latency 2
-(``GpeConfig.read_latency=2``; the default is 1) the buffer read is issued one cycle
-ahead of the issue stage (*read ahead*): in every cycle the engine computes the
-issue stage's next-cycle read (DATA next cycle and FIFO room next cycle --
-this cycle's pick, last word and ``out`` pop decide it; address = ``raddr``'s
-next value, in the pick cycle the picked lane's first word), so each word still
-reaches s1 in the same cycle as at read latency 1, and every flit, pick, credit
-and completion keeps its cycle.  SEND then goes first on the bank read port
-(``rd_hold``, from registers, announces the cycles in which it may read; the
-EWISE operand reads wait in those), so a SEND never waits for a bank.  The issue stage only
-issues when the FIFO has room for everything in flight, so the read data
+(``GpeConfig.read_latency=2``; the default is 1) the issue stage is the same
+(the read is issued in the same cycle, from the ``raddr`` register), the word
+passes the bank's output register, and the flit is built one register stage
+later (``s2``: head / tail / completion mark and the head flit's fields as
+selected in s1), so every SEND flit and completion leaves exactly one cycle
+later, every pick and credit take stays in its cycle (with nothing fed back:
+test ``test_send_read_latency_2_is_one_cycle_later``), and the lane pick ends
+in registers (stop 29; the stop-28 read ahead, which kept SEND's cycles by
+reading a tile's first word in its pick cycle, put the lane round robin in
+front of the block-RAM address: 71.0 MHz).  SEND is then first on the bank
+read port: its request (DATA and FIFO room, from registers) is its grant and
+its ``rd_hold``, and the EWISE operand reads take the cycles it leaves.  The
+FIFO room test counts s2 too (``inflight``; depth 4 still covers the pop ->
+issue -> FIFO loop).  The issue stage only issues when the FIFO has room for everything in flight, so the read data
 always has a place (no loss, no replay); with the network ready and credit
 available the engine emits one flit per cycle, head flits included.
 
@@ -218,7 +222,7 @@ class SendEngine(wiring.Component):
         # Timing (cycle-identical restructuring, issue 20): the current lane is one-hot
         # (``cur_oh``); the read address of the current lane is kept in ``raddr`` (no lane
         # multiplexer in front of the bank arbiters); the FIFO room test reads one bit of
-        # ``inflight`` (= FIFO level + ``s1_valid``, counted in a register); the head
+        # ``inflight`` (= FIFO level + ``s1_valid`` (+ ``s2_valid``), counted in a register); the head
         # flit's fields (tag, seq, size, destination) are selected by ``cur_oh`` in the
         # s1 cycle, so the lane pick ends in registers.
         cur_oh = Signal(L)
@@ -252,23 +256,41 @@ class SendEngine(wiring.Component):
                      s1_hdr.nwords.eq(onehot_mux(cur_oh, nw_next))]
 
         m.d.sync += s1_valid.eq(issue)
+        # the stage that meets the read data: s1 at read latency 1; at read latency 2 one
+        # more register stage, s2, carries s1's fields (the head flit's fields as selected
+        # in s1) while the word passes the bank's output register
+        lat2 = cfg.read_latency == 2
+        if lat2:
+            w_valid, w_head, w_tail, w_mark = (Signal(name=f"s2_{n}")
+                                               for n in ("valid", "head", "tail", "mark"))
+            w_slot = Signal(SB, name="s2_slot")
+            w_hdr = Signal(data_header_layout(), name="s2_hdr")
+            w_mcast = Signal(name="s2_mcast")
+            w_dest = Signal(flit_l["dest"].shape, name="s2_dest")
+            m.d.sync += [w_valid.eq(s1_valid), w_head.eq(s1_head), w_tail.eq(s1_tail),
+                         w_mark.eq(s1_mark), w_slot.eq(s1_slot), w_hdr.eq(s1_hdr),
+                         w_mcast.eq(s1_mcast), w_dest.eq(s1_dest)]
+        else:
+            w_valid, w_head, w_tail, w_mark, w_slot = s1_valid, s1_head, s1_tail, s1_mark, s1_slot
+            w_hdr, w_mcast, w_dest = s1_hdr, s1_mcast, s1_dest
         flit = Signal(flit_l)
-        m.d.comb += [flit.head.eq(s1_head), flit.tail.eq(s1_tail), flit.mclass.eq(DATA_CLASS),
-                     flit.mcast.eq(s1_mcast), flit.dest.eq(s1_dest), flit.src.eq(self.node_id),
-                     flit.payload.eq(Mux(s1_head, s1_hdr.as_value(), self.rd.data)),
-                     fifo.w_data.eq(Cat(flit.as_value(), s1_mark, s1_slot)),
-                     fifo.w_en.eq(s1_valid)]
+        m.d.comb += [flit.head.eq(w_head), flit.tail.eq(w_tail), flit.mclass.eq(DATA_CLASS),
+                     flit.mcast.eq(w_mcast), flit.dest.eq(w_dest), flit.src.eq(self.node_id),
+                     flit.payload.eq(Mux(w_head, w_hdr.as_value(), self.rd.data)),
+                     fifo.w_data.eq(Cat(flit.as_value(), w_mark, w_slot)),
+                     fifo.w_en.eq(w_valid)]
 
         PICK, DATA = range(2)
         state = Signal(1)
         # ``rd_now``: the read of the word that enters s1 next cycle.  Read latency 1: the
-        # read request itself (granted by the bank's round robin).  Read latency 2: the
-        # read was issued one cycle earlier (read ahead, below), so ``rd_now`` is a register
-        # and SEND's reads are never refused (first on the read port).
+        # read request, granted by the bank's round robin.  Read latency 2: SEND is first on
+        # the read port (``rd_hold``), so its request is its grant, from registers.
         rd_now = Signal()
-        lead = cfg.read_latency == 2
-        if not lead:
-            m.d.comb += [self.rd.addr.eq(raddr), rd_now.eq(self.rd.grant)]
+        m.d.comb += self.rd.addr.eq(raddr)
+        if lat2:
+            m.d.comb += [rd_now.eq(self.rd.valid), self.rd_hold.eq(self.rd.valid)]
+        else:
+            m.d.comb += rd_now.eq(self.rd.grant)
 
         # next address of every lane's generator (from registers; a grant only selects)
         nxt_addr = [Signal(FIELD, name=f"l{i}_addr_next") for i in range(L)]
@@ -278,16 +300,8 @@ class SendEngine(wiring.Component):
                                                base2[i] + l_str[2][i])))
 
         cur_next = Signal(self.addr_bits)     # the current lane's address after this one
-        if lead:
-            # read latency 2: kept in a register, ``cn`` (== the current lane's next
-            # address in every DATA cycle, see the read ahead below), not computed from
-            # the lane's generator in the cycle it is used
-            cn = Signal(FIELD, name="cur_next_addr")
-            m.d.comb += cur_next.eq(cn[:self.addr_bits])
-        else:
-            m.d.comb += cur_next.eq(onehot_mux(cur_oh, nxt_addr)[:self.addr_bits])
-        pick_addr = None
-        # lanes that may be picked (read in PICK; at read latency 2 also in ``rd_hold``)
+        m.d.comb += cur_next.eq(onehot_mux(cur_oh, nxt_addr)[:self.addr_bits])
+        # lanes that may be picked
         ready = [act[i] & act_d[i] & self.lane_ready[i] for i in range(L)]
 
         with m.If(state == PICK):
@@ -311,8 +325,7 @@ class SendEngine(wiring.Component):
                              s1_head.eq(1), s1_tail.eq(0), s1_mark.eq(0)]
                 m.d.sync += state.eq(DATA)
         with m.Else():   # DATA
-            if not lead:
-                m.d.comb += self.rd.valid.eq(space)
+            m.d.comb += self.rd.valid.eq(space)
             with m.If(rd_now):
                 last = left == 1
                 m.d.comb += issue.eq(1)
@@ -345,51 +358,4 @@ class SendEngine(wiring.Component):
                 with m.If(last):
                     m.d.sync += state.eq(PICK)
 
-        if lead:
-            # Read ahead (read latency 2): in every cycle, issue the read that the
-            # latency-1 engine above issues next cycle, so its word still enters s1 two
-            # cycles later, in the same cycle as before -- every decision above is
-            # unchanged (cycle-identical SEND).  Next cycle's read happens if the engine
-            # is then in DATA with FIFO room; its address is ``raddr``'s next value.
-            pop = fifo.r_rdy & fifo.r_en
-            # FIFO room next cycle: inflight + issue - pop < FIFO_DEPTH (inflight <= depth)
-            room_n = Signal()
-            m.d.comb += room_n.eq(Mux(issue, Mux(pop, inflight < FIFO_DEPTH, inflight < FIFO_DEPTH - 1),
-                                      Mux(pop, 1, inflight < FIFO_DEPTH)))
-            cont = Signal()          # DATA continues after this cycle (its last word not read now)
-            m.d.comb += cont.eq(~(rd_now & (left == 1)))
-            data_n = Signal()        # in DATA next cycle
-            addr_n = Signal(self.addr_bits)
-            with m.If(state == PICK):
-                m.d.comb += data_n.eq(issue)
-            with m.Else():
-                m.d.comb += data_n.eq(cont)
-            # the lane grants are zero outside PICK: an OR instead of a state multiplexer
-            in_data = (state == DATA).replicate(self.addr_bits)
-            m.d.comb += addr_n.eq(pick_addr | (Mux(rd_now, cur_next, raddr) & in_data))
-            m.d.comb += [self.rd.valid.eq(data_n & room_n), self.rd.addr.eq(addr_n)]
-            # ``cn``: the current lane's next address, one step ahead of its generator.  At
-            # a pick: the picked lane's next address.  In DATA, when the lane advances
-            # (``rd_now``): the address after that one, from ``cn`` itself (two steps of the
-            # generator: the level-0 / level-1 wrap tests of the advanced state, from the
-            # current counters), so no generator output reaches the block-RAM address.
-            k0c, k1c, b1c, b2c, s0c, s1c, s2c, c0c, c1c = (
-                onehot_mux(cur_oh, v) for v in (k0, k1, base1, base2, l_str[0], l_str[1],
-                                                 l_str[2], l_cnt[0], l_cnt[1]))
-            w0, w1 = k0c == 0, k1c == 0
-            k0p_nz = Mux(~w0, k0c != 1, c0c != 1)
-            k1p_nz = Mux(~w0, ~w1, Mux(~w1, k1c != 1, c1c != 1))
-            b1p = Mux(~w0, b1c, cn)
-            b2p = Mux(w0 & w1, cn, b2c)
-            with m.If((state == PICK) & issue):
-                m.d.sync += cn.eq(onehot_mux(grants, nxt_addr))
-            with m.Elif((state == DATA) & rd_now):
-                m.d.sync += cn.eq(Mux(k0p_nz, cn + s0c, Mux(k1p_nz, b1p + s1c, b2p + s2c)))
-            m.d.sync += rd_now.eq(self.rd.valid)
-            # ``rd_hold``: a superset of ``rd.valid`` from registers (the other readers of
-            # the buffer wait while it is high): a pick is possible, or DATA continues
-            with m.If(state == PICK):
-                m.d.comb += self.rd_hold.eq(Cat(*ready).any() & space)
-            with m.Else():
-                m.d.comb += self.rd_hold.eq(cont)
         return m

@@ -33,7 +33,7 @@ Left out: the DMA table (covered by cocotb tests against the golden model and by
 """
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.hdl import Assert, Assume, ResetSignal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
@@ -316,6 +316,26 @@ def _invariant(m, d, thr, wwg, wwf, acc, amin, ntrig):
                 with m.If(f.sa_1h[i]):
                     m.d.comb += [Assert(~vf.valid[i]), Assert(~(vf.pe & vf.pm[i])),
                                  Assert(~(vf.pe & vf.pa & (vf.tail == i)))]
+    # the registered count compares: the operands are threshold - n of the stage items, the
+    # compare bits are S3's decision compares (hit count + n vs threshold; the forwarded count
+    # when the item ahead left the tile live in S4)
+    s2, s3, v3 = f.s[-2], f.s[-1], f.v[-2]
+    cw = len(f.room2)
+    inv(f.room2 == (thr - s2.n)[:cw])
+    inv(f.s3_room0 == (s3.n == thr))
+    NW = len(f.pr) + 1
+    t_s, n2_s, n3_s = Signal(signed(NW)), Signal(signed(NW)), Signal(signed(NW))
+    m.d.comb += [t_s.eq(thr), n2_s.eq(s2.n), n3_s.eq(s3.n)]
+    inv(~v3 | (s3.n > thr) | (f.pr == t_s - n3_s - n2_s))     # (room2 wraps when n > thr)
+    # the registered kok is what S3 would compute from v3 and s3_n_over
+    inv(f.s3_kok == (v3 & ~f.s3_n_over))
+    # the S2 / S3 items' set and tile matches, registered in S1
+    inv(f.p_set == (v3 & (f.set_index(s3.wg) == f.set_index(s2.wg))))
+    inv(~f.p_set | (f.p_tag == (f.tag_of(s3) == f.tag_of(s2))))
+    c_f = f.w4_ent.count + s3.n
+    inv(~(v3 & f.s3_fwd) | ((f.s3_fgt == (c_f > thr)) & (f.s3_feq == (c_f == thr))))
+    c_s = f.s3_count + s3.n
+    inv(~(v3 & f.s3_hit_any & ~f.s3_fwd & (s3.n <= thr)) | ((f.s3_gt == (c_s > thr)) & (f.s3_eq == (c_s == thr))))
     inflight = sum(v.as_unsigned() for v in f.v)
     inv(tf.level + inflight <= tf.depth)
     inv(vf.level + inflight <= D)

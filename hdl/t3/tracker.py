@@ -68,8 +68,25 @@ kind: 81.6 MHz (seed 2: 89.2), the loop ``s3_shit`` -> decision -> next item's `
 ``s3_fa`` (12.3 / 11.2 ns, 10.0 / 9.0 routing, 7 levels).  Fewer LUT levels in S3 did not
 raise Fmax: every path is ~80 % routing, and S3's decision feeds the next item's pre-corrected
 hit / free vectors (a one-cycle loop): registering their OR-reductions put the way select and
-the reductions into that loop, which became the critical path on both seeds.  The
-read-latency-2 steps are cycle-identical to each other.  The pipeline:
+the reductions into that loop, which became the critical path on both seeds.  Then (branch
+n24trk, cycle-identical, both proofs closing, rows in ``build/bench/synth_tracker_n24.json``):
+variant A again with the victim record selected by the item's kind (a record is only ever
+requeued, an input update only ever evicts), the loop registers' next state (``s3_hit`` /
+``s3_free`` / ``s3_ohit`` / ``s3_ofree``) written per way as sums of products of registers (a
+hit applied there and kept / freed, a miss allocated or evicted into it) instead of the
+``Mux(nx_ss, ...)`` forms, ``v3 & ~n_over`` registered (``s3_kok``) and the forwarding flag
+registered: 93.0 MHz seed 1 (the loop ``s3_hit`` -> ... -> ``s3_hit``, 10.8 ns, 8.1 routing, 8
+levels), 82.7 MHz seed 2 (``s3_hit`` -> hit -> ``s3_fwd``, 12.1 ns, 9.9 routing, 7 levels; 8,958
+LUT4); the registered forwarding flag is a loop through the hit OR-reduction (this item's
+decision -> the item behind's flag, like variant B's reductions); it is again taken from the S4
+registers, and the S2 / S3 items' set and tile matches are registered in S1 (``p_set`` /
+``p_tag``): 102.5 / 94.2 / 103.2 MHz on seeds 1 / 2 / 3 (8,888 LUT4, 6,314 FF, 17 DP16KD); seeds
+2 and 3: ``s3_hit`` -> hit -> the decision -> ``w4_set_wr`` (10.6 / 9.7 ns, 8.6 / 7.6 routing, 6
+levels); seed 1: the critical path in S0: the victim FIFO's registered push ``vfifo.pe`` -> its
+level + the items in flight < depth (``vic_ok``, two carry chains) -> ``upd.ready`` ->
+``tcount`` (9.8 ns, 6.1 routing) -- S3's loop is off the critical path; next: ``vic_ok`` from a
+register, as ``tcount`` is.  The read-latency-2 steps are cycle-identical to each other.  The
+pipeline:
 
 * After reset a sweep clears the set memory, one set per cycle (``upd.ready`` low for ``sets``
   cycles).
@@ -85,17 +102,23 @@ read-latency-2 steps are cycle-identical to each other.  The pipeline:
   sets written one and two (with SA: one, two and three) cycles before (a *write log*, which
   also covers the read that collided with a write) and this cycle's S3 item: the newest of the
   logged sets that wrote this item's set is selected here into one register (``log_set``)
-  with its tag compares, and the S3 item's set/tag matches are registered.
+  with its tag compares, and the S3 item's set/tag matches are registered, as are the S2
+  item's (``p_set`` / ``p_tag``: S3's loop registers select with them).
 * S2: the set as it is now: ``log_set`` or the memory word, with the way the S4 write of
   this cycle changes replaced; the hits in every way (the memory word's compared in S1) and in
   ``overflow`` fully-associative overflow entries (registers shared by all sets, tagged by set
   index and tag, compared in S1, also corrected for this cycle's write), and the hit entry's
   count and address are selected -- split by source, so that only an AND-OR over the memory
   word's ways lies between ``rd2`` and the S3 registers (the log / S4-write / overflow terms,
-  all from registers, are OR-ed in last).  The hit / free vectors are registered for S3
-  already corrected for the write of the item now in S3 (its decision, made this cycle).
+  all from registers, are OR-ed in last); every candidate count is compared with threshold -
+  n (``room2``, registered in S1) and the compare bits are selected like the count.  The hit /
+  free vectors are registered for S3 already corrected for the write of the item now in S3
+  (its decision, made this cycle: per way, from registers, whether it applies a hit there and
+  keeps or frees the entry, or allocates / evicts into it).
 * S3: the count and address are corrected for the write of the item one ahead (in S4 now;
-  same tile, from registers), then: hit -> add the element count; the count reaching ``threshold``
+  same tile, from registers; its count compared with threshold - n(ahead) - n in the cycle
+  before, ``pr``), then -- the decision from registered compare bits -- hit -> add the element
+  count; the count reaching ``threshold``
   triggers and frees the entry; exceeding it is an over-count: the item is discarded, the error
   counter/flag is raised and the entry is unchanged.  Miss -> an item that alone reaches the
   threshold triggers without allocating, one that exceeds it is an over-count; otherwise it
@@ -144,7 +167,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -575,6 +598,22 @@ class Tracker(wiring.Component):
             fr_log.eq(Mux(n_wl0, frees(full4), old_frees)),
             f_w4.eq(v3 & (set_index(s3.wg) == idx1)), t_w4.eq(tag_of(s3) == tag1),
             v2.eq(v1 & ~clearing), s2.eq(s1)]
+        # the S2 item's set / tile compared with the item ahead of it (S3) one cycle early, here
+        # with the S2 item (timing: S3's loop registers select with these from registers)
+        p_set, p_tag = Signal(), Signal()
+        m.d.sync += [p_set.eq(v2 & ~clearing & (set_index(s2.wg) == idx1)),
+                     p_tag.eq(tag_of(s2) == tag1)]
+        # threshold - n of the item entering S2 (``room2``: S2 compares every candidate count
+        # with it, from registers), and threshold - n(S3) - n(S2) of the pair entering S3 / S2
+        # (``pr``: in S3 the item ahead's count is compared with it, for the item behind it,
+        # whose count is then the one the item ahead writes).  Signed: n may exceed the
+        # threshold (an over-count; room2 is used only when it does not).
+        room2 = Signal(self.count_width)
+        NW = max(self.count_width, len(s1.n)) + 2
+        pr = Signal(signed(NW))
+        pr_a, pr_b = Signal(signed(NW)), Signal(signed(NW))
+        m.d.comb += [pr_a.eq(room2), pr_b.eq(s1.n)]
+        m.d.sync += [room2.eq(self.threshold - s1.n), pr.eq(pr_a - pr_b)]
         # overflow-entry tag compares for S2, against the entries as they will be then (this
         # cycle's S4 write applied; timing: off the S2 select path)
         ohit_r = Signal(Pv)
@@ -631,19 +670,40 @@ class Tracker(wiring.Component):
         for i in range(W):
             sel_count = Mux(h_rd[i], rd2[i].count, 0) | sel_count
             sel_addr = Mux(h_rd[i], rd2[i].addr, 0) | sel_addr
+        # the hit count compared with threshold - n: every candidate compared (from registers,
+        # in parallel), the compare bits selected with the same hit bits (timing: no compare
+        # after the count select here, none in S3's decision)
+        g_w4, e_w4 = w4_ent.count > room2, w4_ent.count == room2
+        sel_gt, sel_eq = w4_hit2 & g_w4, w4_hit2 & e_w4
+        for i in range(W):
+            sel_gt = sel_gt | (h_log[i] & (log_set[i].count > room2))
+            sel_eq = sel_eq | (h_log[i] & (log_set[i].count == room2))
+        for j in range(P):
+            ov = w4_ovf_wr & w4_ovf[j]
+            sel_gt = sel_gt | (ohit2[j] & Mux(ov, g_w4, ovf[j].count > room2))
+            sel_eq = sel_eq | (ohit2[j] & Mux(ov, e_w4, ovf[j].count == room2))
+        for i in range(W):
+            sel_gt = (h_rd[i] & (rd2[i].count > room2)) | sel_gt
+            sel_eq = (h_rd[i] & (rd2[i].count == room2)) | sel_eq
         # the item ahead (in S3 now) is written in S4 while this one is in S3: flags for S3
-        same_set2 = v3 & (set_index(s3.wg) == idx2)
-        same_tile2 = same_set2 & (tag_of(s3) == tag2)
+        same_set2 = p_set                    # = v3 & (set_index(s3.wg) == idx2)
+        same_tile2 = p_set & p_tag           # = same_set2 & (tag_of(s3) == tag2)
 
         s3_base = Signal(set_layout)
         s3_hit, s3_free = Signal(W), Signal(W)
         s3_ohit, s3_ofree = Signal(Pv), Signal(Pv)
         s3_count, s3_addr = Signal(self.count_width), Signal(self.addr_width)
         s3_same_set, s3_same_tile = Signal(), Signal()
-        # threshold - n, so that S3 compares the old count instead of adding first
-        s3_room = Signal(self.count_width)          # threshold - n (when n <= threshold)
+        # v3 & ~s3_n_over (timing: the decision starts from one register)
+        s3_kok = Signal()
+        # the count compares, registered: the selected count vs threshold - n (s3_gt / s3_eq),
+        # and the count the item ahead writes vs threshold - n (s3_fgt / s3_feq, from S3 below)
+        s3_gt, s3_eq, s3_fgt, s3_feq = (Signal(name=f"s3_{x}") for x in ("gt", "eq", "fgt", "feq"))
+        s3_room0 = Signal()                         # n == threshold
         s3_n_over = Signal()                        # n > threshold: over-count even on a miss
-        m.d.sync += [s3_room.eq(self.threshold - s2.n), s3_n_over.eq(s2.n > self.threshold)]
+        m.d.sync += [s3_gt.eq(sel_gt), s3_eq.eq(sel_eq), s3_room0.eq(s2.n == self.threshold),
+                     s3_n_over.eq(s2.n > self.threshold),
+                     s3_kok.eq(v2 & ~clearing & ~(s2.n > self.threshold))]
         # (s3_hit / s3_free / s3_ohit / s3_ofree are registered below, after the S3 decision:
         # already corrected for the write of the item now in S3)
         m.d.sync += [v3.eq(v2 & ~clearing), s3.eq(s2), s3_base.eq(ent2),
@@ -654,6 +714,7 @@ class Tracker(wiring.Component):
         idx3, tag3 = set_index(s3.wg), tag_of(s3)
         ss = s3_same_set & w4_set_wr
         fwd = s3_same_tile & (w4_set_wr | w4_ovf_wr) & w4_ent.valid  # ahead left this tile live
+        kok = s3_kok                         # = v3 & ~s3_n_over
         # the hit / free vectors as they are now (the S4 write already applied: registered so,
         # see below; timing: the decision starts from registers)
         hit_v, free_v, ohit_v, ofree_v = s3_hit, s3_free, s3_ohit, s3_ofree
@@ -671,10 +732,16 @@ class Tracker(wiring.Component):
         new_min = Signal(self.addr_width)
         m.d.comb += new_min.eq(Mux(hit & ~Mux(fwd, lt_f, lt_s), Mux(fwd, w4_ent.addr, s3_addr),
                                    s3.addr))
-        old_gt = Mux(fwd, cnt_f > s3_room, cnt_s > s3_room)
-        old_eq = Mux(fwd, cnt_f == s3_room, cnt_s == s3_room)
+        old_gt = Mux(fwd, s3_fgt, s3_gt)                      # cnt_old > threshold - n
+        old_eq = Mux(fwd, s3_feq, s3_eq)                      # cnt_old == threshold - n
         over = s3_n_over | (hit & old_gt)                     # cnt_old + n > threshold
-        done = ~s3_n_over & Mux(hit, old_eq, s3_room == 0)    # cnt_old + n == threshold
+        done = ~s3_n_over & Mux(hit, old_eq, s3_room0)        # cnt_old + n == threshold
+        # for the item behind (in S2): the count this item leaves (new_cnt, written in S4: the
+        # item behind's forwarded count) + its n > threshold, i.e. this item's old count (0 on
+        # a miss) > threshold - n - n_behind (``pr``); registered (timing: S3's decision
+        # starts from compare bits)
+        m.d.sync += [s3_fgt.eq(Mux(hit, Mux(fwd, cnt_f > pr, cnt_s > pr), pr < 0)),
+                     s3_feq.eq(Mux(hit, Mux(fwd, cnt_f == pr, cnt_s == pr), pr == 0))]
         free_1h = Signal(W)
         m.d.comb += free_1h.eq(free_v & -free_v)            # lowest free way
         ofree_1h = Signal(Pv)
@@ -684,12 +751,12 @@ class Tracker(wiring.Component):
         act_alloc, act_oalloc, act_evict, act_requeue = Signal(), Signal(), Signal(), Signal()
         # the decision, flat: one term per action (timing: the miss actions -- allocate,
         # overflow-allocate, requeue, evict -- need none of the hit-count compares)
-        miss_go = v3 & ~hit & ~s3_n_over & (s3_room != 0)   # a miss that neither triggers nor errs
-        h_ok = v3 & hit & ~over                             # a hit applied (trigger or update)
+        miss_go = kok & ~hit & ~s3_room0     # a miss that neither triggers nor errs
+        h_ok = kok & hit & ~old_gt           # a hit applied (trigger or update; = v3 & hit & ~over)
         fa, foa = free_v.any(), ofree_v.any() & (P > 0)
         is_rec = s3.src == SRC_VICTIM                       # a record does not evict: requeued
         m.d.comb += [act_err.eq(v3 & over), act_trig.eq(v3 & ~over & done),
-                     act_free.eq(h_ok & done), act_upd.eq(h_ok & ~done),
+                     act_free.eq(h_ok & old_eq), act_upd.eq(h_ok & ~old_eq),
                      act_alloc.eq(miss_go & fa), act_oalloc.eq(miss_go & ~fa & foa),
                      act_requeue.eq(miss_go & ~fa & ~foa & is_rec),
                      act_evict.eq(miss_go & ~fa & ~foa & ~is_rec)]
@@ -712,7 +779,9 @@ class Tracker(wiring.Component):
             vacc = vacc | Mux(vptr[i], base[i].as_value(), 0)
         m.d.comb += victim.eq(vacc)
         vrec = Signal(self.ilayout)
-        with m.If(act_requeue):
+        # (selected by the item's kind, not by the decision: a record is only ever requeued,
+        # an input update only ever evicts; timing: the record is off the decision path)
+        with m.If(is_rec):
             m.d.comb += [vrec.eq(s3), vrec.src.eq(SRC_VICTIM)]
         with m.Else():
             m.d.comb += [vrec.wf.eq(victim.tag[:self.wf_width]),
@@ -723,16 +792,34 @@ class Tracker(wiring.Component):
         # the item in S2 enters S3 with its hit / free vectors corrected for this item's write
         # (which is S4's when it is in S3; same values as correcting them there from w4_*,
         # one cycle earlier -- timing: w4_way -> hit -> decision was the critical path)
-        nx_ss = same_set2 & set_wr & ~clearing          # this write is to the S2 item's set
-        nx_live = same_tile2 & live                     # ... and leaves its tile in the way
+        # Written per way as sums of products of registers (the same values as
+        # Mux(nx_ss, (hit2 & ~way_1h) | Mux(nx_live, way_1h, 0), hit2) etc. with nx_ss = same_set2
+        # & set_wr, nx_live = same_tile2 & live; timing: no OR-reduction feeds a mux select
+        # and no decision signal feeds a wide select in this one-cycle loop).  Way i is written
+        # by a hit applied there (hu: stays live, hf: freed) or by a miss allocating / evicting
+        # into it (ma: live); overflow entry j likewise (ohu, ohf, oma).
+        nofree = ~fa & ~foa
+        keep_i = kok & ~old_gt                          # a hit applied
+        ss2, st2 = same_set2 & ~clearing, same_tile2 & ~clearing
+        hu, hf, ma = Signal(W), Signal(W), Signal(W)
+        for i in range(W):
+            m.d.comb += [hu[i].eq(hit_v[i] & keep_i & ~old_eq),
+                         hf[i].eq(hit_v[i] & keep_i & old_eq),
+                         ma[i].eq(miss_go & (free_1h[i] | (nofree & ~is_rec & vptr[i])))]
+        wr_i = hu | hf | ma                             # = way_1h & set_wr
         m.d.sync += [
-            s3_hit.eq(Mux(nx_ss, (hit2 & ~way_1h) | Mux(nx_live, way_1h, 0), hit2)),
-            s3_free.eq(Mux(nx_ss, (free2 & ~way_1h) | Mux(live, 0, way_1h), free2))]
+            s3_hit.eq((hit2 & ~Mux(ss2, wr_i, 0)) | Mux(st2, hu | ma, 0)),
+            s3_free.eq((free2 & ~Mux(ss2, wr_i, 0)) | Mux(ss2, hf, 0))]
         if P:
-            nx_ow = ovf_wr & ~clearing
+            ohu, ohf, oma = Signal(P), Signal(P), Signal(P)
+            for j in range(P):
+                m.d.comb += [ohu[j].eq(ohit_v[j] & ~shit & keep_i & ~old_eq),
+                             ohf[j].eq(ohit_v[j] & ~shit & keep_i & old_eq),
+                             oma[j].eq(miss_go & ~fa & ofree_1h[j])]
+            ow_j = ohu | ohf | oma                      # = ovf_1h & ovf_wr
             m.d.sync += [
-                s3_ohit.eq(Mux(nx_ow, (ohit2 & ~ovf_1h) | Mux(nx_live, ovf_1h, 0), ohit2)),
-                s3_ofree.eq(Mux(nx_ow, (ofree2 & ~ovf_1h) | Mux(live, 0, ovf_1h), ofree2))]
+                s3_ohit.eq((ohit2 & ~Mux(clearing, 0, ow_j)) | Mux(st2, ohu | oma, 0)),
+                s3_ofree.eq((ofree2 & ~Mux(clearing, 0, ow_j)) | Mux(clearing, 0, ohf))]
         with m.If(act_evict):
             m.d.sync += vptr.eq(Cat(vptr[-1], vptr[:-1]) if W > 1 else vptr)
         trig_word = Signal(self.tlayout)
@@ -789,5 +876,9 @@ class Tracker(wiring.Component):
             w4_set_wr=w4_set_wr, w4_ovf_wr=w4_ovf_wr, w4_idx=w4_idx,
             w4_ovf=w4_ovf, w4_ent=w4_ent, full4=full4, w4_trig=w4_trig, w4_err=w4_err,
             w4_evict=w4_evict, w4_requeue=w4_requeue, w4_tword=w4_tword, w4_vrec=w4_vrec,
-            tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of)
+            tcount=tcount, set_layout=set_layout, set_index=set_index, tag_of=tag_of,
+            # the registered count compares (S2 -> S3) and their operands
+            room2=room2, pr=pr, s3_gt=s3_gt, s3_eq=s3_eq, s3_fgt=s3_fgt, s3_feq=s3_feq,
+            s3_room0=s3_room0, s3_count=s3_count, s3_hit_any=hit, s3_fwd=fwd, s3_kok=s3_kok,
+            p_set=p_set, p_tag=p_tag, s3_same_tile=s3_same_tile, s3_n_over=s3_n_over)
         return m

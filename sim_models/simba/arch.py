@@ -94,6 +94,7 @@ class Arch:
     nop_port_shared: int
     barrier_arrive_serial: int
     psum_chain_serial: int
+    weight_copy_nop: int
     energy_ref_voltage: float
     e_mac_pj: float
     e_input_buffer_pj_per_byte: float
@@ -122,7 +123,7 @@ class Arch:
                      "pe_tile_start_cycles", "psum_drain_in_tile", "mcast_cut_through",
                      "credit_window_packets", "psum_window_packets", "credit_fixed_cycles",
                      "packet_heads", "credit_batch", "nop_port_shared", "barrier_arrive_serial",
-                     "psum_chain_serial", "e_mac_pj",
+                     "psum_chain_serial", "weight_copy_nop", "e_mac_pj",
                      "e_input_buffer_pj_per_byte", "e_weight_buffer_pj_per_byte",
                      "e_accum_pj_per_access", "e_gpe_pj_per_byte", "e_noc_pj_per_bit_hop",
                      "nop_pj_per_bit_at_11", "nop_pj_per_bit_at_25"]:

@@ -53,6 +53,9 @@ count; each a switch in simba_arch.json, all OFF -- none moves a figure beyond s
                         chiplet's one NoP router on its NoC, Sec. 3.1)
   barrier_arrive_serial sync += (N - 1) NoC cycles (the master takes one ARRIVE flit per cycle)
   psum_chain_serial     experiment, not in the paper: period >= a chain's psum hops + tile compute
+  weight_copy_nop       experiment (stop 29), off: + the NoP multicast of the weight copies a
+                        chiplet P/Q split needs, from one home per (k, c) block, before the layer
+                        (Sec. 4.6 persistent weights; Sec. 4.1 preloads them, hence off)
 The RTL's NoP multicast router rule (a packet waits for room for a max packet behind the previous
 one) is left out: at the Simba operating point the RTL's minimum NoP buffer (2 x link latency + 2
 flits) holds two max packets, so it does not bind (bench/simba_overheads.py operating_point).
@@ -521,8 +524,26 @@ def _prepare(st: Structure, arch: Arch) -> dict:
         bar += (N - 1) * arch.pe_clock_ghz / arch.noc_clock_ghz
     sync = (arch.layer_sync_cycles + arch.chiplet_sync_ns * arch.pe_clock_ghz * N
             + 2 * h_nop * m.hops[phys[0], phys].max() + bar)
+    # weight copies over the NoP (experiment, off by default; issue 14 stop 29): a chiplet-level
+    # P/Q split replicates each (k, c) weight block on pc qc chiplets.  With one stored copy per
+    # block (Sec. 4.6 "distributed and persistent weight storage") the copies are multicast from
+    # the block's home (its p = q = 0 chiplet) before the layer starts: the busiest NoP link's
+    # weight bytes at the link rate + the farthest copy's NoP hop latency.  Sec. 4.1 preloads every
+    # PE's weights before a measurement, so the default charges nothing.
+    wcopy = 0.0
+    if arch.weight_copy_nop and st.pc * st.qc > 1:
+        wload = np.zeros(len(m.links))
+        whops = 0
+        groups_kc = {}
+        for i in range(N):
+            groups_kc.setdefault((int(st.idx[i, 0]), int(st.idx[i, 1])), []).append(i)
+        for members in groups_kc.values():
+            home, rest = int(phys[members[0]]), [int(phys[i]) for i in members[1:]]
+            wload += m.tree(home, rest) * float(st.layer.R * st.layer.S * st.k[members[0]] * st.c[members[0]])
+            whops = max(whops, int(m.hops[home, rest].max()))
+        wcopy = wload.max() / arch.nop_link_bytes_per_cycle + h_nop * whops
     prep = dict(W_ia=W_ia, b0=b0, trees=trees, m_out=m_out, m_in=m_in, m_rem=m_rem, m_src=m_src, seg=seg, lat_in=lat_in, lat_ps=lat_ps, lat_oa=lat_oa, G=G, Gps=Gps,
-                last=np.array(last, int), sync=sync, noc_hops=noc_hops, F=F, ct_routers=ct_routers,
+                last=np.array(last, int), sync=sync, wcopy=wcopy, noc_hops=noc_hops, F=F, ct_routers=ct_routers,
                 ct_mc=ct_mc, barrier=bar, ia_ndest=ia_ndest,
                 ia_home=ia_home,
                 is_ia=np.array([f[2] == "ia" for f in flows]), is_oa=np.array([f[2] == "oa" for f in flows]),
@@ -672,7 +693,7 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     chain_ps = hop @ pr["Gps"].T
     z = pr["last"]
     tail = pe_drain[:, z] + pr["lat_oa"][z][None, :] + t_oa[:, z] / steps[:, z]
-    latency = (chain_max + chain_ps + tail).max(axis=1) + pr["sync"] + setup[:, 0]
+    latency = (chain_max + chain_ps + tail).max(axis=1) + pr["sync"] + setup[:, 0] + pr["wcopy"]
     # ---- energy (pJ) ----
     es = arch.energy_scale
     npe = (kp * cp * pp * qp).astype(float)                                 # PEs per chiplet
@@ -694,7 +715,7 @@ def evaluate_batch(st: Structure, arch: Arch, kp, cp, pp, qp, p1, q1) -> BatchRe
     terms = dict(steps=steps, comp=comp, t_in=t_in, t_ps=t_ps, t_oa=t_oa, t_pechain=t_pechain, t_port=t_port,
                  ctrl=t_ctrl, period=period, lat_first=lat_first,
                  own=own, chain_max=chain_max, chain_ps=chain_ps, tail=tail, sync=pr["sync"],
-                 setup=setup[:, 0], groups=G)
+                 setup=setup[:, 0], groups=G, wcopy=pr["wcopy"])
     return BatchResult(valid, latency, own, energy, comp, load, terms=terms)
 
 

@@ -3,6 +3,8 @@
 The paper's Fig 16 bars are not in the extracted text (``paper.json`` ``fig16_reading``), so the
 per-case comparison uses the statements §6.1 makes about individual cases or classes of cases:
 the named Ideal-GEMM-RS-Overlap maximum and minimum, OP T3 close to (and sometimes above) Ideal,
+the RS traffic having little impact on the OP GEMMs' progress (read as: of a model's sub-layers at one TP,
+the OP GEMM is slowed least inside T3 - §3.2.2 puts the impact on GEMMs whose inputs miss the LLC),
 FC T3 more than 15 % slower than Ideal, T3-MCA far from Ideal on T-NLG FC-1 TP16.  From the first
 and fourth it derives where the paper's T3 maximum can lie (:func:`fc_t3_ceiling`), and
 :func:`t3_max_candidates` lists the model's cases that could host it.
@@ -58,7 +60,20 @@ def text_checks(table: list[dict], P: dict) -> list[dict]:
     worst_fc = min(fc, key=lambda c: c["t3_over_ideal_runtime"])
     worst_op = min(op, key=lambda c: c["t3"] - c["ideal"])
     ceiling = fc_t3_ceiling(P)
+    groups = {}
+    for c in table:
+        groups.setdefault((c["model"], c["tp"]), []).append(c)
+    op_slow = []                 # (model, tp) groups whose OP GEMM is not the least slowed inside T3
+    for (m, tp), g in sorted(groups.items()):
+        o = [c for c in g if c["sublayer"] == "OP"]
+        rest = [c for c in g if c["sublayer"] != "OP"]
+        if o and rest and o[0]["gemm_slowdown_t3"] > min(c["gemm_slowdown_t3"] for c in rest):
+            least = min(rest, key=lambda c: c["gemm_slowdown_t3"])
+            op_slow.append(f"{m} TP{tp}: OP x{o[0]['gemm_slowdown_t3']:.2f} vs {least['sublayer']} "
+                           f"x{least['gemm_slowdown_t3']:.2f}")
     return [
+        dict(name="OP GEMM: RS traffic has little impact on its progress (least slowed inside T3 of its model/TP)",
+             source="§6.1.2 + §3.2.2", held=not op_slow, detail="; ".join(op_slow) or "OP least slowed everywhere"),
         dict(name="ideal maximum is T-NLG FC-1 TP16", source="§6.1.1",
              held=ideal_max["case"] in ("t-nlg TP16 FC-1", "t-nlg TP16 FC-2"), detail=ideal_max["case"]),
         dict(name="ideal minimum is Mega-GPT-2 OP TP16", source="§6.1.1",

@@ -121,3 +121,25 @@ def _evaluate(sysm: System, key: str, tp: int, d: GemmDims, record: bool, config
 def geomean(x) -> float:
     x = np.asarray(list(x), dtype=float)
     return float(np.exp(np.log(x).mean()))
+
+
+def gemm_alone_uncached(sysm: System, model: Model, tp: int, sublayer: str):
+    """(plan, result) of the sub-layer's GEMM planned with uncached NMC output and run alone (no
+    communication): the baseline the T3 GEMM's loss inside the fused kernel is measured against
+    (issue 15, bench/t3_max_reading.py)."""
+    s = sysm.scaled(n_gpus=tp)
+    pu = plan(s, sublayer_dims(model, tp, sublayer), cached_output=False)
+    return pu, simulate(s, pu, comm=False)
+
+
+def stage_phase_us(x) -> tuple[float, float]:
+    """(compute, retirement) of a GEMM run summed over its stages, in us: compute = stage start to
+    its last compute (read stalls included), retirement = to the stage's stores acknowledged."""
+    return (float((x.stage_compute_end - x.stage_start).sum() * 1e6),
+            float((x.stage_end - x.stage_compute_end).sum() * 1e6))
+
+
+def fused_floor(r, pu, alone) -> float:
+    """The fastest the fused GEMM-RS can finish, in s: the NMC reduce-scatter behind stage 0's compute
+    (the link starts with stage 0's stores) or the T3 GEMM alone, whichever is longer."""
+    return max(r.rs_nmc + pu.t_compute[0], alone.time)
