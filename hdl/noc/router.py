@@ -1515,7 +1515,12 @@ class Router(wiring.Component):
                            if p in _LEGAL_IN[o] else Const(0, 1))
                     ob = Mux(own, ~otail_r[o], busy | (tk & ~otail_r[o]))
                     a_u = Mux(hd, okc & ~ob & ~msk, acc(a_ub, o, v))
-                    m.d.comb += uni_ok[o][i].eq(u[o] & a_u)
+                    # a doomed request (it speculated on a grant that did not happen) does
+                    # not take part in arbitration: its grant would be cancelled, and since
+                    # the pointers move only past valid grants, doomed requesters of
+                    # alternate cycles could win every arbitration forever (the full-load
+                    # mesh stall; tests/test_noc_alloc2_sim.py)
+                    m.d.comb += uni_ok[o][i].eq(u[o] & a_u & ~dm[p][v])
         p_uni = [Signal(5, name=f"puni_{o}") for o in range(5)]
         ptail = Signal(5, name="ptail")
         for p in range(5):
