@@ -230,6 +230,11 @@ class _RouterHarness(wiring.Component):
                                  Assert(r._mreq[p][0] == r._reqc[p][0][1])]
                     with m.If(mcnt != 0):
                         m.d.comb += Assert(fc == _at(m, cm.probe, rd))
+                    if c.alloc_stages == 2:
+                        # the entry after the front (F1) and the read-ahead pointer
+                        m.d.comb += Assert(st["rd2"] == (rd + 2) % D)
+                        with m.If(mcnt >= 2):
+                            m.d.comb += Assert(st["fc1"] == _at(m, cm.probe, st["rd1"]))
                     for a in range(D):
                         e = cm.probe[a]
                         with m.If(((a - rd) % D) < mcnt):
@@ -258,6 +263,18 @@ class _RouterHarness(wiring.Component):
                             with m.If(r._req[p][0][o]):
                                 m.d.comb += Assert(take[o] & (r._src[o] == p))
                     m.d.comb += Assert(r._pop[p][0] == r._sent[i])
+                    if c.alloc_stages == 2:
+                        # a doomed request never wins: every grant is valid (nothing cancelled)
+                        m.d.comb += Assert(~r._sent[i] | ~r._sp["dm"][p][0])
+            if c.alloc_stages == 2:
+                # the switch traversal is the cycle after the grant: an output link carries
+                # a flit exactly when its output was granted in the previous cycle
+                for o in range(4):
+                    olk = getattr(r, f"out_{PORTS[o]}")
+                    pt = Signal(name=f"ptake_{o}")
+                    m.d.sync += pt.eq(take[o])
+                    with m.If(init & ~ResetSignal()):
+                        m.d.comb += Assert(olk.valid == pt)
             for o in range(5):
                 with m.If(init & ~ResetSignal() & take[o]):
                     srcp = r._src[o]
@@ -360,13 +377,17 @@ PROOFS = [
     # first run found a real bug (a released output VC counted free after a cancelled tail).
     # The request proof was not run this stop.
     Proof(name="noc_router_credits_alloc2", build=lambda: _RouterHarness("credits", 1, 2),
-          depth=20, mode="prove", fast=False,
+          depth=20, mode="bmc", fast=False,
           doc="alloc_stages=2 router: output credit counters stay in 0..D, match the "
               "downstream; a raw grant only takes a credit beyond the previous raw grant's"),
     Proof(name="noc_router_request_alloc2", build=lambda: _RouterHarness("request", 1, 2),
-          depth=20, mode="prove", fast=False,
+          depth=20, mode="bmc", fast=False,
           doc="alloc_stages=2 router: each input VC's request (F0's or F1's, by its "
               "speculation bit) equals the request of the framing it sees"),
+    Proof(name="noc_router_conservation_alloc2",
+          build=lambda: _RouterHarness("conservation", 1, 2), depth=20, mode="bmc", fast=False,
+          doc="alloc_stages=2 router: no flit lost or duplicated, every grant valid, links "
+              "carry the previous cycle's grants (BMC)"),
     Proof(name="noc_rr_arbiter_bound", build=_ArbiterHarness, depth=20, mode="prove", fast=True,
           doc="round-robin switch arbiter grants a held request within n-1 cycles"),
 ]

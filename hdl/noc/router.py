@@ -1334,26 +1334,14 @@ class Router(wiring.Component):
 
         # ---------------- registers of the previous cycle's raw grants ----------------
         oh_r = [Signal(len(_LEGAL_IN[o]), name=f"ohr_{o}") for o in range(5)]
-        bymc_r = Signal(5, name="bymc_r")          # a multicast took output o
         take_r = Signal(5, name="take_r")          # raw grant of output o
         otail_r = Signal(5, name="otail_r")        # ... of a tail flit
         ovc_r = [Signal(vcb, name=f"ovc_r_{o}") for o in range(5)]
-        cv_r = [Signal(vcb, name=f"cv_r_{p}") for p in range(5)]
-        pdm_r = Signal(5, name="pdm_r")            # port's offered VC was doomed
-        msent_r = Signal(5, name="msent_r")        # port sent a multicast flit
         # ---------------- commit (stage B) ----------------
-        vtake = Signal(5, name="vtake")            # valid grant of output o (switch traversal)
-        for o in range(5):
-            legal = _LEGAL_IN[o]
-            m.d.comb += vtake[o].eq(bymc_r[o] | Cat(*[oh_r[o][k] & ~pdm_r[p]
-                                                      for k, p in enumerate(legal)]).any())
-        psent_v = Signal(5, name="psent_v")
-        for p in range(5):
-            raw = Cat(*[oh_r[o][_LEGAL_IN[o].index(p)] for o in range(5)
-                        if p in _LEGAL_IN[o]]).any()
-            m.d.comb += psent_v[p].eq((raw & ~pdm_r[p]) | msent_r[p])
-            for v in range(V):
-                m.d.comb += vsp[p][v].eq(psent_v[p] & veq(cv_r[p], v))
+        # A doomed request does not take part in arbitration, so every raw grant is valid:
+        # the commit stage takes the registered grants as they are (``vtake`` = ``take_r``,
+        # ``vsp`` = the registered per-VC send), nothing is cancelled
+        vtake = take_r                             # grant of output o (switch traversal)
         self._vtake = vtake
 
         # ---------------- output state (after the valid grants up to 2 cycles ago) -----
@@ -1511,7 +1499,7 @@ class Router(wiring.Component):
                     # (its own next packet: if this VC's last request speculated wrongly,
                     # this one is cancelled too)
                     okc, busy, tk, msk = acc(a_uh, o, v)
-                    own = (tk & oh_r[o][_LEGAL_IN[o].index(p)] & ~pdm_r[p]
+                    own = (tk & oh_r[o][_LEGAL_IN[o].index(p)]
                            if p in _LEGAL_IN[o] else Const(0, 1))
                     ob = Mux(own, ~otail_r[o], busy | (tk & ~otail_r[o]))
                     a_u = Mux(hd, okc & ~ob & ~msk, acc(a_ub, o, v))
@@ -1565,7 +1553,7 @@ class Router(wiring.Component):
             self._rrptr.append(ptr)
             # the pointer moves past a valid unicast grant, in the commit cycle
             vu = Signal(len(legal), name=f"vu_{o}")
-            m.d.comb += vu.eq(Cat(*[oh_r[o][k] & ~pdm_r[p] for k, p in enumerate(legal)]))
+            m.d.comb += vu.eq(oh_r[o])
             n = len(legal)
             with m.If(vu.any()):
                 m.d.sync += ptr.eq(Cat(vu[n - 1], vu[:n - 1]) if n > 1 else 1)
@@ -1592,7 +1580,7 @@ class Router(wiring.Component):
             else:
                 m.d.comb += ov.eq(0)
             m.d.sync += [oh_r[o].eq(uoh), ovc_r[o].eq(ov), otail_r[o].eq(ot)]
-        m.d.sync += [bymc_r.eq(by_mc), take_r.eq(take), msent_r.eq(msent)]
+        m.d.sync += take_r.eq(take)
         self._take_raw_r = take_r
         psent = Signal(5, name="psent")
         for p in range(5):
@@ -1613,11 +1601,10 @@ class Router(wiring.Component):
                 live = (veq(cv[p], v) & Cat(*[uni_ok[o][i] & ~by_mc[o] for o in range(5)]).any()
                         | (msent[p] & veq(cv[p], v)))
                 m.d.sync += lv_r[p][v].eq(live & ~dm[p][v])
-                m.d.comb += pop[p][v].eq((sent[i] & ~dm[p][v]) |
+                # (a doomed VC never requests, so a send is a valid grant)
+                m.d.comb += pop[p][v].eq(sent[i] |
                                          (~lv_r[p][v] & _nz(st["mcnt"]) & st["fc"][3]))
-            m.d.sync += [cv_r[p].eq(cv[p]),
-                         pdm_r[p].eq(_pick(m, cv[p], [dm[p][v] for v in range(V)],
-                                           f"pdm_{p}", 1) if V > 1 else dm[p][0])]
+                m.d.sync += vsp[p][v].eq(sent[i])
 
         # ---------------- switch traversal (commit cycle) ----------------
         pflit = []
