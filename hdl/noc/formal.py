@@ -263,9 +263,6 @@ class _RouterHarness(wiring.Component):
                             with m.If(r._req[p][0][o]):
                                 m.d.comb += Assert(take[o] & (r._src[o] == p))
                     m.d.comb += Assert(r._pop[p][0] == r._sent[i])
-                    if c.alloc_stages == 2:
-                        # a doomed request never wins: every grant is valid (nothing cancelled)
-                        m.d.comb += Assert(~r._sent[i] | ~r._sp["dm"][p][0])
             if c.alloc_stages == 2:
                 # the switch traversal is the cycle after the grant: an output link carries
                 # a flit exactly when its output was granted in the previous cycle
@@ -338,54 +335,6 @@ class _ArbiterHarness(wiring.Component):
         return m
 
 
-class _Alloc2ArbiterHarness(wiring.Component):
-    """The output arbitration of ``alloc_stages=2`` (``Router._spec_alloc``): the round-robin
-    arbiter without its own pointer update; the pointer moves past the *registered* grant a
-    cycle later; a requester that lost (its request was live, no grant) is doomed in the next
-    cycle and does not request then (its speculative request is out of arbitration), and
-    requests again the cycle after.  Proven: a request held until granted is granted within
-    ``BOUND`` cycles of contention; the pointer stays one-hot."""
-    N = 5
-    BOUND = 2 * (N - 1)
-
-    def __init__(self, bound=None):
-        self.bound = self.BOUND if bound is None else bound
-        super().__init__({"want": In(self.N)})
-
-    def elaborate(self, platform):
-        m = Module()
-        init = Signal(reset_less=True)          # 0 in cycle 0 only: reset then
-        m.d.sync += init.eq(1)
-        m.d.comb += Assume(ResetSignal() == ~init)
-        n = self.N
-        lv = Signal(n)                          # requested last cycle, not doomed (live)
-        oh_r = Signal(n)                        # last cycle's one-hot grant (registered)
-        dm = Signal(n)
-        req = Signal(n)
-        m.d.comb += [dm.eq(lv & ~oh_r), req.eq(self.want & ~dm)]
-        probe = {}
-        any_, gnt, goh = Router._rr(m, req, "a2", probe=probe, update=False)
-        ptr = probe["ptr"]
-        # as in the router: the pointer moves past the registered (valid) grant
-        with m.If(oh_r.any()):
-            m.d.sync += ptr.eq(Cat(oh_r[n - 1], oh_r[:n - 1]))
-        m.d.sync += [lv.eq(req), oh_r.eq(goh)]
-        m.d.comb += Assert((ptr != 0) & ((ptr & (ptr - 1)) == 0))
-        m.d.comb += Assert((oh_r & (oh_r - 1)) == 0)
-        prev = Signal(n)
-        m.d.sync += prev.eq(self.want & ~goh)
-        for i in range(n):
-            # a want stays up until it is granted
-            m.d.comb += Assume(~(init & prev[i]) | self.want[i])
-            wait = Signal(range(2 * n + 2), name=f"wait{i}")
-            with m.If(self.want[i] & ~goh[i]):
-                m.d.sync += wait.eq(wait + 1)
-            with m.Else():
-                m.d.sync += wait.eq(0)
-            m.d.comb += Assert(wait <= self.bound)
-        return m
-
-
 PROOFS = [
     Proof(name="noc_router_credits", build=lambda: _RouterHarness("credits"), depth=20,
           mode="prove", fast=True,
@@ -438,8 +387,4 @@ PROOFS = [
               "carry the previous cycle's grants (BMC)"),
     Proof(name="noc_rr_arbiter_bound", build=_ArbiterHarness, depth=20, mode="prove", fast=True,
           doc="round-robin switch arbiter grants a held request within n-1 cycles"),
-    Proof(name="noc_rr_arbiter_bound_alloc2", build=_Alloc2ArbiterHarness, depth=20,
-          mode="prove", fast=True,
-          doc="alloc_stages=2 arbitration (pointer moved by the registered grant, a loser "
-              "doomed for one cycle) grants a held request within 2(n-1) cycles"),
 ]

@@ -1503,12 +1503,7 @@ class Router(wiring.Component):
                            if p in _LEGAL_IN[o] else Const(0, 1))
                     ob = Mux(own, ~otail_r[o], busy | (tk & ~otail_r[o]))
                     a_u = Mux(hd, okc & ~ob & ~msk, acc(a_ub, o, v))
-                    # a doomed request (it speculated on a grant that did not happen) does
-                    # not take part in arbitration: its grant would be cancelled, and since
-                    # the pointers move only past valid grants, doomed requesters of
-                    # alternate cycles could win every arbitration forever (the full-load
-                    # mesh stall; tests/test_noc_alloc2_sim.py)
-                    m.d.comb += uni_ok[o][i].eq(u[o] & a_u & ~dm[p][v])
+                    m.d.comb += uni_ok[o][i].eq(u[o] & a_u)
         p_uni = [Signal(5, name=f"puni_{o}") for o in range(5)]
         ptail = Signal(5, name="ptail")
         for p in range(5):
@@ -1547,17 +1542,11 @@ class Router(wiring.Component):
             legal = _LEGAL_IN[o]
             lreq = Cat(*[p_uni[o][p] for p in legal])
             prb = {}
-            u_any, u_gnt, u_oh = self._rr(m, lreq, f"o{o}", enable=~by_mc[o], probe=prb,
-                                          update=False)
-            ptr = prb["ptr"]
-            self._rrptr.append(ptr)
-            # the pointer moves past a valid unicast grant, in the commit cycle
-            vu = Signal(len(legal), name=f"vu_{o}")
-            m.d.comb += vu.eq(oh_r[o])
-            n = len(legal)
-            with m.If(vu.any()):
-                m.d.sync += ptr.eq(Cat(vu[n - 1], vu[:n - 1]) if n > 1 else 1)
-            uoh = Signal(n, name=f"uoh_{o}")
+            # (every grant is valid: the pointer moves past it at once, as with
+            # alloc_stages=1 -- the arbiter of noc_rr_arbiter_bound)
+            u_any, u_gnt, u_oh = self._rr(m, lreq, f"o{o}", enable=~by_mc[o], probe=prb)
+            self._rrptr.append(prb["ptr"])
+            uoh = Signal(len(legal), name=f"uoh_{o}")
             m.d.comb += uoh.eq(Mux(by_mc[o], 0, u_oh))
             ohs.append(uoh)
             mc_pos = _pick(m, mport_r, [legal.index(p) if p in legal else 0 for p in range(5)],
@@ -1597,13 +1586,10 @@ class Router(wiring.Component):
             for v in range(V):
                 i = p * V + v
                 st = self._vcstate[p][v]
-                m.d.comb += dm[p][v].eq(lv_r[p][v] & ~vsp[p][v])
-                live = (veq(cv[p], v) & Cat(*[uni_ok[o][i] & ~by_mc[o] for o in range(5)]).any()
-                        | (msent[p] & veq(cv[p], v)))
-                m.d.sync += lv_r[p][v].eq(live & ~dm[p][v])
-                # (a doomed VC never requests, so a send is a valid grant)
+                # the front select is the registered send itself: exact, nothing is doomed
+                m.d.comb += [dm[p][v].eq(0), lv_r[p][v].eq(vsp[p][v])]
                 m.d.comb += pop[p][v].eq(sent[i] |
-                                         (~lv_r[p][v] & _nz(st["mcnt"]) & st["fc"][3]))
+                                         (~vsp[p][v] & _nz(st["mcnt"]) & st["fc"][3]))
                 m.d.sync += vsp[p][v].eq(sent[i])
 
         # ---------------- switch traversal (commit cycle) ----------------
