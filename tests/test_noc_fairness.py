@@ -58,7 +58,7 @@ def _saturate(vcs=2, classes=2, buffer_flits=4, alloc_stages=1):
 
 @pytest.mark.parametrize("alloc_stages", [1, 2])
 def test_switch_arbiter_round_robin_fairness(alloc_stages):
-    """(alloc_stages=2: the pointers move past valid grants, a cycle after them.)"""
+    """(alloc_stages=2: the same arbiter; every grant is valid.)"""
     seen = [(c, s) for c, s in _saturate(alloc_stages=alloc_stages) if c >= WARMUP]
     # the local output is saturated: one flit every cycle
     assert len(seen) >= (CYCLES - WARMUP) - 2

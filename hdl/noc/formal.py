@@ -136,8 +136,7 @@ def _a2_asserts(m, r):
             mcnt = st["mcnt"]
             m.d.comb += [Assert(k["u0"] == k["r0"][0]), Assert(k["m0"] == k["r0"][1]),
                          Assert(k["u1"] == k["r1"][0]), Assert(k["m1"] == k["r1"][1]),
-                         Assert(~sp["lv_r"][p][v] | ((mcnt != 0) & ~st["fc"][3])),
-                         Assert(~sp["vsp"][p][v] | sp["lv_r"][p][v])]
+                         Assert(~sp["vsp"][p][v] | ((mcnt != 0) & ~st["fc"][3]))]
             with m.If(mcnt != 0):
                 m.d.comb += [Assert(k["act1"] == k["a1"][0]), Assert(k["inmc1"] == k["a1"][1])]
 

@@ -51,16 +51,18 @@
   counts in the cycle it arrives for a unicast flit; a cycle later for a multicast), and
   bad-input events reach ``errors`` a cycle later.
 * Allocation loop over two cycles (``alloc_stages=2``, issue 20; an option, default 1 =
-  the cycles above): the loop grant -> buffer pop -> next request is cut.  Each input VC's
-  request speculates that its request of the previous cycle was granted (allocation sees
-  the entry after the front if that request was live; a 2:1 select by a register that does
-  not wait for the previous cycle's arbiters), acceptance counts the previous cycle's raw
-  grants pessimistically, and the arbiters' raw grants go straight into registers.  In the
-  next cycle (in parallel with the next allocation) a grant whose request speculated wrongly
-  is cancelled (its output idles), and the valid grants update buffers, credits, owners and
-  round-robin pointers and traverse the switch.  Unicast cycles per hop, the credit round
-  trip (the credit still goes at the valid grant) and single-flow rate are unchanged; under
-  contention a VC that lost arbitration skips a cycle.  A multicast head is allocated 3
+  the cycles above): the loop grant -> buffer pop -> next request is cut.  The arbiters'
+  grants go straight into registers; each input VC's request is a 2:1 select between the
+  front and the entry after it by a register loaded with its send (allocation sees the
+  entry after the front if the front was sent in the previous cycle), and acceptance
+  counts the previous cycle's (registered) grants on top of the output state.  In the next
+  cycle (in parallel with the next allocation) the registered grants update buffers,
+  credits, owners and the local queue and traverse the switch.  Unicast cycles per hop,
+  the credit round trip (the credit goes at the grant) and single-flow rate are unchanged.
+  (Stop 29 speculated instead: a VC that had requested assumed it was granted, and a grant
+  on a wrong assumption was cancelled a cycle later.  Doomed requests kept winning the
+  arbiters, whose pointers moved only past valid grants, and a 4x4 mesh at full load
+  stopped delivering.)  A multicast head is allocated 3
   cycles after its tail is written (pending -> arm -> go, all from registers; see
   ``_spec_alloc``).  Bad-input events reach ``errors`` a cycle later.
 * Unicast: wormhole; an output VC is held from head to tail.
@@ -490,16 +492,11 @@ class Router(wiring.Component):
 
         S2 = c.sa_stages == 2
         SP = c.alloc_stages == 2
-        # two-stage allocation loop (alloc_stages=2): per input VC, ``lv`` -- its request in
-        # this cycle was live (not doomed), so the next cycle's request speculates that it was
-        # granted (allocation sees the entry after the front); ``dm`` -- this cycle's request
-        # speculated on a grant that did not happen (the grant, if any, is cancelled a cycle
-        # later); ``vsp`` -- the front was validly sent in the previous cycle (from the
-        # registered grants), the state pops it now
-        lv_r = [[Signal(name=f"lvr_{p}_{v}") for v in range(V)] for p in range(5)]
-        dm = [[Signal(name=f"dm_{p}_{v}") for v in range(V)] for p in range(5)]
+        # two-stage allocation loop (alloc_stages=2): per input VC, ``vsp`` -- its front was
+        # sent in the previous cycle (a register loaded with the send), so allocation sees
+        # the entry after the front, and the state pops the front now
         vsp = [[Signal(name=f"vsp_{p}_{v}") for v in range(V)] for p in range(5)]
-        self._sp = dict(lv_r=lv_r, dm=dm, vsp=vsp) if SP else None
+        self._sp = dict(vsp=vsp) if SP else None
         s2vc = [[None] * V for _ in range(5)]      # two-stage allocation: next-state requests
         mc_in = Signal(5, name="mc_in")            # a multicast head is written this cycle
         mc_in_terms = [[] for _ in range(5)]
@@ -627,12 +624,11 @@ class Router(wiring.Component):
                     # alloc_stages=2.  The state is the buffer after the pops of the valid
                     # grants up to two cycles ago: the front entry ``fc`` (F0) and the one after
                     # it ``fc1`` (F1), each with its registered request and the packet state
-                    # before it.  Allocation sees F1 if this VC's request in the previous cycle
-                    # was live (``lv_r``: speculating that it was granted), else F0 -- a 2:1
-                    # select by a register that does not depend on the previous cycle's
-                    # arbiters.  The state pops F0 in the cycle after its valid grant (``vsp``,
-                    # from registered grants) or at once if it is a dropped entry.
-                    sr = lv_r[p][v]
+                    # before it.  Allocation sees F1 if this VC's front was sent in the
+                    # previous cycle (``vsp``, a register loaded with the send), else F0 -- a
+                    # 2:1 select by a register.  The state pops F0 in the cycle after its
+                    # grant (``vsp``) or at once if it is a dropped entry.
+                    sr = vsp[p][v]
                     fc1 = Signal(RB, name=f"fctl1_{p}_{v}")
                     rd2 = Signal(aw, name=f"rd2_{p}_{v}", init=2 % max(2, D))
                     act0 = Signal(5, name=f"act0_{p}_{v}")       # packet state before F0
@@ -829,7 +825,7 @@ class Router(wiring.Component):
             self._spec_alloc(m, dict(
                 in_links=in_links, out_links=out_links, fhead=fhead, ftail=ftail, fv=fv,
                 pop=pop, ureq=ureq, mreq=mreq, cv=cv, port_pay=port_pay, port_hdr=port_hdr,
-                mc_in=mc_in, lv_r=lv_r, dm=dm, vsp=vsp, cw=cw, FW=FW, LQ=LQ))
+                mc_in=mc_in, vsp=vsp, cw=cw, FW=FW, LQ=LQ))
             self._err_events = err_events
             self._errors(m, err_events, True)
             return m
@@ -1295,22 +1291,20 @@ class Router(wiring.Component):
         """Allocation, bookkeeping and traversal of ``alloc_stages=2``: the allocation loop
         over two cycles.
 
-        Cycle A (allocation): requests (each input VC's speculative front, see ``lv_r``),
-        acceptance and the output arbiters start from registers only: the output state
-        (credits, owners, local-queue reservations) is the state after the valid grants up to
-        two cycles ago, with the previous cycle's raw grants counted pessimistically (a credit
-        used, an owner taken, a released owner still held), and the arbiters' raw one-hot
-        grants go straight into registers.  Cycle B (commit, the next cycle, in parallel
-        with the next allocation): a grant is valid unless its VC's request was doomed (it
-        speculated on a grant in the cycle before that did not happen); the valid grants
-        update the buffers, credits, owners and round-robin pointers, drive the links
-        (switch traversal) and the local queue.  A doomed grant is dropped: its output idles
-        for that cycle.  A VC whose request lost retries its front a cycle later (one cycle of
-        doomed speculation in between).  The credit upstream still goes at the (valid)
-        grant, so the credit round trip stays ``2*link_latency + 2``.
+        Cycle A (allocation): requests (each input VC's front, or the entry after it if the
+        front was sent in the previous cycle: ``vsp``), acceptance and the output arbiters
+        start from registers only: the output state (credits, owners, local-queue
+        reservations) is the state after the grants up to two cycles ago, with the previous
+        cycle's grants counted on top (a credit used, an owner taken or released -- a released
+        owner is free only for the VC that sent the tail), and the arbiters' one-hot grants
+        go straight into registers; the round-robin pointers move past them at once (the
+        arbiter of ``noc_rr_arbiter_bound``).  Cycle B (commit, the next cycle, in parallel
+        with the next allocation): the registered grants update the buffers, credits and
+        owners, drive the links (switch traversal) and the local queue.  The credit upstream
+        goes at the grant, so the credit round trip stays ``2*link_latency + 2``.
 
         Multicast (cut-through, one at a time router-wide): the token port's offered VC with
-        a multicast head (its whole packet stored, the VC not speculating) is *pending*; the
+        a multicast head (its whole packet stored, the front not sent last cycle) is *pending*; the
         next cycle (only then), unicast heads are kept off the output VCs of its branches,
         and if it is still pending it *arms* when every branch accepts a whole packet (pessimistic
         acceptance as above); it goes in the cycle after (its branches taken ahead of the
@@ -1325,7 +1319,7 @@ class Router(wiring.Component):
         in_links, out_links = e["in_links"], e["out_links"]
         fhead, ftail, fv, pop = e["fhead"], e["ftail"], e["fv"], e["pop"]
         ureq, mreq, cv = e["ureq"], e["mreq"], e["cv"]
-        lv_r, dm, vsp, mc_in = e["lv_r"], e["dm"], e["vsp"], e["mc_in"]
+        vsp, mc_in = e["vsp"], e["mc_in"]
         NI = 5 * V
         vcb = _bits(V)
 
@@ -1409,7 +1403,7 @@ class Router(wiring.Component):
                                    for p in range(5)], "mc_tail", 1)
         with m.If(mgo):
             m.d.sync += burst_r.eq(~mtail)
-        # pending: the offered VC's front (not speculating) is a multicast head whose whole
+        # pending: the offered VC's front (not sent last cycle) is a multicast head whose whole
         # packet is stored (its multicast request is then its branch set)
         # (per port: the first VC with one, from the offered VC on)
         pm, pvc = [], []
@@ -1419,7 +1413,7 @@ class Router(wiring.Component):
                 st = self._vcstate[p][v]
                 f0 = st["fc"]
                 pmv[p][v] = Signal(5, name=f"mcpv_{p}_{v}")
-                m.d.comb += pmv[p][v].eq(Mux(~lv_r[p][v] & f0[0] & ~f0[3], st["m0"], 0))
+                m.d.comb += pmv[p][v].eq(Mux(~vsp[p][v] & f0[0] & ~f0[3], st["m0"], 0))
             if V > 1:
                 pv = Signal(vcb, name=f"mcpvc_{p}")
                 with m.Switch(cv[p]):
@@ -1493,15 +1487,11 @@ class Router(wiring.Component):
                 for o in range(5):
                     if o == p and o != L:
                         continue
-                    # a head needs the output VC free: owned, or taken last cycle by a head
-                    # that is not a tail, counts as busy; released by last cycle's tail counts
-                    # as free only for the input VC that sent the tail with a valid grant
-                    # (its own next packet: if this VC's last request speculated wrongly,
-                    # this one is cancelled too)
+                    # a head needs the output VC free: taken last cycle (a registered grant,
+                    # not yet in the owner register) by a head that is not a tail counts as
+                    # busy, by a tail as free; otherwise the owner register
                     okc, busy, tk, msk = acc(a_uh, o, v)
-                    own = (tk & oh_r[o][_LEGAL_IN[o].index(p)]
-                           if p in _LEGAL_IN[o] else Const(0, 1))
-                    ob = Mux(own, ~otail_r[o], busy | (tk & ~otail_r[o]))
+                    ob = Mux(tk, ~otail_r[o], busy)
                     a_u = Mux(hd, okc & ~ob & ~msk, acc(a_ub, o, v))
                     m.d.comb += uni_ok[o][i].eq(u[o] & a_u)
         p_uni = [Signal(5, name=f"puni_{o}") for o in range(5)]
@@ -1586,8 +1576,6 @@ class Router(wiring.Component):
             for v in range(V):
                 i = p * V + v
                 st = self._vcstate[p][v]
-                # the front select is the registered send itself: exact, nothing is doomed
-                m.d.comb += [dm[p][v].eq(0), lv_r[p][v].eq(vsp[p][v])]
                 m.d.comb += pop[p][v].eq(sent[i] |
                                          (~vsp[p][v] & _nz(st["mcnt"]) & st["fc"][3]))
                 m.d.sync += vsp[p][v].eq(sent[i])
