@@ -616,9 +616,7 @@ class Router(wiring.Component):
                 hwrite = Signal(name=f"hwrite_{p}_{v}")
                 m.d.comb += hwrite.eq(write & whead & ~wdrop)
                 self._write[p][v] = write
-                # (alloc_stages=2: a multicast head arriving, before the full test, so the
-                # token does not wait for the commit logic; a dropped one only moves it on)
-                mc_in_terms[p].append((we & f.head & f.mcast) if SP else (hwrite & f.mcast))
+                mc_in_terms[p].append(hwrite & f.mcast)
                 wctl = Cat(whead, wtail, f.mcast, wdrop, route)
                 if SP:
                     # alloc_stages=2.  The state is the buffer after the pops of the valid
@@ -804,7 +802,14 @@ class Router(wiring.Component):
                 if p != L:
                     # a credit goes back when a flit leaves the buffer
                     m.d.comb += in_links[p].credit[v].eq(pop[p][v])
-            m.d.comb += mc_in[p].eq(Cat(*mc_in_terms[p]).any())
+            if SP:
+                # (alloc_stages=2: a multicast head offered on the link or the local input,
+                # before the VC select, the local input's ready and the full test, so the
+                # token does not wait for them; one not taken or dropped only moves it on)
+                m.d.comb += mc_in[p].eq((self.local_in.valid if p == L else valid)
+                                        & f.head & f.mcast)
+            else:
+                m.d.comb += mc_in[p].eq(Cat(*mc_in_terms[p]).any())
             wrs, wps, rps, hws, hwps, hrps = vw
             if V == 1:
                 wa, ra, hwa, hra = wps[0], rps[0], hwps[0], hrps[0]
