@@ -716,8 +716,9 @@ class Router(wiring.Component):
                                                tails=tails[p][v], active=act0, in_mc=inmc0,
                                                act1=act1, in_mc1=inmc1, m0=m0, f0tl=f0tl)
                     if p != L:
-                        # a credit goes back when a flit leaves the buffer: at its valid grant
-                        m.d.comb += in_links[p].credit[v].eq(pop[p][v])
+                        # a credit goes back when a flit leaves the buffer: at its grant
+                        upc = in_links[p].credit
+                        m.d.comb += upc[v].eq(pop[p][v])
                     continue
                 for lst, sig in zip(vw, (write, wr, rd, hwrite, hwr, hrd)):
                     lst.append(sig)
@@ -1583,7 +1584,7 @@ class Router(wiring.Component):
                 st = self._vcstate[p][v]
                 m.d.comb += pop[p][v].eq(sent[i] |
                                          (~vsp[p][v] & _nz(st["mcnt"]) & st["fc"][3]))
-                m.d.sync += vsp[p][v].eq(sent[i])
+                m.d.sync += vsp[p][v].eq(0)
 
         # ---------------- switch traversal (commit cycle) ----------------
         pflit = []
