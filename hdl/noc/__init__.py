@@ -32,9 +32,10 @@ def _common(kx=4, ky=4):
               "round trip 2*link_latency+1+sa_stages for one flow at full rate)", min=1, max=64),
         Param("sa_stages", SA_STAGES, "switch allocation cycles (2: requests and acceptance "
               "registered a cycle ahead, +1 cycle per router)", min=1, max=2),
-        Param("alloc_stages", ALLOC_STAGES, "allocation loop cycles (2: each input VC's next "
-              "request speculates on its last grant, grants are checked and committed a cycle "
-              "later; same unicast cycles per hop, a multicast head waits 2 cycles more)",
+        Param("alloc_stages", ALLOC_STAGES, "allocation loop cycles (2: grants registered and "
+              "committed a cycle later, each input VC's next request selected by its "
+              "registered send; same unicast cycles per hop, a multicast head waits 2 cycles "
+              "more)",
               min=1, max=2),
         Param("max_packet_flits", 4, "longest legal packet (flits)", min=1, max=64),
         Param("payload_width", 64, "flit payload bits", min=1, max=1024),

@@ -31,7 +31,13 @@ and a free local-output ready.  Proven (k-induction unless marked BMC):
   the note at PROOFS);
 * ``noc_rr_arbiter_bound``: the round-robin arbiter all router output arbiters use grants a
   held request within n-1 cycles of contention (n = requesters); its one-hot pointer stays
-  one-hot and its one-hot grant equals its index grant.
+  one-hot and its one-hot grant equals its index grant.  With ``alloc_stages=2`` the output arbiters are
+  this arbiter unchanged (every grant is valid, the pointer moves past it at once);
+* ``noc_router_credits_alloc2``, ``noc_router_conservation_alloc2``,
+  ``noc_router_request_alloc2`` (BMC, depth 20; not fast): the credit, conservation and
+  request checks for ``alloc_stages=2`` (grants registered, committed a cycle later).  The
+  conservation harness adds: F1 is the stored entry after the front, and an output link
+  carries a flit exactly when its output was granted in the previous cycle.
 
 Left out: multi-router properties (deadlock freedom of the mesh), liveness under unbounded
 back-pressure, bad-input dropping (the harness assumes legal packets for conservation).

@@ -1584,7 +1584,7 @@ class Router(wiring.Component):
                 st = self._vcstate[p][v]
                 m.d.comb += pop[p][v].eq(sent[i] |
                                          (~vsp[p][v] & _nz(st["mcnt"]) & st["fc"][3]))
-                m.d.sync += vsp[p][v].eq(0)
+                m.d.sync += vsp[p][v].eq(sent[i])
 
         # ---------------- switch traversal (commit cycle) ----------------
         pflit = []
