@@ -133,8 +133,8 @@ def _s2_asserts(m, r):
 
 def _a2_asserts(m, r):
     """alloc_stages=2 (k-induction invariants of the request proof): the registered requests
-    of F0 and F1 equal the requests their framing gives; a speculating VC's F0 is a stored,
-    kept entry, and a doomed VC was speculating."""
+    of F0 and F1 equal the requests their framing gives; the F0 of a VC that sent last cycle
+    is a stored, kept entry."""
     for p in range(5):
         for v in range(r.cfg.vcs):
             st, sp = r._vcstate[p][v], r._sp
@@ -373,11 +373,11 @@ PROOFS = [
           doc="sa_stages=2 router: no flit lost or duplicated, lookahead registers sound (BMC; "
               "~17 min under load)"),
     # the allocation loop over two cycles (alloc_stages=2, an option of the router/mesh blocks).
-    # Not fast, not closed: under load the credit proof's base case passed to step 16 and its
-    # k-induction failed at depth 20 on hc + occupancy <= D (22 min; an invariant relating
-    # the speculation bit, the previous cycle's valid send and the occupancy is missing); the
-    # first run found a real bug (a released output VC counted free after a cancelled tail).
-    # The request proof was not run this stop.
+    # BMC, not fast (stop 30: at machine load 14-17 each step past ~15 takes minutes; see
+    # the stop-30 note for the depth each run reached).  Stop 29's k-induction of the credit
+    # proof failed at depth 20 (an invariant relating the speculation bit, since removed, to
+    # the occupancy was missing); its first run found a real bug (a released output VC
+    # counted free after a cancelled tail).  The request proof was not run in stop 30.
     Proof(name="noc_router_credits_alloc2", build=lambda: _RouterHarness("credits", 1, 2),
           depth=20, mode="bmc", fast=False,
           doc="alloc_stages=2 router: output credit counters stay in 0..D, match the "
@@ -385,11 +385,11 @@ PROOFS = [
     Proof(name="noc_router_request_alloc2", build=lambda: _RouterHarness("request", 1, 2),
           depth=20, mode="bmc", fast=False,
           doc="alloc_stages=2 router: each input VC's request (F0's or F1's, by its "
-              "speculation bit) equals the request of the framing it sees"),
+              "registered send) equals the request of the framing it sees"),
     Proof(name="noc_router_conservation_alloc2",
           build=lambda: _RouterHarness("conservation", 1, 2), depth=20, mode="bmc", fast=False,
-          doc="alloc_stages=2 router: no flit lost or duplicated, every grant valid, links "
-              "carry the previous cycle's grants (BMC)"),
+          doc="alloc_stages=2 router: no flit lost or duplicated, links carry the previous "
+              "cycle's grants (BMC)"),
     Proof(name="noc_rr_arbiter_bound", build=_ArbiterHarness, depth=20, mode="prove", fast=True,
           doc="round-robin switch arbiter grants a held request within n-1 cycles"),
 ]

@@ -138,23 +138,25 @@ invariants; not written).  So 100 MHz at grade 6 needs the
 allocation loop itself over two cycles (a VC's consecutive flits allocated from a
 speculative or two-cycle-old grant), which changes cycles.
 
-``alloc_stages=2`` (issue 20, stop 29; an option, not the default): P&R of commit 7baf083
-(``python -m tessera.synth router --param alloc_stages=2 --grades 6``, seed 1) 82.2 MHz,
-5,306 LUT4, 1,826 FF; critical path ``ohr_3`` (registered raw grant) -> commit (valid send)
--> write side's full test -> buffer write -> multicast-head-written -> token, 11 levels,
-12.2 ns (9.0 routing).  P&R of 32a62bd (full test without the commit term, since reverted:
-it dropped flits whose credit was used the cycle after it arrived): 81.9 MHz, 5,446 LUT4,
-path local-input packet state -> injection VC -> head written -> token.  Saturation
-(``bench/noc_throughput.py --quick --sa a2``, 4x4, 1 VC x 4, commit 005a28b): 0.044
-flits/node/cycle with 1-flit packets (vs 0.603 at alloc_stages=1 and BookSim's 0.51) and
-0.470 with 4-flit packets.  The 1-flit figure is a stall, not a rate: the 4x4 mesh at full
-load with 1-flit packets stops delivering (Verilator, 32a62bd: nothing more delivered in
-3,000 drain cycles, no router error; amaranth.sim, f526690, seed 1: at cycle ~770, every
-router's waiting fronts want outputs that accept nothing, no speculation pending -- e.g.
-router (2,0): inputs E and local want W).  Cause not found (credit accounting is the
-suspect: the credit proof's base case only reached depth 16, on a 2-flit-buffer router).
-Random mixed traffic below saturation drains in 2x2 and 3x3 meshes
-(tests/test_noc_alloc2_sim.py).  Not the default for these reasons.
+``alloc_stages=2`` (issue 20; an option, not the default).  Stop 29 built it with
+speculation (each VC's next request assumed its last one was granted; a grant on a wrong
+assumption was cancelled a cycle later) and P&R gave 82.2 MHz (7baf083) and 81.9 MHz
+(32a62bd), but a 4x4 mesh at full load (1 VC x 4, 1-flit packets) stopped delivering
+(0.044 flits/node/cycle).  Cause (stop 30; smallest case a 2x2 mesh, seed 1, cycle ~249,
+``tests/test_noc_alloc2_sim.py::test_alloc2_full_load_keeps_delivering``): a doomed request
+(one that speculated wrongly) still took part in arbitration and won; its grant was
+cancelled, and the round-robin pointers moved only past valid grants, so at router (0,1)
+the doomed requesters of alternate cycles won every arbitration and nothing moved again.
+With doomed requests kept out of arbitration (1ae1855) the mesh delivers, 0.504 at
+saturation (4x4, 1 VC x 4, 1-flit packets; below BookSim's 0.51: a VC that lost waits a
+doomed cycle); P&R of 1ae1855: 78.2 MHz, 5,410 LUT4, path ``ohr`` -> commit -> write ->
+header RAM, 9 levels, 12.8 ns (9.7 routing).  Since then every grant is valid, so the
+commit stage cancels nothing and the speculation bit is replaced by the registered send
+(exact: a loser retries the next cycle; the arbiters' pointers move past their grants at
+once): saturation **0.606** (4x4, 1 VC x 4, 1-flit packets; 0.470 with 4-flit packets;
+3.000 cycles/hop; ``bench/noc_throughput.py --quick --sa a2 --configs al2_1vc_x_4
+--no-mcast``, commit 30fb605), the same as ``alloc_stages=1`` (0.603-0.606).
+P&R of 062fbe0: PNR2_RESULT.  Not the default: 100 MHz is not reached.
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
