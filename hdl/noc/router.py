@@ -156,7 +156,14 @@ commit stage cancels nothing and the speculation bit is replaced by the register
 once): saturation **0.606** (4x4, 1 VC x 4, 1-flit packets; 0.470 with 4-flit packets;
 3.000 cycles/hop; ``bench/noc_throughput.py --quick --sa a2 --configs al2_1vc_x_4
 --no-mcast``, commit 30fb605), the same as ``alloc_stages=1`` (0.603-0.606).
-P&R of 062fbe0: PNR2_RESULT.  Not the default: 100 MHz is not reached.
+P&R of 062fbe0 (the multicast token's "head arriving" term also taken before the local
+input's ready; ``python -m tessera.synth router --param alloc_stages=2 --row
+router@alloc_stages=2 --grades 6``, seed 1): **88.9 MHz**, 5,341 LUT4, 1,789 FF; critical
+path ``ovc_r`` (output S's registered grant VC) -> last grant's VC match -> acceptance of
+F1's request -> output arbiter (L6MUX chain) -> granted VC -> ``ovc_r``, 11 levels (4 in
+one L6MUX/PFUMX tree), 11.3 ns (8.0 routing): the allocation loop itself.  Next cut (not
+tried): a per-VC register "output VC taken by last cycle's grant" instead of the ``ovc_r``
+compare, and the granted VC as a one-hot.  Not the default: 100 MHz is not reached.
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
