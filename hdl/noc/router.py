@@ -153,9 +153,11 @@ doomed cycle); P&R of 1ae1855: 78.2 MHz, 5,410 LUT4, path ``ohr`` -> commit -> w
 header RAM, 9 levels, 12.8 ns (9.7 routing).  Since then every grant is valid, so the
 commit stage cancels nothing and the speculation bit is replaced by the registered send
 (exact: a loser retries the next cycle; the arbiters' pointers move past their grants at
-once): saturation **0.606** (4x4, 1 VC x 4, 1-flit packets; 0.470 with 4-flit packets;
-3.000 cycles/hop; ``bench/noc_throughput.py --quick --sa a2 --configs al2_1vc_x_4
---no-mcast``, commit 30fb605), the same as ``alloc_stages=1`` (0.603-0.606).
+once): saturation **0.606** (4x4, 1 VC x 4, 1-flit packets; 3.000 cycles/hop,
+zero-load latency 12.31; ``bench/noc_throughput.py --quick --sa a2 --configs al2_1vc_x_4
+--no-mcast``, commits 30fb605 and 6373101), the same as ``alloc_stages=1`` (0.603-0.606);
+with 4-flit packets 0.470 (30fb605), 0.519 since an output VC released by last cycle's
+tail counts free for every head (278f3aa).
 P&R of 062fbe0 (the multicast token's "head arriving" term also taken before the local
 input's ready; ``python -m tessera.synth router --param alloc_stages=2 --row
 router@alloc_stages=2 --grades 6``, seed 1): **88.9 MHz**, 5,341 LUT4, 1,789 FF; critical
