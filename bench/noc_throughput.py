@@ -28,16 +28,23 @@ from tessera.golden import noc as G
 from tessera.tb.noc.traffic import run_traffic
 
 OUT = Path(os.environ.get("TESSERA_BUILD", Path(__file__).resolve().parent.parent / "build")) / "bench"
-# (name, VCs, buffer flits, sa_stages)
+# (name, VCs, buffer flits, pipeline): pipeline 1 / 2 = sa_stages, "a2" = alloc_stages 2
 CONFIGS = [("1vc_x_4", 1, 4, 1), ("2vc_x_8", 2, 8, 1),
-           ("sa2_1vc_x_4", 1, 4, 2), ("sa2_1vc_x_5", 1, 5, 2), ("sa2_2vc_x_8", 2, 8, 2)]
+           ("sa2_1vc_x_4", 1, 4, 2), ("sa2_1vc_x_5", 1, 5, 2), ("sa2_2vc_x_8", 2, 8, 2),
+           ("al2_1vc_x_4", 1, 4, "a2"), ("al2_2vc_x_8", 2, 8, "a2")]
+
+
+def _stages(sa):
+    """pipeline key -> (sa_stages, alloc_stages)"""
+    return (1, 2) if sa == "a2" else (sa, 1)
 # "Zero load": low enough that queueing adds < 0.01 cycles/hop to the slope (at 0.02 the 6x6
 # slope was 2.007), long enough windows for ~2000 packets on a 4x4 mesh.
 ZERO_LOAD = 0.005
 
 
 def run_points(k, vcs, buf, points, check=False, sa=1):
-    return run_traffic(k, vcs, buf, points, check=check, sa_stages=sa)
+    s, a = _stages(sa)
+    return run_traffic(k, vcs, buf, points, check=check, sa_stages=s, alloc_stages=a)
 
 
 def rate_for(load_flits, plen):
@@ -64,9 +71,13 @@ def slope(pairs):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="4x4 only, shorter runs")
-    ap.add_argument("--sa", default="1,2", help="router pipelines (sa_stages) to run")
+    ap.add_argument("--sa", default="1,2,a2",
+                    help="router pipelines to run (sa_stages 1 / 2, a2 = alloc_stages 2)")
+    ap.add_argument("--configs", default="", help="only these configurations (names, comma)")
+    ap.add_argument("--no-mcast", action="store_true", help="skip the RTL multicast runs")
     args = ap.parse_args(argv)
-    sas = {int(x) for x in args.sa.split(",")}
+    sas = {x if x == "a2" else int(x) for x in args.sa.split(",")}
+    only = set(filter(None, args.configs.split(",")))
     OUT.mkdir(parents=True, exist_ok=True)
     meshes = [4] if args.quick else [4, 6]
     warm, cyc = (500, 2000) if args.quick else (1000, 5000)
@@ -74,7 +85,7 @@ def main(argv=None):
     for k in meshes:
         bound = 4 / k
         for cname, vcs, buf, sa in CONFIGS:
-            if sa not in sas:
+            if sa not in sas or (only and cname not in only):
                 continue
             pts = []
             for plen in (1, 4):
@@ -91,8 +102,10 @@ def main(argv=None):
                 sat, _, _ = summarise(res[2 * j + 1], k)
                 e = {"mesh": f"{k}x{k}", "traffic": "uniform_random_incl_self",
                      "packet_flits": plen, "vcs": vcs, "buffer_flits": buf, "link_latency": 1,
-                     "config": cname, "sa_stages": sa,
-                     "zero_load_latency_golden": G.zero_load_latency(0, sa_stages=sa),
+                     "config": cname, "sa_stages": _stages(sa)[0],
+                     "alloc_stages": _stages(sa)[1],
+                     "zero_load_latency_golden": G.zero_load_latency(
+                         0, sa_stages=_stages(sa)[0], alloc_stages=_stages(sa)[1]),
                      "zero_load_latency_cycles": round(zl, 2),
                      "zero_load_cycles_per_hop": round(slope(per_hop), 3),
                      "saturation_flits_per_node_cycle": round(sat, 4),
@@ -114,14 +127,15 @@ def main(argv=None):
                             "unicast_link_traversals": uni,
                             "tree_over_minimum": round(tree / G.broadcast_min_links(k, k), 4)})
     # RTL multicast copies: 4x4 broadcast-heavy random multicast traffic, every copy delivered
-    for sa, buf in ((1, 4), (2, 5)):
-        if sa not in sas:
+    for sa, buf in ((1, 4), (2, 5), ("a2", 4)):
+        if sa not in sas or args.no_mcast:
             continue
         res = run_points(4, 2, buf, [{"rate": rate_for(0.02, 1), "plen": 1, "mcast": 256,
                                       "warmup": 200, "cycles": 3000, "drain": 2000}],
                          check=True, sa=sa)
         dr = res[0]["drained"]
-        entries.append({"kind": "multicast_rtl", "mesh": "4x4", "sa_stages": sa,
+        entries.append({"kind": "multicast_rtl", "mesh": "4x4", "sa_stages": _stages(sa)[0],
+                        "alloc_stages": _stages(sa)[1],
                         "buffer_flits": buf, "copies_due": dr["mcast_due"],
                         "copies_delivered": dr["mcast_rcv"], "order_errors": dr["mseq_err"]})
     (OUT / "noc_throughput.json").write_text(json.dumps(entries, indent=2) + "\n")
@@ -162,7 +176,8 @@ def main(argv=None):
                   f"links, minimum {e['minimum_link_traversals']}, unicasts "
                   f"{e['unicast_link_traversals']}")
         elif e.get("kind") == "multicast_rtl":
-            print(f"RTL multicast 4x4 sa_stages={e['sa_stages']}: "
+            print(f"RTL multicast 4x4 sa_stages={e['sa_stages']} "
+                  f"alloc_stages={e['alloc_stages']}: "
                   f"{e['copies_delivered']}/{e['copies_due']} copies delivered, "
                   f"order errors {e['order_errors']}")
     print(f"wrote {OUT / 'noc_throughput.json'}")

@@ -23,7 +23,11 @@ the buffer and traverses the cycle after that, so a router costs
 ``max(ROUTER_CYCLES, flits + MCAST_TAIL_CYCLES)`` for a multicast.  With switch
 allocation over two cycles (router parameter ``sa_stages`` = 2, issue 20) every
 router costs one cycle more (:func:`router_cycles_of`: 3) and a multicast head
-leaves one cycle later after its tail (:func:`mcast_tail_cycles_of`: 2).
+leaves one cycle later after its tail (:func:`mcast_tail_cycles_of`: 2).  With the
+allocation loop over two cycles (router parameter ``alloc_stages`` = 2, issue 20) a unicast
+router still costs ``ROUTER_CYCLES``; a multicast head is allocated 3 cycles after its tail
+is written (it is pending one cycle, arms when every branch accepts a whole packet, and
+goes in the cycle after: :func:`mcast_tail_cycles_of` 3).
 Left out: contention (the golden model only gives zero-load timing).
 """
 from __future__ import annotations
@@ -36,14 +40,16 @@ ROUTER_CYCLES = 2    # was 1 before the router was pipelined (issue 20)
 MCAST_TAIL_CYCLES = 1    # multicast head leaves this long after the tail arrives (was 0)
 
 
-def router_cycles_of(sa_stages: int = 1) -> int:
+def router_cycles_of(sa_stages: int = 1, alloc_stages: int = 1) -> int:
     """Zero-load router cycles with ``sa_stages`` cycles of switch allocation (1: the
-    chiplet's router, ROUTER_CYCLES; 2: the pipelined one)."""
+    chiplet's router, ROUTER_CYCLES; 2: the pipelined one).  ``alloc_stages`` = 2 (the
+    allocation loop over two cycles) does not change a unicast head's router cycles."""
     return ROUTER_CYCLES + sa_stages - 1
 
 
-def mcast_tail_cycles_of(sa_stages: int = 1) -> int:
-    return MCAST_TAIL_CYCLES + sa_stages - 1
+def mcast_tail_cycles_of(sa_stages: int = 1, alloc_stages: int = 1) -> int:
+    """Cycles from a multicast tail's arrival to its head's allocation."""
+    return MCAST_TAIL_CYCLES + sa_stages - 1 + 2 * (alloc_stages - 1)
 
 
 def xy_path(src: Coord, dst: Coord) -> list:
@@ -100,13 +106,16 @@ def router_cost(flits: int = 1, multicast: bool = False, router_cycles: int = RO
 
 
 def zero_load_latency(h: int, link_latency: int = 1, flits: int = 1, multicast: bool = False,
-                      router_cycles: int = ROUTER_CYCLES, sa_stages: int | None = None) -> int:
+                      router_cycles: int = ROUTER_CYCLES, sa_stages: int | None = None,
+                      alloc_stages: int = 1) -> int:
     """Cycles from the source's local-input handshake of the head to the head being valid at
-    the destination's local output, on one mesh with no contention (``sa_stages`` given:
-    the router and multicast-tail cycles of that allocation pipeline)."""
+    the destination's local output, on one mesh with no contention (``sa_stages`` /
+    ``alloc_stages`` given: the router and multicast-tail cycles of that pipeline)."""
     tail = MCAST_TAIL_CYCLES
-    if sa_stages is not None:
-        router_cycles, tail = router_cycles_of(sa_stages), mcast_tail_cycles_of(sa_stages)
+    if sa_stages is not None or alloc_stages != 1:
+        sa = 1 if sa_stages is None else sa_stages
+        router_cycles = router_cycles_of(sa, alloc_stages)
+        tail = mcast_tail_cycles_of(sa, alloc_stages)
     routers = h + 1
     return routers * router_cost(flits, multicast, router_cycles, tail) + h * link_latency + 1
 
@@ -134,6 +143,7 @@ class System:
     noc_link: int = 1
     nop_link: int = 4
     sa_stages: int = 1      # switch allocation cycles of every router (router_cycles_of)
+    alloc_stages: int = 1   # allocation loop cycles of every router (mcast_tail_cycles_of)
 
     def destinations(self, pkt: Packet) -> list:
         """Every (chiplet, node) that must receive pkt exactly once."""
@@ -167,13 +177,14 @@ class System:
         (sc, sn), (dc, dn) = src, dst
         if sc == dc:
             return zero_load_latency(hops(sn, dn), self.noc_link, flits, multicast,
-                                     sa_stages=self.sa_stages)
+                                     sa_stages=self.sa_stages, alloc_stages=self.alloc_stages)
         h1, hp, h2 = hops(sn, self.gw), hops(sc, dc), hops(self.gw, dn)
         routers = (h1 + 1) + (hp + 1) + (h2 + 1)
         links = (h1 + h2) * self.noc_link + hp * self.nop_link
         queues = 3          # gateway -> NoP, NoP -> gateway, final ejection
-        return routers * router_cost(flits, multicast, router_cycles_of(self.sa_stages),
-                                     mcast_tail_cycles_of(self.sa_stages)) + links + queues
+        return routers * router_cost(
+            flits, multicast, router_cycles_of(self.sa_stages, self.alloc_stages),
+            mcast_tail_cycles_of(self.sa_stages, self.alloc_stages)) + links + queues
 
 
 def expected_deliveries(system: System, packets) -> dict:

@@ -65,3 +65,16 @@ def test_zero_load_latency_two_cycle_allocation():
     assert G.zero_load_latency(3, link_latency=1, sa_stages=2) == 4 * 3 + 3 + 1
     assert G.zero_load_latency(2, 1, flits=4, multicast=True, sa_stages=2) == 3 * 6 + 2 + 1
     assert G.System(2, 2, sa_stages=2).latency(((0, 0), (0, 0)), ((0, 0), (1, 1))) == 3 * 3 + 2 + 1
+
+
+def test_zero_load_latency_two_cycle_allocation_loop():
+    """alloc_stages=2 (the allocation loop over two cycles, an option): a unicast router
+    costs the same 2 cycles; a multicast head is allocated 3 cycles after its tail is written
+    (pending, arm, go) instead of 1."""
+    assert G.router_cycles_of(1, 2) == G.ROUTER_CYCLES
+    assert G.mcast_tail_cycles_of(1, 2) == G.MCAST_TAIL_CYCLES + 2 == 3
+    assert G.zero_load_latency(3, alloc_stages=2) == G.zero_load_latency(3) == 4 * 2 + 3 + 1
+    assert G.zero_load_latency(0, flits=1, multicast=True, alloc_stages=2) == 4 + 1
+    assert G.zero_load_latency(2, 1, flits=4, multicast=True, alloc_stages=2) == 3 * 7 + 2 + 1
+    assert G.System(2, 2, alloc_stages=2).latency(((0, 0), (0, 0)), ((0, 0), (1, 1)),
+                                                  multicast=True) == 3 * 4 + 2 + 1

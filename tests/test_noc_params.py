@@ -13,6 +13,8 @@ from tessera.registry import get
     ("mesh", {"buffer_flits": 4, "sa_stages": 2}, "buffer_flits",
      "2*link_latency+3 = 5 cycles (sa_stages=2)"),
     ("router", {"sa_stages": 3}, "sa_stages", "<= 2"),
+    ("router", {"alloc_stages": 3}, "alloc_stages", "<= 2"),
+    ("router", {"alloc_stages": 2, "sa_stages": 2}, "alloc_stages", "needs sa_stages=1"),
     ("router", {"max_packet_flits": 8}, "buffer_flits", "cut-through"),
     ("router", {"vcs": 3}, "vcs", "cannot be split evenly"),
     ("router", {"vcs": 1}, "vcs", "1 VCs < 2 message classes"),

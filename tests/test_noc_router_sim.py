@@ -23,11 +23,19 @@ def golden_outputs(src, dests):
     return outs
 
 
-def _router(sa):
-    return Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=1, classes=1, sa_stages=sa)
+def _mode(sa):
+    """Test id -> (sa_stages, alloc_stages): 1 (the chiplet's), 2 (two-cycle switch
+    allocation), "a2" (allocation loop over two cycles)."""
+    return (1, 2) if sa == "a2" else (sa, 1)
 
 
-SA = pytest.mark.parametrize("sa", [1, 2])    # switch allocation in 1 (chiplet) or 2 cycles
+def _router(sa, **kw):
+    s, a = _mode(sa)
+    return Router(kx=3, ky=3, max_node=4, payload_width=8, **{"vcs": 1, "classes": 1, **kw},
+                  sa_stages=s, alloc_stages=a)
+
+
+SA = pytest.mark.parametrize("sa", [1, 2, "a2"])    # the router pipelines
 
 
 @SA
@@ -82,7 +90,9 @@ def test_router_routes_and_latency(sa):
         assert set(seen) == want, (PORTS[p] if p < 4 else "l", dests, sorted(seen), sorted(want))
         for o, (cyc, pl) in seen.items():
             assert pl == cases.index((p, src, dests, mc))
-            assert cyc == G.router_cycles_of(sa), (p, dests, o, cyc)
+            s, a = _mode(sa)
+            want_cyc = G.router_cost(1, mc, G.router_cycles_of(s, a), G.mcast_tail_cycles_of(s, a))
+            assert cyc == want_cyc, (p, dests, o, cyc)
 
 
 def _sim(r, body):
@@ -329,7 +339,7 @@ def test_two_vcs_do_not_interleave_packets_on_an_output_vc(sa):
     to tail, so on each VC of the south link the flits of one packet are contiguous (the
     head-of-line request on the other VC makes the two-cycle allocation's ownership look-ahead
     conservative: mutation noc_sa2_owner_lookahead_ignores_grant)."""
-    r = Router(kx=3, ky=3, max_node=4, payload_width=8, vcs=2, classes=1, sa_stages=sa)
+    r = _router(sa, vcs=2, classes=1)
     D = r.cfg.depth
     srcs = {3: ((0, 1), 0), 1: ((2, 1), 0), 0: ((1, 0), 1)}       # port -> (source node, VC)
     npk = 4

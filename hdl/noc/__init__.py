@@ -14,6 +14,12 @@ from .flit import MAX_MESH
 # buffer must be 5 (the mesh checks the round trip).  The chiplet and package keep
 # RouterConfig's default (1) regardless.
 SA_STAGES = 1
+# Allocation loop over two cycles (issue 20): an option, NOT the default -- 82.2 / 81.9 MHz
+# at grade 6 (two P&R runs of two variants; router 1: 78.4), and a 4x4 mesh at full load
+# with 1-flit packets stalls (cause not found; 4x4 saturation at 1 VC x 4: 0.044 with 1-flit
+# packets, 0.470 with 4-flit, BookSim 0.51; see router.py's docstring); 1 keeps the exact
+# cycles of the chiplet's router.
+ALLOC_STAGES = 1
 BUFFER_FLITS = 4 if SA_STAGES == 1 else 5
 
 
@@ -26,6 +32,11 @@ def _common(kx=4, ky=4):
               "round trip 2*link_latency+1+sa_stages for one flow at full rate)", min=1, max=64),
         Param("sa_stages", SA_STAGES, "switch allocation cycles (2: requests and acceptance "
               "registered a cycle ahead, +1 cycle per router)", min=1, max=2),
+        Param("alloc_stages", ALLOC_STAGES, "allocation loop cycles (2: grants registered and "
+              "committed a cycle later, each input VC's next request selected by its "
+              "registered send; same unicast cycles per hop, a multicast head waits 2 cycles "
+              "more)",
+              min=1, max=2),
         Param("max_packet_flits", 4, "longest legal packet (flits)", min=1, max=64),
         Param("payload_width", 64, "flit payload bits", min=1, max=1024),
         Param("classes", 2, "message classes", min=1, max=4),

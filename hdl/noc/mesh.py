@@ -150,7 +150,7 @@ def _wire_grid(m, ports, cfg: RouterConfig, kx, ky, latency, tag, flit_cycles=1)
 class Mesh(wiring.Component):
     def __init__(self, kx=4, ky=4, vcs=2, buffer_flits=4, max_packet_flits=4, payload_width=64,
                  classes=2, link_latency=1, max_node=8, err_width=16, name="mesh", sim=False,
-                 sa_stages=1, full_rate_check=True):
+                 sa_stages=1, full_rate_check=True, alloc_stages=1):
         if full_rate_check:
             _check_rtt("buffer_flits", buffer_flits, link_latency, sa_stages)
         if link_latency < 1:
@@ -160,7 +160,8 @@ class Mesh(wiring.Component):
         self.cfg = RouterConfig(kx=kx, ky=ky, vcs=vcs, buffer_flits=buffer_flits,
                                 max_packet_flits=max_packet_flits, payload_width=payload_width,
                                 classes=classes, max_node=max_node, max_chiplet=1,
-                                err_width=err_width, sa_stages=sa_stages)
+                                err_width=err_width, sa_stages=sa_stages,
+                                alloc_stages=alloc_stages)
         self.kx, self.ky, self.link_latency, self.top = kx, ky, link_latency, name
         self.sim = sim      # True: routers as Amaranth submodules (amaranth.sim), not Instances
         n = kx * ky

@@ -50,6 +50,21 @@
   cycles after its tail arrives, credit round trip ``2*link_latency + 3`` (a credit still
   counts in the cycle it arrives for a unicast flit; a cycle later for a multicast), and
   bad-input events reach ``errors`` a cycle later.
+* Allocation loop over two cycles (``alloc_stages=2``, issue 20; an option, default 1 =
+  the cycles above): the loop grant -> buffer pop -> next request is cut.  The arbiters'
+  grants go straight into registers; each input VC's request is a 2:1 select between the
+  front and the entry after it by a register loaded with its send (allocation sees the
+  entry after the front if the front was sent in the previous cycle), and acceptance
+  counts the previous cycle's (registered) grants on top of the output state.  In the next
+  cycle (in parallel with the next allocation) the registered grants update buffers,
+  credits, owners and the local queue and traverse the switch.  Unicast cycles per hop,
+  the credit round trip (the credit goes at the grant) and single-flow rate are unchanged.
+  (Stop 29 speculated instead: a VC that had requested assumed it was granted, and a grant
+  on a wrong assumption was cancelled a cycle later.  Doomed requests kept winning the
+  arbiters, whose pointers moved only past valid grants, and a 4x4 mesh at full load
+  stopped delivering.)  A multicast head is allocated 3
+  cycles after its tail is written (pending -> arm -> go, all from registers; see
+  ``_spec_alloc``).  Bad-input events reach ``errors`` a cycle later.
 * Unicast: wormhole; an output VC is held from head to tail.
 * Multicast: cut-through.  The whole packet must be in the input buffer before
   it competes (the head is allocated the cycle after the tail was written), and
@@ -122,6 +137,36 @@ pass the base case (depth 20) but fail k-induction (the new registers need more
 invariants; not written).  So 100 MHz at grade 6 needs the
 allocation loop itself over two cycles (a VC's consecutive flits allocated from a
 speculative or two-cycle-old grant), which changes cycles.
+
+``alloc_stages=2`` (issue 20; an option, not the default).  Stop 29 built it with
+speculation (each VC's next request assumed its last one was granted; a grant on a wrong
+assumption was cancelled a cycle later) and P&R gave 82.2 MHz (7baf083) and 81.9 MHz
+(32a62bd), but a 4x4 mesh at full load (1 VC x 4, 1-flit packets) stopped delivering
+(0.044 flits/node/cycle).  Cause (stop 30; smallest case a 2x2 mesh, seed 1, cycle ~249,
+``tests/test_noc_alloc2_sim.py::test_alloc2_full_load_keeps_delivering``): a doomed request
+(one that speculated wrongly) still took part in arbitration and won; its grant was
+cancelled, and the round-robin pointers moved only past valid grants, so at router (0,1)
+the doomed requesters of alternate cycles won every arbitration and nothing moved again.
+With doomed requests kept out of arbitration (1ae1855) the mesh delivers, 0.504 at
+saturation (4x4, 1 VC x 4, 1-flit packets; below BookSim's 0.51: a VC that lost waits a
+doomed cycle); P&R of 1ae1855: 78.2 MHz, 5,410 LUT4, path ``ohr`` -> commit -> write ->
+header RAM, 9 levels, 12.8 ns (9.7 routing).  Since then every grant is valid, so the
+commit stage cancels nothing and the speculation bit is replaced by the registered send
+(exact: a loser retries the next cycle; the arbiters' pointers move past their grants at
+once): saturation **0.606** (4x4, 1 VC x 4, 1-flit packets; 3.000 cycles/hop,
+zero-load latency 12.31; ``bench/noc_throughput.py --quick --sa a2 --configs al2_1vc_x_4
+--no-mcast``, commits 30fb605 and 6373101), the same as ``alloc_stages=1`` (0.603-0.606);
+with 4-flit packets 0.470 (30fb605), 0.519 since an output VC released by last cycle's
+tail counts free for every head (278f3aa).
+P&R of 062fbe0 (the multicast token's "head arriving" term also taken before the local
+input's ready; ``python -m tessera.synth router --param alloc_stages=2 --row
+router@alloc_stages=2 --grades 6``, seed 1): **88.9 MHz**, 5,341 LUT4, 1,789 FF; critical
+path ``ovc_r`` (output S's registered grant VC) -> last grant's VC match -> acceptance of
+F1's request -> output arbiter (L6MUX chain) -> granted VC -> ``ovc_r``, 11 levels (4 in
+one L6MUX/PFUMX tree), 11.3 ns (8.0 routing): the allocation loop itself.  Same netlist,
+``--seed 2``: 91.2 MHz, the same path (9 levels, 11.0 ns, 8.1 routing).  Next cut (not
+tried): a per-VC register "output VC taken by last cycle's grant" instead of the ``ovc_r``
+compare, and the granted VC as a one-hot.  Not the default: 100 MHz is not reached.
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
@@ -202,7 +247,8 @@ class RouterConfig:
 
     def __init__(self, kx=4, ky=4, vcs=2, buffer_flits=4, max_packet_flits=4, payload_width=64,
                  classes=2, level="noc", hier=False, ckx=1, cky=1, gw_x=0, gw_y=0,
-                 max_node=MAX_MESH, max_chiplet=MAX_MESH, err_width=16, sa_stages=1):
+                 max_node=MAX_MESH, max_chiplet=MAX_MESH, err_width=16, sa_stages=1,
+                 alloc_stages=1):
         def bad(name, msg):
             err = ValueError(f"{name}: {msg}")
             err.param = name
@@ -236,6 +282,10 @@ class RouterConfig:
             bad("err_width", "must be in 4..32")
         if sa_stages not in (1, 2):
             bad("sa_stages", f"must be 1 or 2, got {sa_stages}")
+        if alloc_stages not in (1, 2):
+            bad("alloc_stages", f"must be 1 or 2, got {alloc_stages}")
+        if alloc_stages == 2 and sa_stages != 1:
+            bad("alloc_stages", "alloc_stages=2 needs sa_stages=1 (two allocation pipelines)")
         self.kx, self.ky, self.vcs, self.depth = kx, ky, vcs, buffer_flits
         self.max_len, self.payload_width, self.classes = max_packet_flits, payload_width, classes
         self.level, self.hier, self.ckx, self.cky = level, hier, ckx, cky
@@ -246,11 +296,17 @@ class RouterConfig:
         self.addr = address_layout((max_node, max_node), (max_chiplet, max_chiplet))
         self.vpc = vcs // classes      # class -> VC set of vpc VCs
         self.sa_stages = sa_stages
+        self.alloc_stages = alloc_stages
 
     @property
     def router_cycles(self) -> int:
         """Zero-load cycles a router adds to a head (buffer write .. allocation)."""
         return 1 + self.sa_stages
+
+    @property
+    def mcast_tail_cycles(self) -> int:
+        """Cycles from a multicast tail's buffer write to its head's allocation."""
+        return self.sa_stages + 2 * (self.alloc_stages - 1)
 
     @property
     def credit_rtt_extra(self) -> int:
@@ -447,6 +503,12 @@ class Router(wiring.Component):
             return Mux(im, 0, rq), Mux(im, rq, 0)
 
         S2 = c.sa_stages == 2
+        SP = c.alloc_stages == 2
+        # two-stage allocation loop (alloc_stages=2): per input VC, ``vsp`` -- its front was
+        # sent in the previous cycle (a register loaded with the send), so allocation sees
+        # the entry after the front, and the state pops the front now
+        vsp = [[Signal(name=f"vsp_{p}_{v}") for v in range(V)] for p in range(5)]
+        self._sp = dict(vsp=vsp) if SP else None
         s2vc = [[None] * V for _ in range(5)]      # two-stage allocation: next-state requests
         mc_in = Signal(5, name="mc_in")            # a multicast head is written this cycle
         mc_in_terms = [[] for _ in range(5)]
@@ -516,9 +578,15 @@ class Router(wiring.Component):
                 wdrop = Signal(name=f"wdrop_{p}_{v}")
                 err = Signal(name=f"err_{p}_{v}")
                 m.d.comb += [whead.eq(f.head), wtail.eq(f.tail)]
-                full = mcnt == D
+                if SP:
+                    # (the front validly sent in the previous cycle leaves the buffer in this
+                    # cycle; its slot counts as free, its credit went upstream at its grant)
+                    full = Signal(name=f"full_{p}_{v}")
+                    m.d.comb += full.eq((mcnt == D) & ~vsp[p][v])
+                else:
+                    full = mcnt == D
                 if p == L:
-                    lin_space.append(mcnt != D)
+                    lin_space.append(~full if SP else mcnt != D)
                 with m.If(we):
                     with m.If(full):
                         # upstream violated credits: drop, keep packet state
@@ -562,6 +630,108 @@ class Router(wiring.Component):
                 self._write[p][v] = write
                 mc_in_terms[p].append(hwrite & f.mcast)
                 wctl = Cat(whead, wtail, f.mcast, wdrop, route)
+                if SP:
+                    # alloc_stages=2.  The state is the buffer after the pops of the valid
+                    # grants up to two cycles ago: the front entry ``fc`` (F0) and the one after
+                    # it ``fc1`` (F1), each with its registered request and the packet state
+                    # before it.  Allocation sees F1 if this VC's front was sent in the
+                    # previous cycle (``vsp``, a register loaded with the send), else F0 -- a
+                    # 2:1 select by a register.  The state pops F0 in the cycle after its
+                    # grant (``vsp``) or at once if it is a dropped entry.
+                    sr = vsp[p][v]
+                    fc1 = Signal(RB, name=f"fctl1_{p}_{v}")
+                    rd2 = Signal(aw, name=f"rd2_{p}_{v}", init=2 % max(2, D))
+                    act0 = Signal(5, name=f"act0_{p}_{v}")       # packet state before F0
+                    inmc0 = Signal(name=f"inmc0_{p}_{v}")
+                    act1 = Signal(5, name=f"act1_{p}_{v}")       # ... before F1
+                    inmc1 = Signal(name=f"inmc1_{p}_{v}")
+                    u0, m0 = Signal(5, name=f"ureq0_{p}_{v}"), Signal(5, name=f"mreq0_{p}_{v}")
+                    u1, m1 = Signal(5, name=f"ureq1_{p}_{v}"), Signal(5, name=f"mreq1_{p}_{v}")
+                    m.d.comb += [cmem.w_en.eq(write), cmem.w_addr.eq(wr), cmem.w_data.eq(wctl),
+                                 cmem.r_addr.eq(rd2)]
+                    dpop = Signal(name=f"dpop_{p}_{v}")          # the state's pop (F0 leaves)
+                    m.d.comb += dpop.eq(vsp[p][v] | (_nz(mcnt) & fc[3]))
+                    fce = Signal(RB, name=f"fce_{p}_{v}")
+                    m.d.comb += [fce.eq(Mux(sr, fc1, fc)),
+                                 fv[p][v].eq(Mux(sr, _gt_const(mcnt, 1), _nz(mcnt))),
+                                 ureq[p][v].eq(Mux(sr, u1, u0)), mreq[p][v].eq(Mux(sr, m1, m0)),
+                                 active[p][v].eq(Mux(sr, act1, act0)),
+                                 in_mc[p][v].eq(Mux(sr, inmc1, inmc0))]
+                    fhead[p][v], ftail[p][v], fmc[p][v], fdrop[p][v] = \
+                        fce[0], fce[1], fce[2], fce[3]
+                    froute[p][v] = fce[4:RB]
+                    mcnte = Signal(cw, name=f"mcnte_{p}_{v}")
+                    m.d.comb += mcnte.eq(mcnt - vsp[p][v])
+                    self._mcnt[p][v] = mcnte
+                    f0tl = fc[1] & ~fc[3]                          # F0 is a (kept) tail
+                    rde = Signal(aw, name=f"rde_{p}_{v}")
+                    hrde = Signal(aw, name=f"hrde_{p}_{v}")
+                    m.d.comb += [rde.eq(Mux(sr, rd1, rd)),
+                                 hrde.eq(Mux(sr & f0tl, inc(hrd), hrd))]
+                    for lst, sig in zip(vw, (write, wr, rde, hwrite, hwr, hrde)):
+                        lst.append(sig)
+
+                    def after(f, act, inmc):
+                        hd, tl, mcb, dr, rt = f[0], f[1], f[2], f[3], f[4:RB]
+                        return (Mux(~dr & hd, Mux(tl, 0, rt), Mux(~dr & tl, 0, act)),
+                                Mux(~dr & hd, mcb, inmc))
+                    tw = write & wtail & ~wdrop
+                    lt = len(tails[p][v])
+                    left = Signal(cw, name=f"left_{p}_{v}")        # entries left after the pop
+                    m.d.comb += left.eq(mcnt - dpop)
+                    fc0n = Signal(RB, name=f"fc0n_{p}_{v}")
+                    fc1n = Signal(RB, name=f"fc1n_{p}_{v}")
+                    m.d.comb += [fc0n.eq(Mux(_nz(left), Mux(dpop, fc1, fc), wctl)),
+                                 fc1n.eq(Mux(_gt_const(left, 1), Mux(dpop, cmem.r_data, fc1),
+                                             wctl))]
+                    a_pop, i_pop = after(fc, act0, inmc0)
+                    act0n = Signal(5, name=f"act0n_{p}_{v}")
+                    inmc0n = Signal(name=f"inmc0n_{p}_{v}")
+                    m.d.comb += [act0n.eq(Mux(dpop, a_pop, act0)),
+                                 inmc0n.eq(Mux(dpop, i_pop, inmc0))]
+                    a1n, i1n = after(fc0n, act0n, inmc0n)
+                    tails_n = Signal(lt, name=f"tailsn_{p}_{v}")
+                    tails1n = Signal(lt, name=f"tails1n_{p}_{v}")
+                    m.d.comb += [tails_n.eq(tails[p][v] + tw - (dpop & f0tl)),
+                                 tails1n.eq(tails_n - (fc0n[1] & ~fc0n[3]))]
+                    mcnt_n = Signal(cw, name=f"mcntn_{p}_{v}")
+                    m.d.comb += mcnt_n.eq(left + write)
+                    u0n, m0n = derive(_nz(mcnt_n), fc0n, _z(tails_n), act0n, inmc0n, f"n0{p}_{v}")
+                    u1n, m1n = derive(_gt_const(mcnt_n, 1), fc1n, _z(tails1n), a1n, i1n,
+                                      f"n1{p}_{v}")
+                    m.d.sync += [fc.eq(fc0n), fc1.eq(fc1n), mcnt.eq(mcnt_n),
+                                 tails[p][v].eq(tails_n), act0.eq(act0n), inmc0.eq(inmc0n),
+                                 act1.eq(a1n), inmc1.eq(i1n),
+                                 u0.eq(u0n), m0.eq(m0n), u1.eq(u1n), m1.eq(m1n)]
+                    with m.If(write):
+                        m.d.sync += wr.eq(inc(wr))
+                    with m.If(hwrite):
+                        m.d.sync += hwr.eq(inc(hwr))
+                    with m.If(dpop):
+                        m.d.sync += [rd.eq(rd1), rd1.eq(rd2), rd2.eq(inc(rd2))]
+                        with m.If(f0tl):
+                            m.d.sync += hrd.eq(inc(hrd))
+                    tze = _z(tails[p][v] - (sr & f0tl))
+                    self._reqc[p][v] = derive(fv[p][v], fce, tze, active[p][v], in_mc[p][v],
+                                              f"c{p}_{v}")
+                    # (formal: F0's and F1's requests and F1's packet state from the state)
+                    if not hasattr(self, "_a2chk"):
+                        self._a2chk = {}
+                    a1s = after(fc, act0, inmc0)
+                    self._a2chk[(p, v)] = dict(
+                        u0=u0, m0=m0, u1=u1, m1=m1, act1=act1, inmc1=inmc1, a1=a1s,
+                        r0=derive(_nz(mcnt), fc, _z(tails[p][v]), act0, inmc0, f"k0{p}_{v}"),
+                        r1=derive(_gt_const(mcnt, 1), fc1, _z(tails[p][v] - f0tl), a1s[0],
+                                  a1s[1], f"k1{p}_{v}"))
+                    self._vcstate[p][v] = dict(cmem=cmem, wr=wr, rd=rd, rd1=rd1, rd2=rd2, fc=fc,
+                                               fc1=fc1, mcnt=mcnt, dropping=dropping,
+                                               tails=tails[p][v], active=act0, in_mc=inmc0,
+                                               act1=act1, in_mc1=inmc1, m0=m0, f0tl=f0tl)
+                    if p != L:
+                        # a credit goes back when a flit leaves the buffer: at its grant
+                        upc = in_links[p].credit
+                        m.d.comb += upc[v].eq(pop[p][v])
+                    continue
                 for lst, sig in zip(vw, (write, wr, rd, hwrite, hwr, hrd)):
                     lst.append(sig)
                 m.d.comb += [cmem.w_en.eq(write), cmem.w_addr.eq(wr), cmem.w_data.eq(wctl),
@@ -645,7 +815,14 @@ class Router(wiring.Component):
                 if p != L:
                     # a credit goes back when a flit leaves the buffer
                     m.d.comb += in_links[p].credit[v].eq(pop[p][v])
-            m.d.comb += mc_in[p].eq(Cat(*mc_in_terms[p]).any())
+            if SP:
+                # (alloc_stages=2: a multicast head offered on the link or the local input,
+                # before the VC select, the local input's ready and the full test, so the
+                # token does not wait for them; one not taken or dropped only moves it on)
+                m.d.comb += mc_in[p].eq((self.local_in.valid if p == L else valid)
+                                        & f.head & f.mcast)
+            else:
+                m.d.comb += mc_in[p].eq(Cat(*mc_in_terms[p]).any())
             wrs, wps, rps, hws, hwps, hrps = vw
             if V == 1:
                 wa, ra, hwa, hra = wps[0], rps[0], hwps[0], hrps[0]
@@ -661,6 +838,15 @@ class Router(wiring.Component):
             port_pay[p], port_hdr[p] = mem.r_data, hmem.r_data
             if p == L:
                 m.d.comb += self.local_in.ready.eq(_pick(m, vsel, lin_space, "lin_space", 1))
+
+        if SP:
+            self._spec_alloc(m, dict(
+                in_links=in_links, out_links=out_links, fhead=fhead, ftail=ftail, fv=fv,
+                pop=pop, ureq=ureq, mreq=mreq, cv=cv, port_pay=port_pay, port_hdr=port_hdr,
+                mc_in=mc_in, vsp=vsp, cw=cw, FW=FW, LQ=LQ))
+            self._err_events = err_events
+            self._errors(m, err_events, True)
+            return m
 
         # ---------------- output state ----------------
         credits = [[Signal(cw, name=f"cred_{o}_{v}", init=D) for v in range(V)] for o in range(4)]
@@ -1098,12 +1284,17 @@ class Router(wiring.Component):
                 with m.Elif(fv[p][v] & ~fdrop[p][v] & sent[i] & ftail[p][v]):
                     m.d.sync += active[p][v].eq(0)     # no packet under way (multicast token)
 
-        # ---------------- error counter (saturating) ----------------
+        self._errors(m, err_events, S2)
+        return m
+
+    def _errors(self, m, err_events, registered):
+        """Saturating bad-input counter.  ``registered``: this cycle's bad-input events count
+        in the next cycle, so the input-validation logic does not feed the counter's adder
+        in the same cycle."""
+        c = self.cfg
         total = Signal(_bits(len(err_events) + 1) + 1)
         m.d.comb += total.eq(sum(err_events))
-        if S2:
-            # (pipelined: this cycle's bad-input events count in the next cycle, so the
-            # input-validation logic does not feed the counter's adder in the same cycle)
+        if registered:
             total_r = Signal(len(total), name="err_events_r")
             m.d.sync += total_r.eq(total)
             total = total_r
@@ -1113,10 +1304,346 @@ class Router(wiring.Component):
         m.d.comb += nsum.eq(errs + total)
         m.d.sync += errs.eq(Mux(nsum > top, top, nsum))
         m.d.comb += self.errors.eq(errs)
-        return m
+
+    def _spec_alloc(self, m, e):
+        """Allocation, bookkeeping and traversal of ``alloc_stages=2``: the allocation loop
+        over two cycles.
+
+        Cycle A (allocation): requests (each input VC's front, or the entry after it if the
+        front was sent in the previous cycle: ``vsp``), acceptance and the output arbiters
+        start from registers only: the output state (credits, owners, local-queue
+        reservations) is the state after the grants up to two cycles ago, with the previous
+        cycle's grants counted on top (a credit used, an owner taken or released -- a released
+        owner is free only for the VC that sent the tail), and the arbiters' one-hot grants
+        go straight into registers; the round-robin pointers move past them at once (the
+        arbiter of ``noc_rr_arbiter_bound``).  Cycle B (commit, the next cycle, in parallel
+        with the next allocation): the registered grants update the buffers, credits and
+        owners, drive the links (switch traversal) and the local queue.  The credit upstream
+        goes at the grant, so the credit round trip stays ``2*link_latency + 2``.
+
+        Multicast (cut-through, one at a time router-wide): the token port's offered VC with
+        a multicast head (its whole packet stored, the front not sent last cycle) is *pending*; the
+        next cycle (only then), unicast heads are kept off the output VCs of its branches,
+        and if it is still pending it *arms* when every branch accepts a whole packet (pessimistic
+        acceptance as above); it goes in the cycle after (its branches taken ahead of the
+        unicast arbiters, from registers), and its body flits follow one per cycle (a body
+        flit for the local output waits for queue space).  The token stays one cycle at a
+        port that has just become pending and otherwise moves on (a blocked multicast never
+        holds it).  A multicast head is allocated 3 cycles after its tail is written (1
+        with ``alloc_stages=1``)."""
+        c = self.cfg
+        V, D = c.vcs, c.depth
+        cw, FW, LQ = e["cw"], e["FW"], e["LQ"]
+        in_links, out_links = e["in_links"], e["out_links"]
+        fhead, ftail, fv, pop = e["fhead"], e["ftail"], e["fv"], e["pop"]
+        ureq, mreq, cv = e["ureq"], e["mreq"], e["cv"]
+        vsp, mc_in = e["vsp"], e["mc_in"]
+        NI = 5 * V
+        vcb = _bits(V)
+
+        def veq(x, v):
+            return _eqc(x, v) if V > 1 else Const(1, 1)
+
+        # ---------------- registers of the previous cycle's raw grants ----------------
+        oh_r = [Signal(len(_LEGAL_IN[o]), name=f"ohr_{o}") for o in range(5)]
+        take_r = Signal(5, name="take_r")          # raw grant of output o
+        otail_r = Signal(5, name="otail_r")        # ... of a tail flit
+        ovc_r = [Signal(vcb, name=f"ovc_r_{o}") for o in range(5)]
+        # ---------------- commit (stage B) ----------------
+        # A doomed request does not take part in arbitration, so every raw grant is valid:
+        # the commit stage takes the registered grants as they are (``vtake`` = ``take_r``,
+        # ``vsp`` = the registered per-VC send), nothing is cancelled
+        vtake = take_r                             # grant of output o (switch traversal)
+        self._vtake = vtake
+
+        # ---------------- output state (after the valid grants up to 2 cycles ago) -----
+        credits = [[Signal(cw, name=f"cred_{o}_{v}", init=D) for v in range(V)] for o in range(4)]
+        obusy = [[Signal(name=f"obusy_{o}_{v}") for v in range(V)] for o in range(4)]
+        self._credits, self._obusy = credits, obusy
+        lbusy = Signal(name="lbusy")
+        lq_res = Signal(range(LQ + 1), name="lq_res")      # valid grants, not yet popped
+        lq_pop = Signal(name="lq_pop")
+        for o in range(4):
+            for v in range(V):
+                t = vtake[o] & veq(ovc_r[o], v)
+                m.d.sync += credits[o][v].eq(credits[o][v] - t + out_links[o].credit[v])
+                with m.If(t):
+                    m.d.sync += obusy[o][v].eq(~otail_r[o])
+        with m.If(vtake[L]):
+            m.d.sync += lbusy.eq(~otail_r[L])
+        m.d.sync += lq_res.eq(lq_res + vtake[L] - lq_pop)
+        # acceptance, from registers: the previous cycle's raw grant counted (pessimistic)
+        mask_r = [[Signal(name=f"mcmask_{o}_{v}") for v in range(V)] for o in range(4)]
+        maskl_r = Signal(name="mcmask_l")
+        lsp = Signal(name="lq_space")
+        lob = Signal(name="lbusy_eff")
+        m.d.comb += [lsp.eq((lq_res + take_r[L]) < LQ),
+                     lob.eq(lbusy | (take_r[L] & ~otail_r[L]))]
+        self._lbusy, self._lq_space, self._cv = lbusy, lsp, cv
+        a_uh = [[(lsp, lbusy, take_r[L], maskl_r)] * V] + [None] * 4
+        a_ub = [[lsp] * V] + [None] * 4
+        a_mh = [[lsp & ~lob] * V] + [None] * 4
+        for o in range(4):
+            a_uh[o + 1], a_ub[o + 1], a_mh[o + 1] = [], [], []
+            for v in range(V):
+                tk = Signal(name=f"tkr_{o}_{v}")
+                m.d.comb += tk.eq(take_r[o] & veq(ovc_r[o], v))
+                sc = Signal(cw + 1, name=f"csum_{o}_{v}")
+                m.d.comb += sc.eq(credits[o][v] + out_links[o].credit[v])
+                nz = Signal(name=f"crnz_{o}_{v}")
+                pk = Signal(name=f"crpk_{o}_{v}")
+                ob = Signal(name=f"obeff_{o}_{v}")
+                m.d.comb += [nz.eq(Mux(tk, sc >= 2, _nz(sc))),
+                             pk.eq(Mux(tk, sc >= c.max_len + 1, sc >= c.max_len)),
+                             ob.eq(obusy[o][v] | (tk & ~otail_r[o]))]
+                a_uh[o + 1].append((nz, obusy[o][v], tk, mask_r[o][v]))
+                a_ub[o + 1].append(nz)
+                a_mh[o + 1].append(pk & ~ob)
+
+        def acc(tbl, o, v):
+            return tbl[0 if o == L else o + 1][v]
+
+        # ---------------- multicast: go / burst (registers), pending, arm ----------------
+        go_r = Signal(name="mc_go_r")              # an armed multicast head goes now
+        burst_r = Signal(name="mc_burst")          # a multicast packet under way
+        mport_r = Signal(range(5), name="mc_port")
+        mvc_r = Signal(vcb, name="mc_vc")
+        mroute_r = Signal(5, name="mc_route")
+        mgo = Signal(name="mc_go")                 # a multicast flit goes this cycle
+        m.d.comb += mgo.eq(go_r | (burst_r & (~mroute_r[L] | lsp)))
+        by_mc = Signal(5, name="by_mc")
+        m.d.comb += by_mc.eq(Mux(mgo, mroute_r, 0))
+        msent = Signal(5, name="msent")
+        for p in range(5):
+            m.d.comb += msent[p].eq(mgo & _eqc(mport_r, p))
+        mtail = _pick(m, mport_r, [_pick(m, mvc_r, [ftail[p][v] for v in range(V)],
+                                         f"mtl_{p}", 1) if V > 1 else ftail[p][0]
+                                   for p in range(5)], "mc_tail", 1)
+        with m.If(mgo):
+            m.d.sync += burst_r.eq(~mtail)
+        # pending: the offered VC's front (not sent last cycle) is a multicast head whose whole
+        # packet is stored (its multicast request is then its branch set)
+        # (per port: the first VC with one, from the offered VC on)
+        pm, pvc = [], []
+        pmv = [[None] * V for _ in range(5)]
+        for p in range(5):
+            for v in range(V):
+                st = self._vcstate[p][v]
+                f0 = st["fc"]
+                pmv[p][v] = Signal(5, name=f"mcpv_{p}_{v}")
+                m.d.comb += pmv[p][v].eq(Mux(~vsp[p][v] & f0[0] & ~f0[3], st["m0"], 0))
+            if V > 1:
+                pv = Signal(vcb, name=f"mcpvc_{p}")
+                with m.Switch(cv[p]):
+                    for cur in range(V):
+                        with m.Case(cur):
+                            m.d.comb += pv.eq(cur)
+                            for k in reversed(range(V)):
+                                with m.If(_nz(pmv[p][(cur + k) % V])):
+                                    m.d.comb += pv.eq((cur + k) % V)
+                    with m.Default():
+                        m.d.comb += pv.eq(0)
+                pvc.append(pv)
+                pm.append(_pick(m, pv, pmv[p], f"mcpend_{p}", 5))
+            else:
+                pvc.append(Const(0, 1))
+                pm.append(pmv[p][0])
+        mc_tok = Signal(range(5), name="mc_tok")
+        self._mc_tok = mc_tok
+        want = Signal(5, name="want_mc")
+        for p in range(5):
+            m.d.comb += want[p].eq(_nz(pm[p]) | mc_in[p])
+        tok_next = Signal(range(5), name="mc_tok_next")
+        with m.Switch(mc_tok):
+            for cur in range(5):
+                with m.Case(cur):
+                    m.d.comb += tok_next.eq(cur)
+                    for k in reversed(range(1, 5)):
+                        with m.If(want[(cur + k) % 5]):
+                            m.d.comb += tok_next.eq((cur + k) % 5)
+            with m.Default():
+                m.d.comb += tok_next.eq(0)
+        pr = _pick(m, mc_tok, pm, "mc_pr", 5)
+        tvc = _pick(m, mc_tok, pvc, "mc_tvc", vcb) if V > 1 else Const(0, 1)
+        pend = Signal(name="mc_pend")
+        pend_r = Signal(name="mc_pend_r")
+        keep = Signal(name="mc_keep")
+        m.d.comb += [pend.eq(_nz(pr)), keep.eq(pend & ~pend_r)]
+        m.d.sync += [pend_r.eq(keep), mc_tok.eq(Mux(keep, mc_tok, tok_next))]
+        # (only for the arm cycle: a pending multicast that cannot arm never keeps unicast
+        # heads off its branches in consecutive cycles -- masking them for as long as it
+        # waits would be hold-and-wait across routers, a deadlock)
+        for o in range(4):
+            for v in range(V):
+                m.d.sync += mask_r[o][v].eq(keep & pr[o] & veq(tvc, v))
+        m.d.sync += maskl_r.eq(keep & pr[L])
+        okb = []
+        for o in range(5):
+            a = (_pick(m, tvc, [acc(a_mh, o, v) for v in range(V)], f"mcah_{o}", 1)
+                 if V > 1 else acc(a_mh, o, 0))
+            okb.append(~pr[o] | a)
+        arm = Signal(name="mc_arm")
+        m.d.comb += arm.eq(pend_r & pend & ~go_r & ~burst_r & Cat(*okb).all())
+        m.d.sync += go_r.eq(arm)
+        with m.If(arm):
+            m.d.sync += [mport_r.eq(mc_tok), mvc_r.eq(tvc), mroute_r.eq(pr)]
+        # the multicast's port offers its VC in the arm cycle (set in the first pending cycle)
+        # and from the go cycle until its tail has gone; not for longer: a multicast waiting
+        # for an output held by a packet on another VC of its own port would deadlock
+        to_tvc = [_eqc(mc_tok, p) & (keep | arm) for p in range(5)]
+        hold = [(go_r | burst_r) & _eqc(mport_r, p) for p in range(5)]
+
+        # ---------------- unicast requests and acceptance ----------------
+        req = [[Signal(5, name=f"req_{p}_{v}") for v in range(V)] for p in range(5)]
+        uni_ok = [Signal(NI, name=f"uni_ok_{o}") for o in range(5)]
+        for p in range(5):
+            for v in range(V):
+                i = p * V + v
+                hd = fhead[p][v]
+                u = ureq[p][v]
+                m.d.comb += req[p][v].eq(u | mreq[p][v])
+                for o in range(5):
+                    if o == p and o != L:
+                        continue
+                    # a head needs the output VC free: taken last cycle (a registered grant,
+                    # not yet in the owner register) by a head that is not a tail counts as
+                    # busy, by a tail as free; otherwise the owner register
+                    okc, busy, tk, msk = acc(a_uh, o, v)
+                    ob = Mux(tk, ~otail_r[o], busy)
+                    a_u = Mux(hd, okc & ~ob & ~msk, acc(a_ub, o, v))
+                    m.d.comb += uni_ok[o][i].eq(u[o] & a_u)
+        p_uni = [Signal(5, name=f"puni_{o}") for o in range(5)]
+        ptail = Signal(5, name="ptail")
+        for p in range(5):
+            cand = Signal(V, name=f"vcand_{p}")
+            m.d.comb += cand.eq(Cat(*[Cat(*[uni_ok[o][p * V + v] for o in range(5)]).any()
+                                      | self._write[p][v] | _nz(pmv[p][v])
+                                      for v in range(V)]))
+            if V > 1:
+                order = Signal(vcb, name=f"cvnext_{p}")
+                with m.Switch(cv[p]):
+                    for cur in range(V):
+                        with m.Case(cur):
+                            for k in reversed(range(1, V + 1)):
+                                with m.If(cand[(cur + k) % V]):
+                                    m.d.comb += order.eq((cur + k) % V)
+                            with m.If(~cand.any()):
+                                m.d.comb += order.eq(cur)
+                    with m.Default():
+                        m.d.comb += order.eq(0)
+                m.d.sync += cv[p].eq(Mux(hold[p], cv[p], Mux(to_tvc[p], tvc, order)))
+            m.d.comb += ptail[p].eq(_pick(m, cv[p], [ftail[p][v] for v in range(V)],
+                                          f"ptailv_{p}", 1))
+            for o in range(5):
+                m.d.comb += p_uni[o][p].eq(_pick(m, cv[p], [uni_ok[o][p * V + v]
+                                                            for v in range(V)],
+                                                 f"pu_{p}_{o}", 1))
+
+        # ---------------- output arbiters (raw grants, registered) ----------------
+        take = Signal(5, name="take")
+        src = [Signal(3, name=f"src_{o}") for o in range(5)]
+        sel = []
+        sent_terms = [[msent[p]] for p in range(5)]
+        self._rrptr = []
+        ohs = []
+        for o in range(5):
+            legal = _LEGAL_IN[o]
+            lreq = Cat(*[p_uni[o][p] for p in legal])
+            prb = {}
+            # (every grant is valid: the pointer moves past it at once, as with
+            # alloc_stages=1 -- the arbiter of noc_rr_arbiter_bound)
+            u_any, u_gnt, u_oh = self._rr(m, lreq, f"o{o}", enable=~by_mc[o], probe=prb)
+            self._rrptr.append(prb["ptr"])
+            uoh = Signal(len(legal), name=f"uoh_{o}")
+            m.d.comb += uoh.eq(Mux(by_mc[o], 0, u_oh))
+            ohs.append(uoh)
+            mc_pos = _pick(m, mport_r, [legal.index(p) if p in legal else 0 for p in range(5)],
+                           f"mcpos_{o}", len(u_gnt))
+            so = Signal(len(u_gnt), name=f"sel_{o}")
+            m.d.comb += [take[o].eq(by_mc[o] | u_any), so.eq(Mux(by_mc[o], mc_pos, u_gnt)),
+                         src[o].eq(_pick(m, so, list(legal), f"srcp_{o}", 3))]
+            sel.append(so)
+            for k, p in enumerate(legal):
+                sent_terms[p].append(uoh[k])
+            ot = Signal(name=f"otail_{o}")
+            m.d.comb += ot.eq(Mux(by_mc[o], mtail, Cat(*[uoh[k] & ptail[p]
+                                                          for k, p in enumerate(legal)]).any()))
+            ov = Signal(vcb, name=f"ovcs_{o}")
+            if V > 1:
+                uv = 0
+                for k, p in enumerate(legal):
+                    uv = uv | Mux(uoh[k], cv[p], 0)
+                m.d.comb += ov.eq(Mux(by_mc[o], mvc_r, uv))
+            else:
+                m.d.comb += ov.eq(0)
+            m.d.sync += [oh_r[o].eq(uoh), ovc_r[o].eq(ov), otail_r[o].eq(ot)]
+        m.d.sync += take_r.eq(take)
+        self._take_raw_r = take_r
+        psent = Signal(5, name="psent")
+        for p in range(5):
+            m.d.comb += psent[p].eq(Cat(*sent_terms[p]).any())
+        sent = Signal(NI, name="sent")
+        for i in range(NI):
+            m.d.comb += sent[i].eq(psent[i // V] & veq(cv[i // V], i % V))
+        self._take, self._src, self._sent, self._req = take, src, sent, req
+        self._take_r = vtake
+        self._uniok, self._bymc = uni_ok, by_mc
+
+        # ---------------- per input VC: doomed, live, valid send (the credit) ----------
+        for p in range(5):
+            for v in range(V):
+                i = p * V + v
+                st = self._vcstate[p][v]
+                m.d.comb += pop[p][v].eq(sent[i] |
+                                         (~vsp[p][v] & _nz(st["mcnt"]) & st["fc"][3]))
+                m.d.sync += vsp[p][v].eq(sent[i])
+
+        # ---------------- switch traversal (commit cycle) ----------------
+        pflit = []
+        for p in range(5):
+            hdr, pay = e["port_hdr"][p], e["port_pay"][p]
+            hdt = _pick(m, cv[p], [Cat(fhead[p][v], ftail[p][v]) for v in range(V)],
+                        f"phdt_{p}", 2)
+            ht = Signal(2, name=f"pht_{p}", reset_less=True)
+            m.d.sync += ht.eq(hdt)
+            ff = c.flit(Signal(FW, name=f"pflit_{p}"))
+            m.d.comb += [ff.head.eq(ht[0]), ff.tail.eq(ht[1]), ff.payload.eq(pay),
+                         Cat(ff.mclass, ff.mcast, ff.dest.as_value(), ff.src.as_value()).eq(hdr)]
+            pflit.append(ff)
+        for o in range(5):
+            legal = _LEGAL_IN[o]
+            sel_r = Signal(len(sel[o]), name=f"sel_r_{o}")
+            m.d.sync += sel_r.eq(sel[o])
+            ofl = c.flit(Signal(FW, name=f"oflit_{o}"))
+            with m.Switch(sel_r):
+                for k, p in enumerate(legal[:-1]):
+                    with m.Case(k):
+                        m.d.comb += ofl.eq(pflit[p])
+                with m.Default():
+                    m.d.comb += ofl.eq(pflit[legal[-1]])
+            if o == L:
+                lq = SRAM(LQ, FW, read_latency=0)
+                m.submodules.lq = lq
+                lq_wr = Signal(range(LQ), name="lq_wr")
+                lq_rd = Signal(range(LQ), name="lq_rd")
+                lq_n = Signal(range(LQ + 1), name="lq_n")
+                m.d.comb += [lq.w_en.eq(vtake[L]), lq.w_addr.eq(lq_wr), lq.w_data.eq(ofl),
+                             lq.r_addr.eq(lq_rd),
+                             self.local_out.valid.eq(_nz(lq_n)),
+                             self.local_out.payload.eq(lq.r_data),
+                             lq_pop.eq(self.local_out.valid & self.local_out.ready)]
+                with m.If(vtake[L]):
+                    m.d.sync += lq_wr.eq(lq_wr + 1)
+                with m.If(lq_pop):
+                    m.d.sync += lq_rd.eq(lq_rd + 1)
+                m.d.sync += lq_n.eq(lq_n + vtake[L] - lq_pop)
+            else:
+                lk = out_links[o]
+                m.d.comb += [lk.valid.eq(vtake[o]), lk.flit.eq(ofl), lk.vc.eq(ovc_r[o])]
+
 
     @staticmethod
-    def _rr(m, req, tag, enable=1, probe=None):
+    def _rr(m, req, tag, enable=1, probe=None, update=True):
         """Round-robin arbiter: first request at or after the pointer (a one-hot register:
         two LUT levels from requests to grant); the pointer moves past the grant when a grant
         is used (``enable``).  Returns (any grant, grant index, one-hot grant)."""
@@ -1137,8 +1664,9 @@ class Router(wiring.Component):
         for i in range(1, n):
             with m.If(goh[i]):
                 m.d.comb += gnt.eq(i)
-        with m.If(any_):
-            m.d.sync += ptr.eq(Cat(goh[n - 1], goh[:n - 1]) if n > 1 else 1)
+        if update:      # (else the caller moves the pointer)
+            with m.If(any_):
+                m.d.sync += ptr.eq(Cat(goh[n - 1], goh[:n - 1]) if n > 1 else 1)
         if probe is not None:
             probe["ptr"] = ptr                  # for the formal harness
         return any_, gnt, goh

@@ -228,7 +228,8 @@ def _bench_record(data, key):
         return None
     have = [e for e in data if isinstance(e, dict) and key in e]
     pref = [e for e in have if e.get("mesh") == "4x4" and e.get("packet_flits") == 1
-            and e.get("link_latency") == 1 and e.get("sa_stages", 1) == 1]
+            and e.get("link_latency") == 1 and e.get("sa_stages", 1) == 1
+            and e.get("alloc_stages", 1) == 1]
     return (pref or have or [None])[0]
 
 

@@ -41,6 +41,7 @@ class RouterTB(TBBase):
         self.kx, self.ky, self.V, self.D = p["kx"], p["ky"], p["vcs"], p["buffer_flits"]
         self.maxlen = p["max_packet_flits"]
         self.sa = p.get("sa_stages", 1)
+        self.al = p.get("alloc_stages", 1)
         man = load_manifest()
         fields = next(s for s in man["streams"] if s["name"] == "local_in")["payload_fields"]
         self.codec = FlitCodec(fields)
@@ -126,7 +127,7 @@ async def directed_turns(dut):
                                                  for r in v))
                 out = next(iter(expected_outputs(src, [d])))
                 # zero load: ROUTER_CYCLES through the router, +1 for the local output queue
-                want = G.zero_load_latency(0, sa_stages=tb.sa) - 1 + (out == "local_out")
+                want = G.zero_load_latency(0, sa_stages=tb.sa, alloc_stages=tb.al) - 1 + (out == "local_out")
                 lat = tb.h.first_seen[(out, pkt.pid)] - tb.h.accepted_at[pkt.pid]
                 tb.check_equal(lat, want, f"latency {port}->{out}")
     tb.check_all()
@@ -155,8 +156,8 @@ async def multicast_subsets(dut):
                     # cut-through: the head leaves only after the tail is in the buffer
                     for o in sub:
                         lat = tb.h.first_seen[(o, pkt.pid)] - tb.h.accepted_at[pkt.pid]
-                        want = G.router_cost(flits, True, G.router_cycles_of(tb.sa),
-                                             G.mcast_tail_cycles_of(tb.sa)) + (o == "local_out")
+                        want = G.router_cost(flits, True, G.router_cycles_of(tb.sa, tb.al),
+                                             G.mcast_tail_cycles_of(tb.sa, tb.al)) + (o == "local_out")
                         tb.check_equal(lat, want, f"mcast latency {port}->{o} ({flits} flits)")
     tb.check_all()
     tb.check_equal(uval(dut.errors), 0, "error counter")

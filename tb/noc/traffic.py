@@ -53,7 +53,7 @@ def _place(layout, values: dict):
 class TrafficTop(wiring.Component):
     def __init__(self, kx=4, ky=4, vcs=1, buffer_flits=4, link_latency=1, packet_flits=4,
                  max_packet_flits=4, check=True, seed=1, sim=False, sa_stages=1,
-                 full_rate_check=True):
+                 full_rate_check=True, alloc_stages=1):
         self.kx, self.ky, self.n = kx, ky, kx * ky
         self.packet_flits, self.check, self.seed = packet_flits, check, seed
         self.maxlen = max(max_packet_flits, packet_flits)
@@ -63,7 +63,8 @@ class TrafficTop(wiring.Component):
         self.mesh = Mesh(kx=kx, ky=ky, vcs=vcs, buffer_flits=buffer_flits,
                          max_packet_flits=self.maxlen, payload_width=pw, classes=1,
                          link_latency=link_latency, max_node=max(kx, ky), name="bench", sim=sim,
-                         sa_stages=sa_stages, full_rate_check=full_rate_check)
+                         sa_stages=sa_stages, full_rate_check=full_rate_check,
+                         alloc_stages=alloc_stages)
         super().__init__({
             "rate": In(17), "mcast": In(9), "sink_ready": In(9), "enable": In(1), "plen": In(8),
             "gen_pkts": Out(40), "inj_pkts": Out(40), "inj_flits": Out(40),
@@ -247,7 +248,8 @@ class TrafficTop(wiring.Component):
         return rv + "\n" + verilog.convert(self, name=name, emit_src=False)
 
 
-def run_traffic(k, vcs, buf, points, check=False, link_latency=1, opt="-O0", sa_stages=1):
+def run_traffic(k, vcs, buf, points, check=False, link_latency=1, opt="-O0", sa_stages=1,
+                alloc_stages=1):
     """Build (cached) the TrafficTop for this configuration and run the points
     (see tessera.tb.noc.bench_cocotb); returns the list of per-point records."""
     import json
@@ -257,11 +259,13 @@ def run_traffic(k, vcs, buf, points, check=False, link_latency=1, opt="-O0", sa_
     from tessera.tb.noc.vrun import run_text
     top = TrafficTop(kx=k, ky=k, vcs=vcs, buffer_flits=buf, link_latency=link_latency,
                      max_packet_flits=4, check=check, sa_stages=sa_stages,
-                     full_rate_check=False)    # (benches measure below-full-rate buffers too)
+                     full_rate_check=False,    # (benches measure below-full-rate buffers too)
+                     alloc_stages=alloc_stages)
     text = top.verilog("traffic")
     with tempfile.TemporaryDirectory() as td:
         out = Path(td) / "res.json"
-        sa = "" if sa_stages == 1 else f"_sa{sa_stages}"
+        sa = ("" if sa_stages == 1 else f"_sa{sa_stages}") + \
+            ("" if alloc_stages == 1 else f"_al{alloc_stages}")
         run_text(f"noc_traffic_{k}x{k}_v{vcs}_b{buf}_l{link_latency}_c{int(check)}{sa}", text,
                  "traffic", "tessera.tb.noc.bench_cocotb",
                  env={"NOC_POINTS": json.dumps(points), "NOC_OUT": str(out)}, opt=opt)
