@@ -201,7 +201,8 @@ class SramFifo(wiring.Component):
         ov = Signal()
         push = Signal()
         rd = Signal()
-        m.d.comb += [self.w.ready.eq(cnt != D), push.eq(self.w.valid & self.w.ready),
+        nf = Signal(init=1)             # cnt != D, a register (timing, below)
+        m.d.comb += [self.w.ready.eq(nf), push.eq(self.w.valid & self.w.ready),
                      mem.w_en.eq(push), mem.w_addr.eq(wp), mem.w_data.eq(self.w.payload),
                      rd.eq((cnt != 0) & (~ov | self.r.ready)),
                      mem.r_en.eq(rd), mem.r_addr.eq(rp),
@@ -215,6 +216,11 @@ class SramFifo(wiring.Component):
         m.d.comb += [inc.eq(cnt + 1), dec.eq(cnt - 1)]
         m.d.sync += [cnt.eq(Mux(push == rd, cnt, Mux(push, inc, dec))),
                      ov.eq(rd | (ov & ~self.r.ready))]
+        # w.ready = (cnt != D) as a register (``nf``), its next value from the register's
+        # compare and push / rd only selecting (timing: w.ready selects the NI's packet
+        # count, cnt / cnt + 1, in front of the receive side's credit compare; the
+        # count compare was the first two LUT levels of that path; same values)
+        m.d.sync += nf.eq(Mux(push == rd, nf, Mux(push, cnt != D - 1, 1)))
         with m.If(push):
             m.d.sync += wp.eq(wp + 1)
         with m.If(rd):
@@ -236,7 +242,9 @@ class _CreditedRx(wiring.Component):
     path then: the element FIFO's count -> ``w.ready`` -> the NI's packet
     count (``cnt + w.ready``, an adder) -> the next-head count compare ->
     ``credit.valid``.  The NI's count is now a select of ``cnt``/``cnt + 1``
-    registers (not measured)."""
+    registers, and the select (the FIFO's ``w.ready``) is a register
+    (:class:`SramFifo` ``nf``), so only a 16-bit mux and the compare remain
+    behind a register on that path."""
 
     def __init__(self, width: int, depth: int, window: int, src_layout, cnt_bits: int):
         self.window = window
