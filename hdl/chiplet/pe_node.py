@@ -202,12 +202,14 @@ class SramFifo(wiring.Component):
         push = Signal()
         rd = Signal()
         nf = Signal(init=1)             # cnt != D, a register (timing, below)
+        ne = Signal()                   # cnt != 0, a register
+        lvl = Signal(range(D + 2))      # cnt + ov, a register
         m.d.comb += [self.w.ready.eq(nf), push.eq(self.w.valid & self.w.ready),
                      mem.w_en.eq(push), mem.w_addr.eq(wp), mem.w_data.eq(self.w.payload),
-                     rd.eq((cnt != 0) & (~ov | self.r.ready)),
+                     rd.eq(ne & (~ov | self.r.ready)),
                      mem.r_en.eq(rd), mem.r_addr.eq(rp),
                      self.r.valid.eq(ov), self.r.payload.eq(mem.r_data),
-                     self.level.eq(cnt + ov)]
+                     self.level.eq(lvl)]
         # cnt + push - rd as an up/down counter: cnt + 1 and cnt - 1 come from the
         # register alone and push / rd only select (timing: the PE's psum_in.ready
         # drives rd, the NI's packet decode drives push; neither goes through a carry
@@ -221,6 +223,15 @@ class SramFifo(wiring.Component):
         # count, cnt / cnt + 1, in front of the receive side's credit compare; the
         # count compare was the first two LUT levels of that path; same values)
         m.d.sync += nf.eq(Mux(push == rd, nf, Mux(push, cnt != D - 1, 1)))
+        # likewise cnt != 0 (``ne``: the read enable, the pointer and the counters behind
+        # it) and level = cnt + ov = words written - words taken at ``r`` (``lvl``: the
+        # staging FIFO's level is compared with the packet size in the NI's packet start;
+        # no adder in front of it); same values
+        popo = Signal()
+        lvl_inc, lvl_dec = Signal.like(lvl), Signal.like(lvl)
+        m.d.comb += [popo.eq(ov & self.r.ready), lvl_inc.eq(lvl + 1), lvl_dec.eq(lvl - 1)]
+        m.d.sync += [ne.eq(Mux(push == rd, ne, Mux(push, 1, cnt != 1))),
+                     lvl.eq(Mux(push == popo, lvl, Mux(push, lvl_inc, lvl_dec)))]
         with m.If(push):
             m.d.sync += wp.eq(wp + 1)
         with m.If(rd):
