@@ -348,11 +348,12 @@ def test_rx_credit_cycle_exact(window):
     the cycle; the NI's credit packets depend on it cycle for cycle), with ``pkt.ready``
     = fewer than ``window`` packets held, under random writes, empty packets, random
     ``r.ready`` and random credit back-pressure (the credit register is computed a cycle
-    ahead: a late or stale credit, or a wrong source, fails)."""
+    ahead: a late or stale credit, or a wrong source, fails); about half the packets
+    announce their count as ``count - 1`` plus ``pkt_inc`` (the NI's form)."""
     import random
     from tessera.hdl.chiplet.pe_node import _CreditedRx
     dut = _CreditedRx(8, 8, window, 4, 4)
-    rnd = random.Random(11 + window)
+    rnd, rnd_inc = random.Random(11 + window), random.Random(31 + window)
     seen = {"credits": 0, "cycles_valid": 0}
 
     async def tb(ctx):
@@ -373,7 +374,10 @@ def test_rx_credit_cycle_exact(window):
             wrote = want and (size == 0 or ctx.get(dut.w.ready))
             ctx.set(dut.pkt.valid, wrote and end)
             ctx.set(dut.pkt.payload.src, src)
-            ctx.set(dut.pkt.payload.count, size)
+            # the count as count + pkt_inc (the NI's form) in about half the packets
+            inc = size > 0 and rnd_inc.random() < 0.5
+            ctx.set(dut.pkt.payload.count, size - inc)
+            ctx.set(dut.pkt_inc, inc)
             rr, cr = rnd.random() < 0.5, rnd.random() < 0.5
             ctx.set(dut.r.ready, rr)
             ctx.set(dut.credit.ready, cr)

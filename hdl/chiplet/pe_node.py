@@ -264,6 +264,7 @@ class _CreditedRx(wiring.Component):
         super().__init__({
             "w": In(stream.Signature(width)),            # ready = space
             "pkt": In(stream.Signature(self.ent)),       # packet end (ready = space)
+            "pkt_inc": In(1),        # the packet's count is pkt.count + 1 (timing, below)
             "r": Out(stream.Signature(width)),
             "credit": Out(stream.Signature(src_layout)),
         })
@@ -297,7 +298,14 @@ class _CreditedRx(wiring.Component):
         hv = Signal()
         head = Signal(self.ent)
         wen = Signal(self.ent)
-        m.d.comb += [wen.eq(self.pkt.payload), self.pkt.ready.eq(n != W)]
+        # the entry written: count = pkt.count + pkt_inc (the NI's element count and
+        # whether its last element is written in this cycle, the FIFO's late w.ready):
+        # pkt_inc only selects the sum or the count, and below it selects among compares
+        # made with each (timing: no count mux in front of the credit compares)
+        wc = self.pkt.payload.count
+        wc1 = Signal.like(wc)
+        m.d.comb += [wc1.eq(wc + 1), wen.src.eq(self.pkt.payload.src),
+                     wen.count.eq(Mux(self.pkt_inc, wc1, wc)), self.pkt.ready.eq(n != W)]
         push = self.pkt.valid & self.pkt.ready
         nxt = self.ent(pk.r_data)                    # second-oldest entry (pk.r_rdy)
         popped = Signal(range(self.fdepth + 2))    # elements popped since the head packet began
@@ -325,13 +333,16 @@ class _CreditedRx(wiring.Component):
         m.d.comb += [p1.eq(popped + 1), pc.eq(popped - head.count), pc1.eq(popped - head.count + 1)]
         m.d.sync += popped.eq(Mux(take, Mux(pop, pc1, pc), Mux(pop, p1, popped)))
         # next complete per (take, pop): the next head's count against the next popped
-        cnt_keep = Mux(hv, head.count, wen.count)          # no take
-        rdy_keep = hv | push
-        cnt_take = Mux(pk.r_rdy, nxt.count, wen.count)     # take (hv)
-        rdy_take = pk.r_rdy | push
+        # (the entry written now: x >= wc + pkt_inc, i.e. x > wc or x >= wc by pkt_inc)
+        def ge_wen(x):
+            return Mux(self.pkt_inc, x > wc, x >= wc)
+        rdy_keep = hv | push                               # no take: head, else written
+        rdy_take = pk.r_rdy | push                         # take (hv): FIFO's next, else written
         c00, c01, c10, c11 = Signal(), Signal(), Signal(), Signal()
-        m.d.comb += [c00.eq(rdy_keep & (popped >= cnt_keep)), c01.eq(rdy_keep & (p1 >= cnt_keep)),
-                     c10.eq(rdy_take & (pc >= cnt_take)), c11.eq(rdy_take & (pc1 >= cnt_take))]
+        m.d.comb += [c00.eq(rdy_keep & Mux(hv, popped >= head.count, ge_wen(popped))),
+                     c01.eq(rdy_keep & Mux(hv, p1 >= head.count, ge_wen(p1))),
+                     c10.eq(rdy_take & Mux(pk.r_rdy, pc >= nxt.count, ge_wen(pc))),
+                     c11.eq(rdy_take & Mux(pk.r_rdy, pc1 >= nxt.count, ge_wen(pc1)))]
         m.d.sync += complete.eq(Mux(take, Mux(pop, c11, c10), Mux(pop, c01, c00)))
         return m
 
@@ -566,7 +577,7 @@ class PeNode(wiring.Component):
                     m.d.sync += err.data_overflow.eq(1)
                 with m.If(f.tail):
                     m.d.comb += [drx.pkt.valid.eq(1), drx.pkt.payload.src.eq(src),
-                                 drx.pkt.payload.count.eq(Mux(drx.w.ready, cnt1, cnt))]
+                                 drx.pkt.payload.count.eq(cnt), drx.pkt_inc.eq(drx.w.ready)]
                     with m.If(~drx.pkt.ready):
                         m.d.sync += err.data_overflow.eq(1)
                 end_packet()
@@ -589,7 +600,8 @@ class PeNode(wiring.Component):
                     with m.If(~last_flit):
                         m.d.sync += err.bad_packet.eq(1)
                     m.d.comb += [prx.pkt.valid.eq(1), prx.pkt.payload.src.eq(src),
-                                 prx.pkt.payload.count.eq(Mux(last_flit & prx.w.ready, cnt1, cnt))]
+                                 prx.pkt.payload.count.eq(cnt),
+                                 prx.pkt_inc.eq(last_flit & prx.w.ready)]
                     with m.If(~prx.pkt.ready):
                         m.d.sync += err.psum_overflow.eq(1)
                 end_packet()
