@@ -252,10 +252,15 @@ class _CreditedRx(wiring.Component):
     (grade 6, seed 1): 81.8 MHz (78.1 before, within the seed spread); the
     path then: the element FIFO's count -> ``w.ready`` -> the NI's packet
     count (``cnt + w.ready``, an adder) -> the next-head count compare ->
-    ``credit.valid``.  The NI's count is now a select of ``cnt``/``cnt + 1``
-    registers, and the select (the FIFO's ``w.ready``) is a register
-    (:class:`SramFifo` ``nf``), so only a 16-bit mux and the compare remain
-    behind a register on that path."""
+    ``credit.valid``.  With the NI's count a select of ``cnt``/``cnt + 1``
+    registers: 83.5 MHz, the same path less the adder (the FIFO's ``cnt != depth``
+    compare, 4.2 ns of routing, then the count mux and the compare).  With
+    ``w.ready`` a register (:class:`SramFifo` ``nf``): 82.0 MHz (within the seed
+    spread) and the path is no longer here: the NI's WLOAD decode (``ld_left``) ->
+    ``net_in.ready`` -> the PE's weight-buffer write enables, 12.2 ns, ~10 ns of it
+    routing to the 16 block RAMs.  The packet count is now ``pkt.count + pkt_inc``
+    (the NI's ``cnt`` and its late ``w.ready``), and ``pkt_inc`` selects among compares
+    made with each (not measured)."""
 
     def __init__(self, width: int, depth: int, window: int, src_layout, cnt_bits: int):
         self.window = window
