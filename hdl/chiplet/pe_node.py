@@ -17,7 +17,8 @@ What the NI does (packets on ``net_in``, one flit per cycle):
   *discard* mode (DATA and PSUM words are dropped with their credits returned,
   so no producer hangs) until the next ``start``/``clear``.
 * ``WLOAD``/``PLOAD``: body flits -> the PE's ``w_load``/``p_load`` at
-  (addr, row) auto-incrementing row-fastest; only while the node is not
+  (addr, row) auto-incrementing row-fastest, through one register stage (a
+  beat reaches the PE the cycle after its flit); only while the node is not
   running, else the packet is consumed and ``load_busy`` set.
 * ``DATA``: body words -> receive FIFO (an :class:`SRAM`, ``credit_window x
   max_tile`` words: the Global PE's credits guarantee space, so a DATA flit is
@@ -478,12 +479,28 @@ class PeNode(wiring.Component):
 
         m.d.comb += ni.ready.eq(1)
         # loads: the PE takes one beat per cycle while idle (w_load/p_load ready = ~busy)
+        # (timing: the decoded beat goes through a register stage, ``lq``, to the PE's
+        # w_load / p_load, so the WLOAD decode -- ld_left, net_in -- is not in front of
+        # the weight buffer's write enables (82.0 MHz path, ~10 ns of routing to its 16
+        # block RAMs).  A beat reaches the PE one cycle after its flit; loads are taken
+        # only while the node is idle, long before a start reaches the PE (PREP_CYCLES),
+        # and net_in.ready = stage free = the PE's ready while the PE is idle.)
         wl, pl = pe.w_load, pe.p_load
         pld = pload_body_layout()(f.payload[:pload_body_layout().size])
-        m.d.comb += [wl.payload.addr.eq(ld_addr), wl.payload.row.eq(ld_row),
-                     wl.payload.data.eq(f.payload[:8 * c.C0]),
-                     pl.payload.addr.eq(ld_addr), pl.payload.row.eq(ld_row),
-                     pl.payload.bias.eq(pld.bias), pl.payload.scale.eq(pld.scale)]
+        wl_d, pl_d = Signal.like(wl.payload), Signal.like(pl.payload)     # decoded beat
+        dv_w, dv_p = Signal(), Signal()
+        m.d.comb += [wl_d.addr.eq(ld_addr), wl_d.row.eq(ld_row),
+                     wl_d.data.eq(f.payload[:8 * c.C0]),
+                     pl_d.addr.eq(ld_addr), pl_d.row.eq(ld_row),
+                     pl_d.bias.eq(pld.bias), pl_d.scale.eq(pld.scale)]
+        lq_v, lq_w = Signal(), Signal()        # a beat held for w_load (lq_w) / p_load
+        lq_wp, lq_pp = Signal.like(wl.payload), Signal.like(pl.payload)
+        lq_free = Signal()
+        m.d.comb += [wl.valid.eq(lq_v & lq_w), pl.valid.eq(lq_v & ~lq_w),
+                     wl.payload.eq(lq_wp), pl.payload.eq(lq_pp),
+                     lq_free.eq(~lq_v | Mux(lq_w, wl.ready, pl.ready))]
+        with m.If(lq_free):
+            m.d.sync += [lq_v.eq(dv_w | dv_p), lq_w.eq(dv_w), lq_wp.eq(wl_d), lq_pp.eq(pl_d)]
 
         def ld_advance():
             with m.If(ld_row == K0 - 1):
@@ -561,14 +578,14 @@ class PeNode(wiring.Component):
             with m.Elif(f.head):
                 # a head inside a packet: the packet in progress is cut here
                 m.d.sync += err.bad_packet.eq(1)
-            for state, load in ((S_WLOAD, wl), (S_PLOAD, pl)):     # WLOAD / PLOAD bodies
+            for state, load in ((S_WLOAD, dv_w), (S_PLOAD, dv_p)):   # WLOAD / PLOAD bodies
                 with m.If(st == state):
                     with m.If(ld_left == 0):
                         m.d.sync += err.bad_packet.eq(1)
                     with m.Else():
-                        m.d.comb += load.valid.eq(1)
-                        m.d.comb += ni.ready.eq(load.ready)
-                        with m.If(load.ready):
+                        m.d.comb += load.eq(1)
+                        m.d.comb += ni.ready.eq(lq_free)
+                        with m.If(lq_free):
                             ld_advance()
                     with m.If(ni.ready & f.tail):
                         m.d.sync += st.eq(S_HEAD)
