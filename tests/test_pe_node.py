@@ -348,11 +348,12 @@ def test_rx_credit_cycle_exact(window):
     the cycle; the NI's credit packets depend on it cycle for cycle), with ``pkt.ready``
     = fewer than ``window`` packets held, under random writes, empty packets, random
     ``r.ready`` and random credit back-pressure (the credit register is computed a cycle
-    ahead: a late or stale credit, or a wrong source, fails)."""
+    ahead: a late or stale credit, or a wrong source, fails); about half the packets
+    announce their count as ``count - 1`` plus ``pkt_inc`` (the NI's form)."""
     import random
     from tessera.hdl.chiplet.pe_node import _CreditedRx
     dut = _CreditedRx(8, 8, window, 4, 4)
-    rnd = random.Random(11 + window)
+    rnd, rnd_inc = random.Random(11 + window), random.Random(31 + window)
     seen = {"credits": 0, "cycles_valid": 0}
 
     async def tb(ctx):
@@ -373,7 +374,10 @@ def test_rx_credit_cycle_exact(window):
             wrote = want and (size == 0 or ctx.get(dut.w.ready))
             ctx.set(dut.pkt.valid, wrote and end)
             ctx.set(dut.pkt.payload.src, src)
-            ctx.set(dut.pkt.payload.count, size)
+            # the count as count + pkt_inc (the NI's form) in about half the packets
+            inc = size > 0 and rnd_inc.random() < 0.5
+            ctx.set(dut.pkt.payload.count, size - inc)
+            ctx.set(dut.pkt_inc, inc)
             rr, cr = rnd.random() < 0.5, rnd.random() < 0.5
             ctx.set(dut.r.ready, rr)
             ctx.set(dut.credit.ready, cr)
@@ -396,3 +400,105 @@ def test_rx_credit_cycle_exact(window):
     sim.add_testbench(tb)
     sim.run()
     assert seen["credits"] >= 50, seen
+
+
+@pytest.mark.parametrize("depth", [2, 8])
+def test_sram_fifo_ready_and_level(depth):
+    """SramFifo against a queue model (capacity ``depth`` words behind the output
+    register): the words leave in order, ``level`` = words written minus words read,
+    and ``w.ready`` is high exactly while fewer than ``depth`` words wait behind the
+    output register (``level - r.valid < depth``) -- every cycle, under random writes
+    and random back-pressure that fill and drain it (``w.ready`` is a register computed
+    a cycle ahead: a stale or wrong full flag fails)."""
+    import random
+    from tessera.hdl.chiplet.pe_node import SramFifo
+    dut = SramFifo(8, depth)
+    rnd = random.Random(5 + depth)
+    seen = {"full_cycles": 0, "words": 0}
+
+    async def tb(ctx):
+        q, word = [], 0
+        for cyc in range(700):
+            phase = (cyc // 60) % 2              # alternately filling and draining
+            wv = rnd.random() < (0.9 if phase == 0 else 0.3)
+            rr = rnd.random() < (0.2 if phase == 0 else 0.8)
+            ctx.set(dut.w.valid, wv)
+            ctx.set(dut.w.payload, word & 0xFF)
+            ctx.set(dut.r.ready, rr)
+            rv = ctx.get(dut.r.valid)
+            assert ctx.get(dut.level) == len(q), (cyc, len(q))
+            assert ctx.get(dut.w.ready) == (len(q) - rv < depth), (cyc, len(q), rv)
+            seen["full_cycles"] += not ctx.get(dut.w.ready)
+            if rv:
+                assert ctx.get(dut.r.payload) == q[0], (cyc, q[:2])
+            push = wv and ctx.get(dut.w.ready)
+            await ctx.tick()
+            if rv and rr:
+                q.pop(0)
+                seen["words"] += 1
+            if push:
+                q.append(word & 0xFF)
+                word += 1
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+    assert seen["full_cycles"] >= 20 and seen["words"] >= 150, seen
+
+
+def test_load_beat_reaches_pe_one_cycle_after_its_flit():
+    """WLOAD / PLOAD body flits reach the PE's ``w_load`` / ``p_load`` through one
+    register stage (timing: no load decode in front of the weight buffer's write
+    enables): every beat is handed to the PE exactly one cycle after its flit is taken
+    on ``net_in``, with the packet's auto-incrementing (addr, row) and the flit's data,
+    and nothing else is, under random gaps on ``net_in``."""
+    import random
+    from tessera.hdl.global_pe.packets import pack_fields
+    dut = PeNode(**E.SMALL)
+    lay = E.flit_layout(C)
+    K0 = C.K0
+    wbeats = [{"addr": 3 + i // K0, "row": i % K0, "data": [(7 * i + j) & 0xFF for j in range(C.C0)]}
+              for i in range(2 * K0 + 3)]
+    pbeats = [{"addr": 1 + i // K0, "row": i % K0, "bias": 100 + i, "scale": 5 + i}
+              for i in range(K0 + 2)]
+    flits = []
+    for pk in P.wload_packets(wbeats, K0, max_body=64):
+        flits += E.packet_flits(lay, C, "WLOAD", E.ME, E.HOST, pk)
+    for pk in P.pload_packets(pbeats, K0, max_body=64):
+        flits += E.packet_flits(lay, C, "PLOAD", E.ME, E.HOST, pk)
+    rnd = random.Random(9)
+    taken, wl_seen, pl_seen = [], [], []
+
+    async def tb(ctx):
+        ctx.set(dut.node_id, dut.node_id.shape().const({"node": {"x": E.ME[0], "y": E.ME[1]}}))
+        ctx.set(dut.net_out.ready, 1)
+        i = 0
+        for cyc in range(200):
+            v = i < len(flits) and rnd.random() < 0.7
+            ctx.set(dut.net_in.valid, v)
+            ctx.set(dut.net_in.payload.as_value(), flits[i] if v else 0)
+            for port, seen in ((dut.pe.w_load, wl_seen), (dut.pe.p_load, pl_seen)):
+                if ctx.get(port.valid) and ctx.get(port.ready):
+                    seen.append((cyc, ctx.get(port.payload)))
+            if v and ctx.get(dut.net_in.ready):
+                taken.append(cyc)
+                i += 1
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(tb)
+    sim.run()
+    assert len(taken) == len(flits)
+    nw = len(P.wload_packets(wbeats, K0, max_body=64)[0])
+    w_cycles = [c + 1 for c in taken[1:nw]]                   # body flits of the WLOAD
+    p_cycles = [c + 1 for c in taken[nw + 1:]]                 # body flits of the PLOAD
+    assert [c for c, _ in wl_seen] == w_cycles, (wl_seen[:3], w_cycles[:3])
+    assert [c for c, _ in pl_seen] == p_cycles, (pl_seen[:3], p_cycles[:3])
+    for (_, got), b in zip(wl_seen, wbeats):
+        data = sum(v << (8 * j) for j, v in enumerate(b["data"]))
+        assert (got["addr"], got["row"], got["data"].as_bits()) == (b["addr"], b["row"], data), (got, b)
+    for (_, got), b in zip(pl_seen, pbeats):
+        assert (got["addr"], got["row"], got["bias"], got["scale"]) == \
+            (b["addr"], b["row"], b["bias"], b["scale"]), (got, b)

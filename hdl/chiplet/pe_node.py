@@ -17,7 +17,8 @@ What the NI does (packets on ``net_in``, one flit per cycle):
   *discard* mode (DATA and PSUM words are dropped with their credits returned,
   so no producer hangs) until the next ``start``/``clear``.
 * ``WLOAD``/``PLOAD``: body flits -> the PE's ``w_load``/``p_load`` at
-  (addr, row) auto-incrementing row-fastest; only while the node is not
+  (addr, row) auto-incrementing row-fastest, through one register stage (a
+  beat reaches the PE the cycle after its flit); only while the node is not
   running, else the packet is consumed and ``load_busy`` set.
 * ``DATA``: body words -> receive FIFO (an :class:`SRAM`, ``credit_window x
   max_tile`` words: the Global PE's credits guarantee space, so a DATA flit is
@@ -201,12 +202,15 @@ class SramFifo(wiring.Component):
         ov = Signal()
         push = Signal()
         rd = Signal()
-        m.d.comb += [self.w.ready.eq(cnt != D), push.eq(self.w.valid & self.w.ready),
+        nf = Signal(init=1)             # cnt != D, a register (timing, below)
+        ne = Signal()                   # cnt != 0, a register
+        lvl = Signal(range(D + 2))      # cnt + ov, a register
+        m.d.comb += [self.w.ready.eq(nf), push.eq(self.w.valid & self.w.ready),
                      mem.w_en.eq(push), mem.w_addr.eq(wp), mem.w_data.eq(self.w.payload),
-                     rd.eq((cnt != 0) & (~ov | self.r.ready)),
+                     rd.eq(ne & (~ov | self.r.ready)),
                      mem.r_en.eq(rd), mem.r_addr.eq(rp),
                      self.r.valid.eq(ov), self.r.payload.eq(mem.r_data),
-                     self.level.eq(cnt + ov)]
+                     self.level.eq(lvl)]
         # cnt + push - rd as an up/down counter: cnt + 1 and cnt - 1 come from the
         # register alone and push / rd only select (timing: the PE's psum_in.ready
         # drives rd, the NI's packet decode drives push; neither goes through a carry
@@ -215,6 +219,20 @@ class SramFifo(wiring.Component):
         m.d.comb += [inc.eq(cnt + 1), dec.eq(cnt - 1)]
         m.d.sync += [cnt.eq(Mux(push == rd, cnt, Mux(push, inc, dec))),
                      ov.eq(rd | (ov & ~self.r.ready))]
+        # w.ready = (cnt != D) as a register (``nf``), its next value from the register's
+        # compare and push / rd only selecting (timing: w.ready selects the NI's packet
+        # count, cnt / cnt + 1, in front of the receive side's credit compare; the
+        # count compare was the first two LUT levels of that path; same values)
+        m.d.sync += nf.eq(Mux(push == rd, nf, Mux(push, cnt != D - 1, 1)))
+        # likewise cnt != 0 (``ne``: the read enable, the pointer and the counters behind
+        # it) and level = cnt + ov = words written - words taken at ``r`` (``lvl``: the
+        # staging FIFO's level is compared with the packet size in the NI's packet start;
+        # no adder in front of it); same values
+        popo = Signal()
+        lvl_inc, lvl_dec = Signal.like(lvl), Signal.like(lvl)
+        m.d.comb += [popo.eq(ov & self.r.ready), lvl_inc.eq(lvl + 1), lvl_dec.eq(lvl - 1)]
+        m.d.sync += [ne.eq(Mux(push == rd, ne, Mux(push, 1, cnt != 1))),
+                     lvl.eq(Mux(push == popo, lvl, Mux(push, lvl_inc, lvl_dec)))]
         with m.If(push):
             m.d.sync += wp.eq(wp + 1)
         with m.If(rd):
@@ -235,8 +253,15 @@ class _CreditedRx(wiring.Component):
     (grade 6, seed 1): 81.8 MHz (78.1 before, within the seed spread); the
     path then: the element FIFO's count -> ``w.ready`` -> the NI's packet
     count (``cnt + w.ready``, an adder) -> the next-head count compare ->
-    ``credit.valid``.  The NI's count is now a select of ``cnt``/``cnt + 1``
-    registers (not measured)."""
+    ``credit.valid``.  With the NI's count a select of ``cnt``/``cnt + 1``
+    registers: 83.5 MHz, the same path less the adder (the FIFO's ``cnt != depth``
+    compare, 4.2 ns of routing, then the count mux and the compare).  With
+    ``w.ready`` a register (:class:`SramFifo` ``nf``): 82.0 MHz (within the seed
+    spread) and the path is no longer here: the NI's WLOAD decode (``ld_left``) ->
+    ``net_in.ready`` -> the PE's weight-buffer write enables, 12.2 ns, ~10 ns of it
+    routing to the 16 block RAMs.  The packet count is now ``pkt.count + pkt_inc``
+    (the NI's ``cnt`` and its late ``w.ready``), and ``pkt_inc`` selects among compares
+    made with each (not measured)."""
 
     def __init__(self, width: int, depth: int, window: int, src_layout, cnt_bits: int):
         self.window = window
@@ -245,6 +270,7 @@ class _CreditedRx(wiring.Component):
         super().__init__({
             "w": In(stream.Signature(width)),            # ready = space
             "pkt": In(stream.Signature(self.ent)),       # packet end (ready = space)
+            "pkt_inc": In(1),        # the packet's count is pkt.count + 1 (timing, below)
             "r": Out(stream.Signature(width)),
             "credit": Out(stream.Signature(src_layout)),
         })
@@ -278,7 +304,14 @@ class _CreditedRx(wiring.Component):
         hv = Signal()
         head = Signal(self.ent)
         wen = Signal(self.ent)
-        m.d.comb += [wen.eq(self.pkt.payload), self.pkt.ready.eq(n != W)]
+        # the entry written: count = pkt.count + pkt_inc (the NI's element count and
+        # whether its last element is written in this cycle, the FIFO's late w.ready):
+        # pkt_inc only selects the sum or the count, and below it selects among compares
+        # made with each (timing: no count mux in front of the credit compares)
+        wc = self.pkt.payload.count
+        wc1 = Signal.like(wc)
+        m.d.comb += [wc1.eq(wc + 1), wen.src.eq(self.pkt.payload.src),
+                     wen.count.eq(Mux(self.pkt_inc, wc1, wc)), self.pkt.ready.eq(n != W)]
         push = self.pkt.valid & self.pkt.ready
         nxt = self.ent(pk.r_data)                    # second-oldest entry (pk.r_rdy)
         popped = Signal(range(self.fdepth + 2))    # elements popped since the head packet began
@@ -306,13 +339,16 @@ class _CreditedRx(wiring.Component):
         m.d.comb += [p1.eq(popped + 1), pc.eq(popped - head.count), pc1.eq(popped - head.count + 1)]
         m.d.sync += popped.eq(Mux(take, Mux(pop, pc1, pc), Mux(pop, p1, popped)))
         # next complete per (take, pop): the next head's count against the next popped
-        cnt_keep = Mux(hv, head.count, wen.count)          # no take
-        rdy_keep = hv | push
-        cnt_take = Mux(pk.r_rdy, nxt.count, wen.count)     # take (hv)
-        rdy_take = pk.r_rdy | push
+        # (the entry written now: x >= wc + pkt_inc, i.e. x > wc or x >= wc by pkt_inc)
+        def ge_wen(x):
+            return Mux(self.pkt_inc, x > wc, x >= wc)
+        rdy_keep = hv | push                               # no take: head, else written
+        rdy_take = pk.r_rdy | push                         # take (hv): FIFO's next, else written
         c00, c01, c10, c11 = Signal(), Signal(), Signal(), Signal()
-        m.d.comb += [c00.eq(rdy_keep & (popped >= cnt_keep)), c01.eq(rdy_keep & (p1 >= cnt_keep)),
-                     c10.eq(rdy_take & (pc >= cnt_take)), c11.eq(rdy_take & (pc1 >= cnt_take))]
+        m.d.comb += [c00.eq(rdy_keep & Mux(hv, popped >= head.count, ge_wen(popped))),
+                     c01.eq(rdy_keep & Mux(hv, p1 >= head.count, ge_wen(p1))),
+                     c10.eq(rdy_take & Mux(pk.r_rdy, pc >= nxt.count, ge_wen(pc))),
+                     c11.eq(rdy_take & Mux(pk.r_rdy, pc1 >= nxt.count, ge_wen(pc1)))]
         m.d.sync += complete.eq(Mux(take, Mux(pop, c11, c10), Mux(pop, c01, c00)))
         return m
 
@@ -443,12 +479,28 @@ class PeNode(wiring.Component):
 
         m.d.comb += ni.ready.eq(1)
         # loads: the PE takes one beat per cycle while idle (w_load/p_load ready = ~busy)
+        # (timing: the decoded beat goes through a register stage, ``lq``, to the PE's
+        # w_load / p_load, so the WLOAD decode -- ld_left, net_in -- is not in front of
+        # the weight buffer's write enables (82.0 MHz path, ~10 ns of routing to its 16
+        # block RAMs).  A beat reaches the PE one cycle after its flit; loads are taken
+        # only while the node is idle, long before a start reaches the PE (PREP_CYCLES),
+        # and net_in.ready = stage free = the PE's ready while the PE is idle.)
         wl, pl = pe.w_load, pe.p_load
         pld = pload_body_layout()(f.payload[:pload_body_layout().size])
-        m.d.comb += [wl.payload.addr.eq(ld_addr), wl.payload.row.eq(ld_row),
-                     wl.payload.data.eq(f.payload[:8 * c.C0]),
-                     pl.payload.addr.eq(ld_addr), pl.payload.row.eq(ld_row),
-                     pl.payload.bias.eq(pld.bias), pl.payload.scale.eq(pld.scale)]
+        wl_d, pl_d = Signal.like(wl.payload), Signal.like(pl.payload)     # decoded beat
+        dv_w, dv_p = Signal(), Signal()
+        m.d.comb += [wl_d.addr.eq(ld_addr), wl_d.row.eq(ld_row),
+                     wl_d.data.eq(f.payload[:8 * c.C0]),
+                     pl_d.addr.eq(ld_addr), pl_d.row.eq(ld_row),
+                     pl_d.bias.eq(pld.bias), pl_d.scale.eq(pld.scale)]
+        lq_v, lq_w = Signal(), Signal()        # a beat held for w_load (lq_w) / p_load
+        lq_wp, lq_pp = Signal.like(wl.payload), Signal.like(pl.payload)
+        lq_free = Signal()
+        m.d.comb += [wl.valid.eq(lq_v & lq_w), pl.valid.eq(lq_v & ~lq_w),
+                     wl.payload.eq(lq_wp), pl.payload.eq(lq_pp),
+                     lq_free.eq(~lq_v | Mux(lq_w, wl.ready, pl.ready))]
+        with m.If(lq_free):
+            m.d.sync += [lq_v.eq(dv_w | dv_p), lq_w.eq(dv_w), lq_wp.eq(wl_d), lq_pp.eq(pl_d)]
 
         def ld_advance():
             with m.If(ld_row == K0 - 1):
@@ -526,14 +578,14 @@ class PeNode(wiring.Component):
             with m.Elif(f.head):
                 # a head inside a packet: the packet in progress is cut here
                 m.d.sync += err.bad_packet.eq(1)
-            for state, load in ((S_WLOAD, wl), (S_PLOAD, pl)):     # WLOAD / PLOAD bodies
+            for state, load in ((S_WLOAD, dv_w), (S_PLOAD, dv_p)):   # WLOAD / PLOAD bodies
                 with m.If(st == state):
                     with m.If(ld_left == 0):
                         m.d.sync += err.bad_packet.eq(1)
                     with m.Else():
-                        m.d.comb += load.valid.eq(1)
-                        m.d.comb += ni.ready.eq(load.ready)
-                        with m.If(load.ready):
+                        m.d.comb += load.eq(1)
+                        m.d.comb += ni.ready.eq(lq_free)
+                        with m.If(lq_free):
                             ld_advance()
                     with m.If(ni.ready & f.tail):
                         m.d.sync += st.eq(S_HEAD)
@@ -547,7 +599,7 @@ class PeNode(wiring.Component):
                     m.d.sync += err.data_overflow.eq(1)
                 with m.If(f.tail):
                     m.d.comb += [drx.pkt.valid.eq(1), drx.pkt.payload.src.eq(src),
-                                 drx.pkt.payload.count.eq(Mux(drx.w.ready, cnt1, cnt))]
+                                 drx.pkt.payload.count.eq(cnt), drx.pkt_inc.eq(drx.w.ready)]
                     with m.If(~drx.pkt.ready):
                         m.d.sync += err.data_overflow.eq(1)
                 end_packet()
@@ -570,7 +622,8 @@ class PeNode(wiring.Component):
                     with m.If(~last_flit):
                         m.d.sync += err.bad_packet.eq(1)
                     m.d.comb += [prx.pkt.valid.eq(1), prx.pkt.payload.src.eq(src),
-                                 prx.pkt.payload.count.eq(Mux(last_flit & prx.w.ready, cnt1, cnt))]
+                                 prx.pkt.payload.count.eq(cnt),
+                                 prx.pkt_inc.eq(last_flit & prx.w.ready)]
                     with m.If(~prx.pkt.ready):
                         m.d.sync += err.psum_overflow.eq(1)
                 end_packet()
