@@ -345,8 +345,8 @@ def test_cli_rejects_inconsistent_parameters(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize("rl", [1, 2])
-def test_ewise_pipeline_against_golden_under_write_backpressure(rl):
+@pytest.mark.parametrize("rl,stages", [(1, 3), (2, 3), (2, 4)])
+def test_ewise_pipeline_against_golden_under_write_backpressure(rl, stages):
     """The EWISE unit (operand -> raw -> shift/saturate -> write queue) on a real banked
     buffer, amaranth.sim: random add / mul / max with random shifts on extreme int8
     values (saturation both ways), in place and to a third region, while a second
@@ -358,7 +358,7 @@ def test_ewise_pipeline_against_golden_under_write_backpressure(rl):
     from tessera.golden.global_pe import int_to_word
     from tessera.hdl.global_pe.ewise import EwiseUnit
 
-    cfg = GpeConfig(words=64, word_bits=64, banks=4, read_latency=rl)
+    cfg = GpeConfig(words=64, word_bits=64, banks=4, read_latency=rl, ewise_stages=stages)
     nb = cfg.word_bits // 8
     m = Module()
     m.submodules.buf = buf = Buffer(words=64, width=64, banks=4, n_read=3, n_write=3,

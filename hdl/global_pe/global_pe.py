@@ -38,11 +38,12 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
+from tessera.hdl.pe.mult import MULT_IMPLS
 from tessera.params import ParamError
 
 from .buffer import Buffer, round_robin
 from .decoder import Decoder
-from .ewise import EwiseUnit
+from .ewise import EWISE_STAGES, EwiseUnit
 from .mcast import MulticastManager
 from .packets import (FIELD, MAX_MESH_CHECK, TAG_BITS, GpeConfig, command_layout,
                       completion_layout, net_flit_layout, node_address_layout, status_layout)
@@ -78,6 +79,10 @@ def validate(cfg: GpeConfig):
         bad("max_tile", "must be in 1..255")
     if cfg.read_latency not in (1, 2):
         bad("read_latency", "must be 1 or 2")
+    if cfg.ewise_stages not in EWISE_STAGES:
+        bad("ewise_stages", f"must be one of {', '.join(map(str, EWISE_STAGES))}")
+    if cfg.mult_impl not in MULT_IMPLS:
+        bad("mult_impl", f"must be one of {', '.join(MULT_IMPLS)}")
 
 
 class GlobalPE(wiring.Component):
