@@ -41,9 +41,11 @@ command completes with it and changes nothing):
 
 Pipeline (for >= 100 MHz on ECP5): the checks take :data:`CHECK_CYCLES`
 cycles in the command register -- ``cnt_k - 1`` is registered, then the three
-region products ``(cnt_k - 1) * stride_k`` (one 16x16 MULT18X18D each with
-registered inputs and output, only for this bounds check; address generation
-uses adders), then the clipped products' two pair sums, then the status, the
+region products ``(cnt_k - 1) * stride_k`` (one 16x16
+:class:`~tessera.hdl.pe.mult.RegMult` cell each, whose operand register loads
+``cnt_k - 1`` and ``stride_k`` every cycle and whose product register is this
+stage's: with ``mult_impl=ecp5`` both inside the MULT18X18D; only for this bounds
+check; address generation uses adders), then the clipped products' two pair sums, then the status, the
 region's last address ``span`` and the EWISE destination's last address
 ``c_last`` -- and a dispatch decision is registered too: ``start_*``,
 ``table_we`` and ``own_cpl`` pulse the cycle after it (the units latch ``q``,
