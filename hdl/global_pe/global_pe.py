@@ -34,7 +34,7 @@ and a strided SEND, see :mod:`.ewise`), depth-wise operations, power management.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
@@ -209,11 +209,17 @@ class GlobalPE(wiring.Component):
         m.d.comb += load.eq(~out_v | self.cpl.ready)
         with m.If(out_v & self.cpl.ready):
             m.d.sync += out_v.eq(0)
-        grants, _ = round_robin(m, [pend[s] for s in srcs], "cpl", en=load)
+        grants, any_g = round_robin(m, [pend[s] for s in srcs], "cpl", en=load)
+        # the grants are one-hot: the winner's tag / status by AND-OR (not a chain of
+        # multiplexers in source order: fewer LUT levels; the same values)
+        g_tag = [Mux(grants[i], ptag[s], 0) for i, s in enumerate(srcs)]
+        with m.If(any_g):
+            m.d.sync += [out_v.eq(1), out_tag.eq(Cat(*[Cat(*[t[b] for t in g_tag]).any()
+                                                       for b in range(TAG_BITS)])),
+                         out_st.eq(Mux(grants[srcs.index("dec")], pstat, 0))]
         for i, s in enumerate(srcs):
             with m.If(grants[i]):
-                m.d.sync += [pend[s].eq(0), out_v.eq(1), out_tag.eq(ptag[s]),
-                             out_st.eq(pstat if s == "dec" else 0)]
+                m.d.sync += pend[s].eq(0)
         for s in units:
             with m.If(done[s]):
                 m.d.sync += [pend[s].eq(1), ptag[s].eq(utag[s])]
