@@ -55,6 +55,7 @@ from .packets import EW_ADD, EW_MUL, FIELD, SHIFT_BITS, TAG_BITS, GpeConfig
 
 WQ_DEPTH = 4          # write queue: operand + raw stage + queue turnaround + 1
 EWISE_STAGES = (3, 4)  # ``ewise_stages``: 4 adds a register between shift and saturate-select
+COPY_LANES = 4        # lanes per copy of the command's shift / mask / is_mul registers
 
 
 def wq_depth(stages: int) -> int:
@@ -80,14 +81,15 @@ def ewise_addmax(m: Module, a, b, sub, lanes: int):
     return out
 
 
-def ewise_shift(m: Module, raw, shift, satm):
+def ewise_shift(m: Module, raw, shifts, satms):
     """Per lane ``y = raw >> shift`` (floor): its low 8 bits, whether it overflows int8 and
     the sign.  ``satm`` (10 bits, bit i = ``i >= shift``, a register loaded with the
     command) marks the raw bits 7 + shift .. 16: ``y`` fits int8 iff they are all equal
     (``y``'s bits 7..16 are raw bits min(k + shift, 16)), so the overflow test is an
-    AND/OR of raw bits and mask bits next to the shifter, not a compare after it."""
+    AND/OR of raw bits and mask bits next to the shifter, not a compare after it.
+    ``shifts`` / ``satms``: lane j's copies of the two registers."""
     out = []
-    for j, r in enumerate(raw):
+    for j, (r, shift, satm) in enumerate(zip(raw, shifts, satms)):
         s = Signal(signed(17), name=f"ew_shr{j}")
         m.d.comb += s.eq(r >> shift)
         hi = Signal(10, name=f"ew_hi{j}")
@@ -125,9 +127,17 @@ class EwiseUnit(wiring.Component):
         w = cfg.word_bits
         AB = self.addr_bits
         sub = Signal(2)
-        shift = Signal(SHIFT_BITS)
-        satm = Signal(10)            # bit i: i >= shift (raw bits 7+i that must equal the sign)
-        is_mul = Signal()
+        # the command's shift, overflow mask (bit i: i >= shift, the raw bits 7+i that must
+        # equal the sign) and is_mul, one copy per COPY_LANES lanes (each feeds ~17 x 4 LUTs
+        # of its lanes, not ~550 across the unit: the shift's fan-out was 3.8 ns of routing
+        # in the stop-29 critical path); each copy has its own reset value so that Yosys
+        # does not merge them back (the values before the first EWISE are never used)
+        ncopy = -(-cfg.lanes_int8 // COPY_LANES)
+        shift_c = [Signal(SHIFT_BITS, init=g % 16, name=f"ew_shift_c{g}") for g in range(ncopy)]
+        satm_c = [Signal(10, init=g, name=f"ew_satm_c{g}") for g in range(ncopy)]
+        mul_c = [Signal(init=g % 2, name=f"ew_is_mul_c{g}") for g in range(ncopy)]
+        satm_in = Signal(10)
+        m.d.comb += satm_in.eq(Cat(*[self.shift <= i for i in range(10)]))
         D = wq_depth(cfg.ewise_stages)
         extra = cfg.ewise_stages - 3     # 1: a register between the shifter and saturate
         ra, rb, wc = (Signal(AB, name=x) for x in ("ra", "rb", "wc"))     # next addresses
@@ -140,12 +150,13 @@ class EwiseUnit(wiring.Component):
         a_more, b_more = Signal(), Signal()
         m.d.comb += self.busy.eq(running)
         with m.If(self.start & ~running):
-            m.d.sync += [sub.eq(self.sub), shift.eq(self.shift), is_mul.eq(self.sub == EW_MUL),
-                         satm.eq(Cat(*[self.shift <= i for i in range(10)])),
-                         ra.eq(self.a), rb.eq(self.b),
+            m.d.sync += [sub.eq(self.sub), ra.eq(self.a), rb.eq(self.b),
                          wc.eq(self.c), a_left.eq(self.n), b_left.eq(self.n),
                          a_more.eq(self.n != 0), b_more.eq(self.n != 0),
                          w_left.eq(self.n), running.eq(1)]
+            for g in range(ncopy):
+                m.d.sync += [shift_c[g].eq(self.shift), satm_c[g].eq(satm_in),
+                             mul_c[g].eq(self.sub == EW_MUL)]
 
         # write queue and the two non-stalling stages in front of it
         # data in LUT RAM (SyncFIFO); the addresses in a shift register whose head is a
@@ -244,9 +255,10 @@ class EwiseUnit(wiring.Component):
             m.submodules[f"mul{j}"] = mul = RegMult(8, cfg.mult_impl)
             m.d.comb += [mul.a.eq(a_val[8 * j:8 * j + 8]), mul.b.eq(b_val[8 * j:8 * j + 8])]
             x = Signal(signed(17), name=f"ew_raw{j}")
-            m.d.comb += x.eq(Mux(is_mul, mul.p, am_q[j]))
+            m.d.comb += x.eq(Mux(mul_c[j // COPY_LANES], mul.p, am_q[j]))
             raw.append(x)
-        lanes = ewise_shift(m, raw, shift, satm)
+        lanes = ewise_shift(m, raw, [shift_c[j // COPY_LANES] for j in range(cfg.lanes_int8)],
+                            [satm_c[j // COPY_LANES] for j in range(cfg.lanes_int8)])
         if extra:
             s_v, s_addr = Signal(), Signal(AB)
             s_lanes = [(Signal(8, name=f"ew_y{j}"), Signal(name=f"ew_ovfq{j}"),
