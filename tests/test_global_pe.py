@@ -75,3 +75,26 @@ def test_read_latency_2_random(seed, out_ready, in_idle, cmds, span):
     run("global_pe", {"read_latency": 2}, MODULE, testcase="random_commands", seed=seed,
         extra_env={**ENV, "GPE_CMDS": str(cmds), "GPE_SPAN": str(span),
                    "GPE_OUT_READY": str(out_ready), "GPE_IN_IDLE": str(in_idle)})
+
+
+@pytest.mark.slow
+@pytest.mark.cocotb
+def test_ecp5_multipliers_random():
+    """``mult_impl=ecp5`` (the ECP5 flow's choice: EWISE lane and decoder region multipliers
+    as MULT18X18D primitives with their own registers, simulated with the primitive's
+    behavioural model) at ``read_latency=2, ewise_stages=4`` against the golden model, dense
+    hazards (EWISE add / mul / max with shifts, SEND region checks through the products)."""
+    import json
+
+    from tessera.export import generate, manifest
+    from tessera.registry import get
+    from tessera.tb.pe.vendor import run_text, with_models
+
+    spec = get("global_pe")
+    text, component, params = generate(spec, {"read_latency": 2, "ewise_stages": 4,
+                                              "mult_impl": "ecp5"})
+    assert text.count("MULT18X18D #(") == 32 + 3
+    env = {"TESSERA_PARAMS": json.dumps(params), "TESSERA_SEED": "4", "TESSERA_BLOCK": "global_pe",
+           "GPE_CMDS": "40", "GPE_SPAN": "48"}
+    run_text("global_pe-ecp5", with_models(text, "ecp5"), "global_pe", MODULE,
+             testcase="random_commands", env=env, manifest_doc=manifest(spec, params, component))

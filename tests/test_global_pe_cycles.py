@@ -37,6 +37,10 @@ EXPECT = {"cycles": 1303, "completions": 36,
           "sha256": "c305ce5fdce23fa7b34ef1bb2ec4b5090e88a3dc0a29bbf97d1fcc24aa480c2c"}
 EXPECT_RL2 = {"cycles": 1322, "completions": 36,
               "sha256": "d9b6a17be364019a27d303d933ef75322f08d508da424fea51ecf6fec3efb68f"}
+# ``read_latency=2, ewise_stages=4`` (stop 30, not the default): every EWISE write one cycle
+# later (test_ewise_stages_4_is_one_cycle_later); closed loop 1322 -> 1318 cycles
+EXPECT_RL2_ES4 = {"cycles": 1318, "completions": 36,
+                  "sha256": "a5c0f3bc3973fdc50c656d09e83601a17fe89e760cad5ff1b842feb220cdb6c7"}
 # the same stream without its EWISEs (SENDs, RECVs, GROUPs, rejected commands), every
 # output but ``status`` (see the test): the stop-26 design's trace; at read latency 2
 # (stop 29) 1114 -> 1113 cycles (the closed loop reacts to the later flits)
@@ -159,14 +163,19 @@ def test_global_pe_cycle_trace_read_latency_2():
     assert got == EXPECT_RL2, got
 
 
-@pytest.mark.parametrize("rl", [1, 2])
-def test_send_trace_without_ewise(rl):
+def test_global_pe_cycle_trace_ewise_stages_4():
+    got = closed_loop_trace({"read_latency": 2, "ewise_stages": 4}, SEED, N_CMDS, SPAN)
+    assert got == EXPECT_RL2_ES4, got
+
+
+@pytest.mark.parametrize("rl,stages", [(1, 3), (2, 3), (2, 4)])
+def test_send_trace_without_ewise(rl, stages):
     """The closed-loop stream without its EWISEs, every output but ``status`` (the stream
     has a RECV writing a word a SEND reads in the same cycle: stop 26 flags
     ``rw_collision`` at cycle 563).  Read latency 1: the stop-26 design's trace, cycle for
-    cycle; read latency 2: pinned (stop 29)."""
-    got = closed_loop_trace({"read_latency": rl}, SEED, N_CMDS, SPAN, drop=OP_EWISE,
-                            io_only=True)
+    cycle; read latency 2: pinned (stop 29); ``ewise_stages=4`` changes nothing here."""
+    got = closed_loop_trace({"read_latency": rl, "ewise_stages": stages}, SEED, N_CMDS, SPAN,
+                            drop=OP_EWISE, io_only=True)
     assert got == EXPECT_NO_EWISE_IO[rl], got
 
 def send_only_departures(params, seed, n_sends=8, span=48):

@@ -345,8 +345,8 @@ def test_cli_rejects_inconsistent_parameters(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize("rl", [1, 2])
-def test_ewise_pipeline_against_golden_under_write_backpressure(rl):
+@pytest.mark.parametrize("rl,stages", [(1, 3), (2, 3), (2, 4)])
+def test_ewise_pipeline_against_golden_under_write_backpressure(rl, stages):
     """The EWISE unit (operand -> raw -> shift/saturate -> write queue) on a real banked
     buffer, amaranth.sim: random add / mul / max with random shifts on extreme int8
     values (saturation both ways), in place and to a third region, while a second
@@ -358,7 +358,7 @@ def test_ewise_pipeline_against_golden_under_write_backpressure(rl):
     from tessera.golden.global_pe import int_to_word
     from tessera.hdl.global_pe.ewise import EwiseUnit
 
-    cfg = GpeConfig(words=64, word_bits=64, banks=4, read_latency=rl)
+    cfg = GpeConfig(words=64, word_bits=64, banks=4, read_latency=rl, ewise_stages=stages)
     nb = cfg.word_bits // 8
     m = Module()
     m.submodules.buf = buf = Buffer(words=64, width=64, banks=4, n_read=3, n_write=3,
@@ -429,3 +429,71 @@ def test_ewise_pipeline_against_golden_under_write_backpressure(rl):
     sim.add_testbench(bench)
     sim.run()
     assert log["ops"] == 12 and log["stalled"] > 40 and log["full"] > 10, log
+
+
+def _ewise_writes(stages, rl=2, ops=((EW_MUL, 0, 17, 34, 13, 3), (EW_ADD, 34, 1, 34, 9, 0),
+                                     (EW_MAX, 2, 3, 50, 5, 1))):
+    """EWISE unit on a banked buffer (amaranth.sim), no other requester: every write grant
+    as (cycle, address, data) and every ``done`` cycle, for EWISEs ``(sub, a, b, c, n,
+    shift)`` started one after the other (each right after the previous one's done)."""
+    from amaranth.hdl import Module
+    from amaranth.lib.wiring import connect
+
+    from tessera.hdl.global_pe.ewise import EwiseUnit
+
+    cfg = GpeConfig(words=64, word_bits=64, banks=4, read_latency=rl, ewise_stages=stages)
+    m = Module()
+    m.submodules.buf = buf = Buffer(words=64, width=64, banks=4, n_read=3, n_write=2,
+                                    read_latency=rl)
+    m.submodules.ew = ew = EwiseUnit(cfg, 6)
+    connect(m, ew.rda, buf.rd[1])
+    connect(m, ew.rdb, buf.rd[2])
+    connect(m, ew.wr, buf.wr[1])
+    rng = random.Random(3)
+    init = [rng.getrandbits(64) for _ in range(64)]
+    writes, dones = [], []
+
+    async def bench(ctx):
+        for x in range(64):
+            ctx.set(buf.wr[0].valid, 1)
+            ctx.set(buf.wr[0].addr, x)
+            ctx.set(buf.wr[0].data, init[x])
+            await ctx.tick()
+        ctx.set(buf.wr[0].valid, 0)
+        cycle = 0
+        for sub, a, b, c, n, shift in ops:
+            for port, v in ((ew.sub, sub), (ew.shift, shift), (ew.a, a), (ew.b, b), (ew.c, c),
+                            (ew.n, n), (ew.start, 1)):
+                ctx.set(port, v)
+            await ctx.tick()
+            ctx.set(ew.start, 0)
+            cycle += 1
+            for _ in range(100):
+                if ctx.get(ew.wr.grant):
+                    writes.append((cycle, ctx.get(ew.wr.addr), ctx.get(ew.wr.data)))
+                done = ctx.get(ew.done)
+                await ctx.tick()
+                cycle += 1
+                if done:
+                    dones.append(cycle)
+                    break
+
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    return writes, dones
+
+
+@pytest.mark.parametrize("rl", [1, 2])
+def test_ewise_stages_4_is_one_cycle_later(rl):
+    """``ewise_stages=4`` (the shift result registered before saturate): with the writes
+    granted, every EWISE write leaves exactly one cycle later (same words, same order,
+    still one per cycle: the queue is one word deeper) and each EWISE is done one cycle
+    later; the EWISEs here are started back to back, so the k-th is k cycles later."""
+    w3, d3 = _ewise_writes(3, rl)
+    w4, d4 = _ewise_writes(4, rl)
+    assert len(w3) == 13 + 9 + 5 and len(d3) == 3
+    shift = [1] * 13 + [2] * 9 + [3] * 5
+    assert w4 == [(c + s, a, d) for (c, a, d), s in zip(w3, shift)]
+    assert d4 == [c + k + 1 for k, c in enumerate(d3)]

@@ -49,7 +49,7 @@ def test_memory_mapping_kinds():
 
 def test_synth_tech_params_select_ecp5_dsp(tmp_path):
     """The ECP5 flow's technology choice (``TECH_PARAMS``, one place): blocks with a
-    ``mult_impl`` parameter (pe, pe_chain, pe_node, chiplet) are synthesised with
+    ``mult_impl`` parameter (pe, pe_chain, pe_node, chiplet, global_pe) are synthesised with
     ``mult_impl=ecp5`` unless the run sets it, others are untouched; a small PE's MAC
     multipliers come out of synth_ecp5 as MULT18X18D with their own input and output
     registers (the fabric registers of ``generic`` are never packed into the DSP)."""
@@ -57,7 +57,7 @@ def test_synth_tech_params_select_ecp5_dsp(tmp_path):
 
     from tessera.registry import get
     from tessera.synth import tech_assignments
-    for b in ("pe", "pe_chain", "pe_node", "chiplet"):
+    for b in ("pe", "pe_chain", "pe_node", "chiplet", "global_pe"):
         assert tech_assignments(get(b)) == ["mult_impl=ecp5"], b
     assert tech_assignments(get("mca")) == []
     assert tech_assignments(get("pe"), ["mult_impl=generic"]) == []

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from tessera.hdl.pe import sim_models     # the MULT18X18D model entry, as the PE's
+from tessera.hdl.pe.mult import MULT_IMPLS
 from tessera.params import Param
 from tessera.registry import BlockSpec
 
@@ -30,7 +32,13 @@ PARAMS = [
     Param("ucast_lanes", 2, "unicast destinations in flight at once", min=1, max=4),
     Param("read_latency", 1, "bank SRAM read latency: 1 = one round-robin read port per bank; "
           "2 = output register, SEND first on the read port, every SEND flit one cycle later", min=1, max=2),
+    Param("ewise_stages", 3, "EWISE pipeline stages: 3 = operand, raw, shift+saturate into the "
+          "write queue; 4 = the shift registered before saturate (+1 cycle per EWISE)", min=3, max=4),
+    Param("mult_impl", "generic", "EWISE and decoder multiplier cells: generic (behavioural, "
+          "simulation/ASIC) or ecp5 (MULT18X18D with its own registers; the ECP5 flow "
+          "tessera.synth selects it); same cycles", kind=str, choices=MULT_IMPLS),
 ]
+
 
 
 def build(**params):
@@ -57,4 +65,5 @@ BLOCKS = [BlockSpec(
     name="global_pe", build=build, params=PARAMS, verilog=verilog,
     doc="Simba Global PE: banked activation buffer, SEND/RECV/EWISE, multicast credits",
     demo_module="tessera.tb.global_pe.test_global_pe", demo_testcase="demo",
+    extra_manifest=sim_models,
 )]

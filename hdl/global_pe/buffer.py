@@ -84,15 +84,18 @@ def round_robin(m: Module, reqs, name: str, en=None):
         m.d.comb += pick[0].eq(reqs[0])
         return grants, any_req
     last = Signal(range(n), name=f"{name}_last", init=n - 1)
-    for p in range(n):              # if-chains, not case: lint-clean for any n
-        with m.If(last == p):
+    # each pick as one sum of products over the pointer values (a flat AND-OR, not a chain
+    # of n multiplexers: fewer LUT levels after mapping; the same function)
+    at = [last == p for p in range(n)]
+    for i in range(n):
+        terms = []
+        for p in range(n):
             order = [(p + k) % n for k in range(1, n + 1)]
-            for pos, i in enumerate(order):
-                higher = [reqs[j] for j in order[:pos]]
-                cond = reqs[i]
-                for h in higher:
-                    cond = cond & ~h
-                m.d.comb += pick[i].eq(cond)
+            cond = at[p] & reqs[i]
+            for j in order[:order.index(i)]:
+                cond = cond & ~reqs[j]
+            terms.append(cond)
+        m.d.comb += pick[i].eq(Cat(*terms).any())
     for i in range(n):
         with m.If(grants[i]):
             m.d.sync += last.eq(i)

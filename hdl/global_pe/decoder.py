@@ -41,9 +41,11 @@ command completes with it and changes nothing):
 
 Pipeline (for >= 100 MHz on ECP5): the checks take :data:`CHECK_CYCLES`
 cycles in the command register -- ``cnt_k - 1`` is registered, then the three
-region products ``(cnt_k - 1) * stride_k`` (one 16x16 MULT18X18D each with
-registered inputs and output, only for this bounds check; address generation
-uses adders), then the clipped products' two pair sums, then the status, the
+region products ``(cnt_k - 1) * stride_k`` (one 16x16
+:class:`~tessera.hdl.pe.mult.RegMult` cell each, whose operand register loads
+``cnt_k - 1`` and ``stride_k`` every cycle and whose product register is this
+stage's: with ``mult_impl=ecp5`` both inside the MULT18X18D; only for this bounds
+check; address generation uses adders), then the clipped products' two pair sums, then the status, the
 region's last address ``span`` and the EWISE destination's last address
 ``c_last`` -- and a dispatch decision is registered too: ``start_*``,
 ``table_we`` and ``own_cpl`` pulse the cycle after it (the units latch ``q``,
@@ -59,6 +61,8 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
+
+from tessera.hdl.pe.mult import RegMult
 
 from .packets import (FIELD, OP_EWISE, OP_GROUP, OP_RECV, OP_SEND, ST_BAD_ARG, ST_BAD_OP,
                       ST_BAD_REGION, ST_EMPTY_SET, ST_OK, GpeConfig, command_layout, mask_layout)
@@ -111,11 +115,16 @@ class Decoder(wiring.Component):
         # clipped to FIELD + 1 bits (anything >= 2**FIELD is out of range anyway) and two pair
         # sums; stage 4 (below): their sum -> status
         P = FIELD + 1
-        cm1 = [Signal(FIELD, name=f"cm1_{k}") for k in range(3)]
+        # (stages 1 and 2 are a RegMult cell's operand and product registers: its operand
+        # register loads ``cnt_k - 1`` and ``stride_k`` every cycle; the stride is stable from
+        # the cycle after the command is taken, so the product two cycles after that is the
+        # command's; with mult_impl=ecp5 both registers sit inside the MULT18X18D)
         full_p = [Signal(W, name=f"prod{k}_full") for k in range(3)]
         prod = [Signal(P, name=f"prod{k}") for k in range(3)]
         for k in range(3):
-            m.d.sync += [cm1[k].eq(c[k] - 1), full_p[k].eq(cm1[k] * s[k])]
+            m.submodules[f"mul{k}"] = mul = RegMult(FIELD + 1, cfg.mult_impl)
+            m.d.comb += [mul.a.eq((c[k] - 1)[:FIELD]), mul.b.eq(s[k]),
+                         full_p[k].eq(mul.p.as_unsigned())]
             m.d.comb += prod[k].eq(Mux(full_p[k][FIELD:].any(), (1 << FIELD), full_p[k][:FIELD]))
         pair = [Signal(P + 1, name=f"pair{k}") for k in range(2)]
         m.d.sync += [pair[0].eq(prod[0] + prod[1]), pair[1].eq(prod[2] + q.a)]

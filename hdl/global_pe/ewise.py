@@ -47,40 +47,62 @@ from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
+from tessera.hdl.pe.mult import RegMult
+
 from .buffer import read_req_signature, write_req_signature
 from .packets import EW_ADD, EW_MUL, FIELD, SHIFT_BITS, TAG_BITS, GpeConfig
 
 
 WQ_DEPTH = 4          # write queue: operand + raw stage + queue turnaround + 1
+EWISE_STAGES = (3, 4)  # ``ewise_stages``: 4 adds a register between shift and saturate-select
+COPY_LANES = 4        # lanes per copy of the command's shift / mask / is_mul registers
 
 
-def ewise_raw(m: Module, a, b, sub, lanes: int):
-    """Per-lane f(a, b) (17-bit signed, exact) for ``lanes`` int8 lanes."""
+def wq_depth(stages: int) -> int:
+    """Words the write queue holds: one per stage between the operand take and the
+    queue's read port (operand, raw, [shift], queue turnaround) + 1, so a pair is taken
+    every cycle while the writes are granted (the take waits while ``inq`` == depth)."""
+    return WQ_DEPTH + (stages - 3)
+
+
+def ewise_addmax(m: Module, a, b, sub, lanes: int):
+    """Per-lane add or max (9-bit signed, exact) for ``lanes`` int8 lanes (the multiply is
+    in :class:`~tessera.hdl.pe.mult.RegMult` cells, selected after the raw register)."""
     out = []
     for j in range(lanes):
         x = a[8 * j:8 * j + 8].as_signed()
         y = b[8 * j:8 * j + 8].as_signed()
-        r = Signal(signed(17), name=f"ew_raw{j}")
+        r = Signal(signed(9), name=f"ew_am{j}")
         with m.If(sub == EW_ADD):
             m.d.comb += r.eq(x + y)
-        with m.Elif(sub == EW_MUL):
-            m.d.comb += r.eq(x * y)
-        with m.Else():               # EW_MAX (3 is rejected by the decoder)
+        with m.Else():               # EW_MAX (EW_MUL takes the product; 3 is rejected)
             m.d.comb += r.eq(Mux(x > y, x, y))
         out.append(r)
     return out
 
 
-def ewise_finish(m: Module, raw, shift):
-    """``raw >> shift`` (floor), saturated to int8, packed into a word."""
+def ewise_shift(m: Module, raw, shifts, satms):
+    """Per lane ``y = raw >> shift`` (floor): its low 8 bits, whether it overflows int8 and
+    the sign.  ``satm`` (10 bits, bit i = ``i >= shift``, a register loaded with the
+    command) marks the raw bits 7 + shift .. 16: ``y`` fits int8 iff they are all equal
+    (``y``'s bits 7..16 are raw bits min(k + shift, 16)), so the overflow test is an
+    AND/OR of raw bits and mask bits next to the shifter, not a compare after it.
+    ``shifts`` / ``satms``: lane j's copies of the two registers."""
     out = []
-    for j, r in enumerate(raw):
+    for j, (r, shift, satm) in enumerate(zip(raw, shifts, satms)):
         s = Signal(signed(17), name=f"ew_shr{j}")
         m.d.comb += s.eq(r >> shift)
-        q = Signal(8, name=f"ew_sat{j}")
-        m.d.comb += q.eq(Mux(s > 127, 127, Mux(s < -128, -128, s)))
-        out.append(q)
-    return Cat(*out)
+        hi = Signal(10, name=f"ew_hi{j}")
+        m.d.comb += hi.eq(r.as_unsigned()[7:17] & satm)
+        ovf = Signal(name=f"ew_ovf{j}")
+        m.d.comb += ovf.eq(hi.any() & (hi != satm))
+        out.append((s[:8], ovf, r[16]))
+    return out
+
+
+def ewise_saturate(lanes):
+    """(low 8 bits, overflow, sign) per lane -> the saturated int8 lanes packed in a word."""
+    return Cat(*[Mux(ovf, Mux(sign, 0x80, 0x7F), y8) for y8, ovf, sign in lanes])
 
 
 class EwiseUnit(wiring.Component):
@@ -96,7 +118,7 @@ class EwiseUnit(wiring.Component):
             "rda": Out(read_req_signature(addr_bits, w)),
             "rdb": Out(read_req_signature(addr_bits, w)),
             "wr": Out(write_req_signature(addr_bits, w)),
-            "wq_level": Out(range(WQ_DEPTH + 1)),     # observability (tests)
+            "wq_level": Out(range(wq_depth(cfg.ewise_stages) + 1)),   # observability (tests)
         })
 
     def elaborate(self, platform):
@@ -105,7 +127,19 @@ class EwiseUnit(wiring.Component):
         w = cfg.word_bits
         AB = self.addr_bits
         sub = Signal(2)
-        shift = Signal(SHIFT_BITS)
+        # the command's shift, overflow mask (bit i: i >= shift, the raw bits 7+i that must
+        # equal the sign) and is_mul, one copy per COPY_LANES lanes (each feeds ~17 x 4 LUTs
+        # of its lanes, not ~550 across the unit: the shift's fan-out was 3.8 ns of routing
+        # in the stop-29 critical path); each copy has its own reset value so that Yosys
+        # does not merge them back (the values before the first EWISE are never used)
+        ncopy = -(-cfg.lanes_int8 // COPY_LANES)
+        shift_c = [Signal(SHIFT_BITS, init=g % 16, name=f"ew_shift_c{g}") for g in range(ncopy)]
+        satm_c = [Signal(10, init=g, name=f"ew_satm_c{g}") for g in range(ncopy)]
+        mul_c = [Signal(init=g % 2, name=f"ew_is_mul_c{g}") for g in range(ncopy)]
+        satm_in = Signal(10)
+        m.d.comb += satm_in.eq(Cat(*[self.shift <= i for i in range(10)]))
+        D = wq_depth(cfg.ewise_stages)
+        extra = cfg.ewise_stages - 3     # 1: a register between the shifter and saturate
         ra, rb, wc = (Signal(AB, name=x) for x in ("ra", "rb", "wc"))     # next addresses
         a_left, b_left, w_left = (Signal(FIELD, name=x) for x in ("a_left", "b_left", "w_left"))
         running = Signal()
@@ -116,26 +150,29 @@ class EwiseUnit(wiring.Component):
         a_more, b_more = Signal(), Signal()
         m.d.comb += self.busy.eq(running)
         with m.If(self.start & ~running):
-            m.d.sync += [sub.eq(self.sub), shift.eq(self.shift), ra.eq(self.a), rb.eq(self.b),
+            m.d.sync += [sub.eq(self.sub), ra.eq(self.a), rb.eq(self.b),
                          wc.eq(self.c), a_left.eq(self.n), b_left.eq(self.n),
                          a_more.eq(self.n != 0), b_more.eq(self.n != 0),
                          w_left.eq(self.n), running.eq(1)]
+            for g in range(ncopy):
+                m.d.sync += [shift_c[g].eq(self.shift), satm_c[g].eq(satm_in),
+                             mul_c[g].eq(self.sub == EW_MUL)]
 
         # write queue and the two non-stalling stages in front of it
         # data in LUT RAM (SyncFIFO); the addresses in a shift register whose head is a
         # flip-flop (timing: the write request's bank reaches the bank arbiters, and
         # through them the RECV write grant, from a register, not a LUT-RAM read)
-        m.submodules.wq = wq = SyncFIFO(width=w, depth=WQ_DEPTH)
-        aq = [Signal(AB, name=f"wq_addr{i}") for i in range(WQ_DEPTH)]
+        m.submodules.wq = wq = SyncFIFO(width=w, depth=D)
+        aq = [Signal(AB, name=f"wq_addr{i}") for i in range(D)]
         o_v, r_v = Signal(), Signal()
         o_a, o_b = Signal(w), Signal(w)
         o_addr, r_addr = Signal(AB), Signal(AB)
-        raw_q = [Signal(signed(17), name=f"ew_rawq{j}") for j in range(cfg.lanes_int8)]
+        am_q = [Signal(signed(9), name=f"ew_amq{j}") for j in range(cfg.lanes_int8)]
         room = Signal()
-        # words in the operand and raw stages and the queue (= wq.level + o_v + r_v),
-        # counted in a register: + a pair taken, - a write granted
-        inq = Signal(range(WQ_DEPTH + 1))
-        m.d.comb += [room.eq(inq < WQ_DEPTH), self.wq_level.eq(wq.level)]
+        # words in the operand, raw (and shift) stages and the queue (= wq.level + o_v + r_v
+        # (+ s_v)), counted in a register: + a pair taken, - a write granted
+        inq = Signal(range(D + 1))
+        m.d.comb += [room.eq(inq < D), self.wq_level.eq(wq.level)]
 
         # operand slots: each operand has up to C = read latency words granted and not yet
         # consumed (``cnt``; ``full`` == (cnt == C), a register): in flight in the SRAM,
@@ -160,14 +197,16 @@ class EwiseUnit(wiring.Component):
 
         # the requests, with ``consume`` expanded and ``running`` dropped (a_more / b_more
         # imply running: both are set with it and cleared by the last read grant, before
-        # the last write completes the EWISE); ``room`` is ``~inq[2]`` (inq <= WQ_DEPTH);
-        # ``full`` implies the operand's own word is here (the oldest of C grants made in
-        # C different cycles has arrived)
-        assert WQ_DEPTH == 4
+        # the last write completes the EWISE); ``room`` is ``inq != D`` (inq <= D), written
+        # on the bits that tell D from the smaller values (D = 4: ~inq[2]; D = 5:
+        # ~(inq[2] & inq[0])); ``full`` implies the operand's own word is here (the oldest
+        # of C grants made in C different cycles has arrived)
+        assert D in (4, 5)
+        room_r = ~inq[2] if D == 4 else ~(inq[2] & inq[0])
         m.d.comb += [self.rda.addr.eq(ra),
-                     self.rda.valid.eq(a_more & (~ops["a"]["full"] | (b_avail & ~inq[2])))]
+                     self.rda.valid.eq(a_more & (~ops["a"]["full"] | (b_avail & room_r)))]
         m.d.comb += [self.rdb.addr.eq(rb),
-                     self.rdb.valid.eq(b_more & (~ops["b"]["full"] | (a_avail & ~inq[2])))]
+                     self.rdb.valid.eq(b_more & (~ops["b"]["full"] | (a_avail & room_r)))]
         m.d.sync += inq.eq(inq + consume - self.wr.grant)
         for x, o in ops.items():
             port, arr, pk, park, cnt = o["port"], o["arr"], o["pk"], o["park"], o["cnt"]
@@ -200,20 +239,42 @@ class EwiseUnit(wiring.Component):
         with m.If(self.rdb.grant):
             m.d.sync += [rb.eq(rb + 1), b_left.eq(b_left - 1), b_more.eq(b_left != 1)]
 
-        # stage 1: operands; stage 2: raw results; then shift / saturate into the queue
+        # stage 1: operands; stage 2: raw results (add / max in fabric registers, the
+        # products in RegMult cells: their operand register is stage 1's, loaded from the
+        # same words every cycle, their product register stage 2's: with mult_impl=ecp5
+        # both sit inside the MULT18X18D); then the mul / add-max select, shift and the
+        # overflow test, [stage 3 (ewise_stages=4): registered,] saturate into the queue
         m.d.sync += [o_v.eq(consume), r_v.eq(o_v)]
         with m.If(consume):
             m.d.sync += [o_a.eq(a_val), o_b.eq(b_val), o_addr.eq(wc), wc.eq(wc + 1)]
-        raw = ewise_raw(m, o_a, o_b, sub, cfg.lanes_int8)
-        m.d.sync += [raw_q[j].eq(raw[j]) for j in range(cfg.lanes_int8)]
+        am = ewise_addmax(m, o_a, o_b, sub, cfg.lanes_int8)
+        m.d.sync += [am_q[j].eq(am[j]) for j in range(cfg.lanes_int8)]
         m.d.sync += r_addr.eq(o_addr)
-        m.d.comb += [wq.w_en.eq(r_v), wq.w_data.eq(ewise_finish(m, raw_q, shift))]
+        raw = []
+        for j in range(cfg.lanes_int8):
+            m.submodules[f"mul{j}"] = mul = RegMult(8, cfg.mult_impl)
+            m.d.comb += [mul.a.eq(a_val[8 * j:8 * j + 8]), mul.b.eq(b_val[8 * j:8 * j + 8])]
+            x = Signal(signed(17), name=f"ew_raw{j}")
+            m.d.comb += x.eq(Mux(mul_c[j // COPY_LANES], mul.p, am_q[j]))
+            raw.append(x)
+        lanes = ewise_shift(m, raw, [shift_c[j // COPY_LANES] for j in range(cfg.lanes_int8)],
+                            [satm_c[j // COPY_LANES] for j in range(cfg.lanes_int8)])
+        if extra:
+            s_v, s_addr = Signal(), Signal(AB)
+            s_lanes = [(Signal(8, name=f"ew_y{j}"), Signal(name=f"ew_ovfq{j}"),
+                        Signal(name=f"ew_sign{j}")) for j in range(cfg.lanes_int8)]
+            m.d.sync += [s_v.eq(r_v), s_addr.eq(r_addr)]
+            m.d.sync += [q.eq(v) for sl, ln in zip(s_lanes, lanes) for q, v in zip(sl, ln)]
+            w_v, w_addr, lanes = s_v, s_addr, s_lanes
+        else:
+            w_v, w_addr = r_v, r_addr
+        m.d.comb += [wq.w_en.eq(w_v), wq.w_data.eq(ewise_saturate(lanes))]
         # address queue: entry i is the i-th oldest; a pop shifts, a push lands behind
         # the last entry (wq.level: entries before this cycle's push and pop)
-        for i in range(WQ_DEPTH):
-            nxt = aq[i + 1] if i + 1 < WQ_DEPTH else aq[i]
-            with m.If(r_v & (wq.level - self.wr.grant == i)):
-                m.d.sync += aq[i].eq(r_addr)
+        for i in range(D):
+            nxt = aq[i + 1] if i + 1 < D else aq[i]
+            with m.If(w_v & (wq.level - self.wr.grant == i)):
+                m.d.sync += aq[i].eq(w_addr)
             with m.Elif(self.wr.grant):
                 m.d.sync += aq[i].eq(nxt)
 

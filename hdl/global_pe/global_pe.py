@@ -34,15 +34,16 @@ and a strided SEND, see :mod:`.ewise`), depth-wise operations, power management.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect
 
+from tessera.hdl.pe.mult import MULT_IMPLS
 from tessera.params import ParamError
 
 from .buffer import Buffer, round_robin
 from .decoder import Decoder
-from .ewise import EwiseUnit
+from .ewise import EWISE_STAGES, EwiseUnit
 from .mcast import MulticastManager
 from .packets import (FIELD, MAX_MESH_CHECK, TAG_BITS, GpeConfig, command_layout,
                       completion_layout, net_flit_layout, node_address_layout, status_layout)
@@ -78,6 +79,10 @@ def validate(cfg: GpeConfig):
         bad("max_tile", "must be in 1..255")
     if cfg.read_latency not in (1, 2):
         bad("read_latency", "must be 1 or 2")
+    if cfg.ewise_stages not in EWISE_STAGES:
+        bad("ewise_stages", f"must be one of {', '.join(map(str, EWISE_STAGES))}")
+    if cfg.mult_impl not in MULT_IMPLS:
+        bad("mult_impl", f"must be one of {', '.join(MULT_IMPLS)}")
 
 
 class GlobalPE(wiring.Component):
@@ -204,11 +209,17 @@ class GlobalPE(wiring.Component):
         m.d.comb += load.eq(~out_v | self.cpl.ready)
         with m.If(out_v & self.cpl.ready):
             m.d.sync += out_v.eq(0)
-        grants, _ = round_robin(m, [pend[s] for s in srcs], "cpl", en=load)
+        grants, any_g = round_robin(m, [pend[s] for s in srcs], "cpl", en=load)
+        # the grants are one-hot: the winner's tag / status by AND-OR (not a chain of
+        # multiplexers in source order: fewer LUT levels; the same values)
+        g_tag = [Mux(grants[i], ptag[s], 0) for i, s in enumerate(srcs)]
+        with m.If(any_g):
+            m.d.sync += [out_v.eq(1), out_tag.eq(Cat(*[Cat(*[t[b] for t in g_tag]).any()
+                                                       for b in range(TAG_BITS)])),
+                         out_st.eq(Mux(grants[srcs.index("dec")], pstat, 0))]
         for i, s in enumerate(srcs):
             with m.If(grants[i]):
-                m.d.sync += [pend[s].eq(0), out_v.eq(1), out_tag.eq(ptag[s]),
-                             out_st.eq(pstat if s == "dec" else 0)]
+                m.d.sync += pend[s].eq(0)
         for s in units:
             with m.If(done[s]):
                 m.d.sync += [pend[s].eq(1), ptag[s].eq(utag[s])]

@@ -44,6 +44,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .packets import GpeConfig, mask_layout, node_address_layout
+from .recv import cr_clip
 
 
 class MulticastManager(wiring.Component):
@@ -119,6 +120,7 @@ class MulticastManager(wiring.Component):
         # per consumer: both candidate next values (with and without the pending take)
         # are computed from registers only; the registered take just selects
         W = cfg.credit_window
+        nb = cr_clip(cfg).bit_length()
         for i in range(cfg.consumers):
             m.d.comb += self.credits[i].eq(credit[i])
             dec = Signal(name=f"dec{i}")
@@ -126,8 +128,9 @@ class MulticastManager(wiring.Component):
             m.d.comb += [dec.eq(sel[i]), hit.eq(self.cr_en & (self.cr_consumer == i))]
             # with the return added (the shared count, no per-consumer gating in front of
             # the adder; ``hit`` selects last, in parallel with the sum)
-            up = Signal(self.cbits + 9, name=f"up{i}")       # credit + returned
-            m.d.comb += up.eq(credit[i] + self.cr_count)
+            # (the count is clipped to W + 2 by RECV, recv.cr_clip: only its low bits are added)
+            up = Signal(max(self.cbits, nb) + 1, name=f"up{i}")       # credit + returned
+            m.d.comb += up.eq(credit[i] + self.cr_count[:nb])
             ovf0, ovf1 = Signal(name=f"ovf_keep{i}"), Signal(name=f"ovf_take{i}")
             n0, n1 = Signal(self.cbits, name=f"next_keep{i}"), Signal(self.cbits, name=f"next_take{i}")
             m.d.comb += [ovf0.eq(hit & (up > W)), ovf1.eq(hit & (up > W + 1)),

@@ -78,6 +78,8 @@ class GpeConfig:
     send_slots: int = 4
     ucast_lanes: int = 2
     read_latency: int = 1       # buffer banks' SRAM read latency (1 or 2), see buffer.py
+    ewise_stages: int = 3       # EWISE pipeline stages (3 or 4: shift registered), ewise.py
+    mult_impl: str = "generic"  # EWISE / decoder multiplier cells (tessera.hdl.pe.mult)
 
     @property
     def nodes(self):

@@ -154,6 +154,9 @@ class SendEngine(wiring.Component):
         l_tag = lane_sigs("l{}_tag", TAG_BITS)
         l_slot = lane_sigs("l{}_slot", SB)
         k0, k1, k2 = (lane_sigs("l{}_k%d" % k, FIELD) for k in range(3))   # left - 1
+        # ``kz[k][i]`` == (k_k of lane i == 0), kept in a register next to each counter
+        # (timing: the wrap tests and the region-done test start at flip-flops)
+        kz = [[Signal(name=f"l{i}_k{k}_zero", init=1) for i in range(L)] for k in range(3)]
         addr = lane_sigs("l{}_addr", FIELD)
         base1 = lane_sigs("l{}_base1", FIELD)
         base2 = lane_sigs("l{}_base2", FIELD)
@@ -201,6 +204,7 @@ class SendEngine(wiring.Component):
                          addr[i].eq(self.base), base1[i].eq(self.base),
                          base2[i].eq(self.base), seq[i].eq(0), rowleft[i].eq(self.cnt[0])]
             m.d.sync += [l_cnt[k][i].eq(self.cnt[k]) for k in range(3)]
+            m.d.sync += [kz[k][i].eq(self.cnt[k] == 1) for k in range(3)]
             m.d.sync += [l_str[k][i].eq(self.stride[k]) for k in range(3)]
 
         with m.If(self.start):
@@ -295,8 +299,8 @@ class SendEngine(wiring.Component):
         # next address of every lane's generator (from registers; a grant only selects)
         nxt_addr = [Signal(FIELD, name=f"l{i}_addr_next") for i in range(L)]
         for i in range(L):
-            m.d.comb += nxt_addr[i].eq(Mux(k0[i] != 0, addr[i] + l_str[0][i],
-                                           Mux(k1[i] != 0, base1[i] + l_str[1][i],
+            m.d.comb += nxt_addr[i].eq(Mux(~kz[0][i], addr[i] + l_str[0][i],
+                                           Mux(~kz[1][i], base1[i] + l_str[1][i],
                                                base2[i] + l_str[2][i])))
 
         cur_next = Signal(self.addr_bits)     # the current lane's address after this one
@@ -304,6 +308,14 @@ class SendEngine(wiring.Component):
         # lanes that may be picked
         ready = [act[i] & act_d[i] & self.lane_ready[i] for i in range(L)]
 
+        # the current lane's region ends with this tile: its slot and whether another lane
+        # of the same SEND is still active, selected by AND-OR (one-hot ``cur_oh``), not by
+        # the per-lane multiplexer chain below
+        r_done = [kz[0][i] & kz[1][i] & kz[2][i] for i in range(L)]
+        others = [Cat(*[act[j] & (l_slot[j] == l_slot[i]) for j in range(L) if j != i]).any()
+                  for i in range(L)]
+        cur_done = Signal()
+        m.d.comb += cur_done.eq(onehot_mux(cur_oh, r_done))
         with m.If(state == PICK):
             # a lane is eligible from the second cycle it is active: the multicast
             # manager's registered ``lane_ready`` then covers its members, and its
@@ -336,25 +348,27 @@ class SendEngine(wiring.Component):
                 for i in range(L):
                     with m.If(cur_oh[i]):
                         cnt = [l_cnt[k][i] for k in range(3)]
-                        w0 = k0[i] == 0
-                        w1 = k1[i] == 0
+                        w0, w1 = kz[0][i], kz[1][i]
                         m.d.sync += addr[i].eq(nxt_addr[i])
                         with m.If(~w0):
-                            m.d.sync += k0[i].eq(k0[i] - 1)
+                            m.d.sync += [k0[i].eq(k0[i] - 1), kz[0][i].eq(k0[i] == 1)]
                         with m.Elif(~w1):
                             m.d.sync += [k0[i].eq(cnt[0] - 1), k1[i].eq(k1[i] - 1),
+                                         kz[0][i].eq(cnt[0] == 1), kz[1][i].eq(k1[i] == 1),
                                          base1[i].eq(nxt_addr[i])]
                         with m.Else():
                             m.d.sync += [k0[i].eq(cnt[0] - 1), k1[i].eq(cnt[1] - 1),
                                          k2[i].eq(k2[i] - 1),
+                                         kz[0][i].eq(cnt[0] == 1), kz[1][i].eq(cnt[1] == 1),
+                                         kz[2][i].eq(k2[i] == 1),
                                          base1[i].eq(nxt_addr[i]), base2[i].eq(nxt_addr[i])]
                         with m.If(last):
                             m.d.sync += seq[i].eq(seq[i] + 1)
-                            with m.If(w0 & w1 & (k2[i] == 0)):   # region done
-                                others = Cat(*[act[j] & (l_slot[j] == l_slot[i])
-                                               for j in range(L) if j != i]).any()
-                                m.d.sync += [act[i].eq(0), s1_mark.eq(~others),
-                                             s1_slot.eq(l_slot[i])]
+                            with m.If(r_done[i]):   # region done
+                                m.d.sync += act[i].eq(0)
+                with m.If(last & cur_done):
+                    m.d.sync += [s1_mark.eq(~onehot_mux(cur_oh, others)),
+                                 s1_slot.eq(onehot_mux(cur_oh, l_slot))]
                 with m.If(last):
                     m.d.sync += state.eq(PICK)
 
