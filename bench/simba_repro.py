@@ -434,7 +434,7 @@ controllers' interrupts or the Global PE's multicast manager carry row readiness
 the headline is 0.384 / 0.477 ms, gain 24 % (1000 samples), outside the <= ~20 % per-optimisation reading.
 Fig 5 under the barrier: res2a_branch2b with P/Q splits gains 1.62x from 8 to 32 chiplets (was > 2x with the
 RTL barrier), i.e. toward the paper's turn-over; K/C-only still turns over.
-Results at 1000 samples (vs the stop-31 main JSON, RTL barrier): headline 0.449 ms (was 0.270), uniform 0.477
+Results at 1000 samples (vs main's build/bench JSON, RTL barrier): headline 0.449 ms (was 0.270), uniform 0.477
 (0.284), gain 6.1 % (5.2 %), 2226 images/s; Fig 10 row start 8.5 % (10.4 %); Fig 7 K/C 2.02x (2.02x);
 Fig 6 with outputs to the Fig 11b row res3a_branch1 34 % (47 %), res3a_branch2b 1.2 % (2.2 %); Fig 12 from
 the runtime baseline 1.4 % (13.1 %): the 13.1 % was the RTL barrier's NoP round trip from the layer's FIRST
