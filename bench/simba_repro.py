@@ -427,7 +427,21 @@ def main():
     print(f"wrote {OUT / 'simba_repro.json'} and simba_fig5/6/7/fig10_fig12/resnet50_layers.png")
 
 
-NOTE = """Stop 31 (the pipelining hand-off under the interrupt barrier; rtcontrol.handoff, optim.pipeline_block,
+NOTE = """Stop 32: X5r is the default (simba_arch.json ctrl_irq_barrier = 1, pipeline_handoff = 1).  The headline
+now rests on the sourced interrupt barrier (Sec. 3.1, memory-mapped interrupts between chiplet controllers) PLUS
+the ASSUMED per-producer-row-step hand-off between pipelined partitions: the paper does not say whether the
+controllers' interrupts or the Global PE's multicast manager carry row readiness.  With pipeline_handoff = 0 (X5)
+the headline is 0.384 / 0.477 ms, gain 24 % (1000 samples), outside the <= ~20 % per-optimisation reading.
+Fig 5 under the barrier: res2a_branch2b with P/Q splits gains 1.62x from 8 to 32 chiplets (was > 2x with the
+RTL barrier), i.e. toward the paper's turn-over; K/C-only still turns over.
+Results at 1000 samples (vs main's build/bench JSON, RTL barrier): headline 0.449 ms (was 0.270), uniform 0.477
+(0.284), gain 6.1 % (5.2 %), 2226 images/s; Fig 10 row start 8.5 % (10.4 %); Fig 7 K/C 2.02x (2.02x);
+Fig 6 with outputs to the Fig 11b row res3a_branch1 34 % (47 %), res3a_branch2b 1.2 % (2.2 %); Fig 12 from
+the runtime baseline 1.4 % (13.1 %): the 13.1 % was the RTL barrier's NoP round trip from the layer's FIRST
+chiplet, which the placement search moved -- fc1000 (300 samples, seed 0) gains 13.1 % with the RTL barrier
+and 0.0 % with the sync term removed; with the medoid master it gains 1.4 %, all of it sync.  The barrier
+dominates small 32-chiplet layers: fc1000 6044 PE cycles, 5028 of them the barrier (405 with the RTL barrier).
+Stop 31 (the pipelining hand-off under the interrupt barrier; rtcontrol.handoff, optim.pipeline_block,
 only with ctrl_irq_barrier on; bench/simba_candidates.py --only Ex [--net-samples N] -> simba_candidates_Ex*.json,
 bench/simba_handoff_takeapart.py).  A pipelined stage is triggered over the same memory-mapped interrupts: every
 producer chiplet interrupts the consumer partition's master (one handler each), which releases its chiplets by

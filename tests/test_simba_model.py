@@ -314,8 +314,19 @@ def test_reduction_chain_hand_computed():
     assert r.own[0].tolist() == [pytest.approx(own0), pytest.approx(own1)]
     chain = max(own0, own1) + (HOP * (6 + 6) + 20) + link  # psum hop: latency + transfer
     tail = 6 * HOP + 576 / 16                                  # OA to the local GPE
-    sync = 2 * 20 * 1 + 3 * (10 + 2 * 14 + 6)           # NoP round trip + controller setup, 1 PE
-    assert r.latency[0] == pytest.approx(chain + tail + sync)
+    setup = 3 * (10 + 2 * 14 + 6)                        # controller setup, 1 PE
+    # the runtime's interrupt barrier (ctrl_irq_barrier, default 1 since stop 32; rtcontrol.barrier):
+    # master chiplet 0 (hop sums tie, the first), chiplet 1 one NoP hop away.  One way = 2 GALS
+    # crossings (1.34) + the NoC legs controller -> NoP router at both ends (2 hops x 3) + 1 NoP
+    # hop (20): chiplet 1's interrupt write (issue slot 2 + one way), one handler (7 to the handler
+    # + 6 instructions + PLIC claim/complete 4 + 4), the master's release write (2 + one way) and
+    # the released controller's interrupt (7)
+    one_way = 2 * 1.34 + 2 * 3 + 20
+    sync = (2 + one_way) + (7 + 6 + 4 + 4) + (2 + one_way) + 7
+    assert r.latency[0] == pytest.approx(chain + tail + setup + sync)
+    # with the RTL barrier (barrier_cycles 0 here) the sync term is the NoP round trip 2 x 20 x 1
+    r0 = evaluate_batch(st, ARCH20.with_(ctrl_irq_barrier=0), [1], [1], [1], [1], [6], [6])
+    assert r0.latency[0] == pytest.approx(chain + tail + setup + 2 * 20 * 1)
 
 
 def test_pipeline_time_hand_computed():

@@ -66,7 +66,7 @@ def test_pipeline_block_hands_off_at_each_consumer_partitions_master():
     maps = [Mapping(kc=2, cc=1, pc=1, qc=1, kp=4, cp=4, pp=1, qp=1, p1=7, q1=7),
             Mapping(kc=2, cc=1, pc=1, qc=1, kp=4, cp=4, pp=1, qp=1, p1=7, q1=7),
             Mapping(kc=4, cc=1, pc=1, qc=1, kp=4, cp=4, pp=1, qp=1, p1=7, q1=7)]
-    on = A.with_(ctrl_irq_barrier=1)
+    on = A.with_(ctrl_irq_barrier=1, pipeline_handoff=0)      # one hand-off per stage (default is 1)
     per = [{mp.n_chiplets: evaluate(l, on, mp)} for l, mp in zip(layers, maps)]
     t, plan = pipeline_block(layers, per, on, 32)
     assert [p[2] for p in plan] == [(0, 1), (2, 3), (4, 5, 11, 10)]
@@ -83,6 +83,9 @@ def test_pipeline_block_hands_off_at_each_consumer_partitions_master():
     bound = float(shared.max()) / on.nop_link_bytes_per_cycle
     assert t == pytest.approx(max(pipeline_time(stages, moves=moves, handoffs=[0.0, h2, h3]), bound))
     assert t > max(pipeline_time(stages, moves=moves), bound)
+    # pipeline_handoff 1 (the default since stop 32): the same hand-offs, one per producer row-step
+    t_r, _ = pipeline_block(layers, per, on.with_(pipeline_handoff=1), 32)
+    assert t_r == pytest.approx(max(pipeline_time(stages, moves=moves, handoffs=[0.0, h2, h3], per_step=True), bound))
     # barrier off: the same block without hand-offs
     per_off = [{mp.n_chiplets: evaluate(l, A, mp)} for l, mp in zip(layers, maps)]
     t_off, plan_off = pipeline_block(layers, per_off, A, 32)
@@ -101,7 +104,7 @@ def test_pipeline_handoff_per_row_step():
     assert pipeline_time([(ra, a), (rb, b)], handoffs=[0.0, 400.0], per_step=True) == pytest.approx(2125.0)
     # a small hand-off hides behind b's own work: 300 + 800
     assert pipeline_time([(ra, a), (rb, b)], handoffs=[0.0, 50.0], per_step=True) == pytest.approx(1275.0)
-    assert load_arch().pipeline_handoff == 0
+    assert load_arch().pipeline_handoff == 1 and load_arch().ctrl_irq_barrier == 1      # X5r, default since stop 32
     from tessera.sim_models.simba.arch import ArchError
     with pytest.raises(ArchError):
         A.with_(pipeline_handoff=2)
@@ -112,7 +115,7 @@ def test_pipeline_block_uses_the_per_step_switch():
     hand-off per producer row-step (pipeline_handoff 1) is slower than one per stage."""
     layers = [Layer("x2a", C=64, K=64, R=1, S=1, H=14, W=14), Layer("x2b", C=64, K=64, R=3, S=3, H=14, W=14, pad=1)]
     mp = Mapping(kc=2, cc=1, pc=1, qc=1, kp=4, cp=4, pp=1, qp=1, p1=2, q1=7)
-    big = A.with_(ctrl_irq_barrier=1, nop_hop_ns=2000.0)
+    big = A.with_(ctrl_irq_barrier=1, pipeline_handoff=0, nop_hop_ns=2000.0)
     per = [{2: evaluate(l, big, mp)} for l in layers]
     t0, _ = pipeline_block(layers, per, big, 32)
     t1, _ = pipeline_block(layers, per, big.with_(pipeline_handoff=1), 32)

@@ -40,9 +40,11 @@ source in ``data/simba_arch.json``:
   chiplet of the producing partition writes the interrupt register of the consuming partition's
   master (chosen as ``barrier_master`` chooses), the master takes one handler per producer chiplet
   and releases its own chiplets by serial MMIO writes; and a stage's end barrier is charged whole
-  after its last step (it cannot be spread over the steps that overlap its producer).  Row-level
-  flow control between the stages is left to the Global PE's multicast manager (Sec. 3.1
-  "producer-consumer relationships"), so one hand-off per stage, not per row.
+  after its last step (it cannot be spread over the steps that overlap its producer).  How many
+  hand-offs is ``pipeline_handoff``: 1 (the default since stop 32, an ASSUMPTION) = one per producer
+  row-step the consumer reads, serialised at the consumer's master; 0 = one per stage, row-level flow
+  control left to the Global PE's multicast manager (Sec. 3.1 "producer-consumer relationships").
+  The paper does not say which carries row readiness.
 * Host step (``host_layer_ns``): Sec. 4.1 measures with the RISC-V cycle counters and compiles and
   runs each layer independently; a host/off-package step per layer is outside those counters, so the
   default is 0 (kept as a parameter for the take-apart).
