@@ -427,7 +427,7 @@ def main():
     print(f"wrote {OUT / 'simba_repro.json'} and simba_fig5/6/7/fig10_fig12/resnet50_layers.png")
 
 
-NOTE = """Stop 32: X5r is the default (simba_arch.json ctrl_irq_barrier = 1, pipeline_handoff = 1).  The headline
+NOTE = """Stop 30: X5r is the default (simba_arch.json ctrl_irq_barrier = 1, pipeline_handoff = 1).  The headline
 now rests on the sourced interrupt barrier (Sec. 3.1, memory-mapped interrupts between chiplet controllers) PLUS
 the ASSUMED per-producer-row-step hand-off between pipelined partitions: the paper does not say whether the
 controllers' interrupts or the Global PE's multicast manager carry row readiness.  With pipeline_handoff = 0 (X5)

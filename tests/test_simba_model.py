@@ -315,7 +315,7 @@ def test_reduction_chain_hand_computed():
     chain = max(own0, own1) + (HOP * (6 + 6) + 20) + link  # psum hop: latency + transfer
     tail = 6 * HOP + 576 / 16                                  # OA to the local GPE
     setup = 3 * (10 + 2 * 14 + 6)                        # controller setup, 1 PE
-    # the runtime's interrupt barrier (ctrl_irq_barrier, default 1 since stop 32; rtcontrol.barrier):
+    # the runtime's interrupt barrier (ctrl_irq_barrier, default 1 since stop 30; rtcontrol.barrier):
     # master chiplet 0 (hop sums tie, the first), chiplet 1 one NoP hop away.  One way = 2 GALS
     # crossings (1.34) + the NoC legs controller -> NoP router at both ends (2 hops x 3) + 1 NoP
     # hop (20): chiplet 1's interrupt write (issue slot 2 + one way), one handler (7 to the handler

@@ -92,10 +92,10 @@ def test_fig5_res2_branch2b_ceiling_appears_only_when_chiplets_split_weights():
     of weights" and gives res2a_branch1 (fewer weights, 4x the K x C) more parallelism -- true of
     Listing 1's spatial K/C loops.  With chiplets and PEs splitting K/C only (kc-only) the layer gains
     until 8 and at most 20 % more from 8 to 32 (the paper bound).  With P/Q splits allowed (the
-    headline premise) the model's finding changed in stop 32, when the runtime's interrupt barrier
+    headline premise) the model's finding changed in stop 30, when the runtime's interrupt barrier
     (ctrl_irq_barrier, Sec. 3.1) became the default: the layer still gains from 8 to 32 chiplets, but
     1.62x (t32 / t8 = 0.616 at 200 samples, seed 5), no longer > 2x (0.344 with the RTL barrier, the
-    finding before stop 32) -- toward the paper's Fig 5 turn-over.  Why: the master releases the
+    finding before stop 30) -- toward the paper's Fig 5 turn-over.  Why: the master releases the
     other chiplets by serial MMIO round trips over the NoP (Rocket: one MMIO in flight), so the
     barrier grows with the chiplet count: the sync term is 880 PE cycles at 8 chiplets and 5028 at
     32, half the 32-chiplet latency.  (kc-only is NoP-bound at 11 Gb/s: headline ~1.3 ms, Fig 6
@@ -112,7 +112,7 @@ def test_fig5_res2_branch2b_ceiling_appears_only_when_chiplets_split_weights():
     assert 0.5 < ratio < 0.7, ratio                                   # 0.616
     assert free[32].sync_cycles > 5 * free[8].sync_cycles             # 5028 vs 880: the serial releases
     rtl = search(L, ARCH.with_(ctrl_irq_barrier=0), [8, 32], samples=200, seed=5, keep_per_count=True)
-    assert rtl[32].latency_cycles < 0.5 * rtl[8].latency_cycles       # 0.344: the pre-stop-32 finding
+    assert rtl[32].latency_cycles < 0.5 * rtl[8].latency_cycles       # 0.344: the pre-stop-30 finding
 
 
 def test_fig5_res5_branch2b_scales_to_32():

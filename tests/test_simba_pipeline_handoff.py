@@ -83,7 +83,7 @@ def test_pipeline_block_hands_off_at_each_consumer_partitions_master():
     bound = float(shared.max()) / on.nop_link_bytes_per_cycle
     assert t == pytest.approx(max(pipeline_time(stages, moves=moves, handoffs=[0.0, h2, h3]), bound))
     assert t > max(pipeline_time(stages, moves=moves), bound)
-    # pipeline_handoff 1 (the default since stop 32): the same hand-offs, one per producer row-step
+    # pipeline_handoff 1 (the default since stop 30): the same hand-offs, one per producer row-step
     t_r, _ = pipeline_block(layers, per, on.with_(pipeline_handoff=1), 32)
     assert t_r == pytest.approx(max(pipeline_time(stages, moves=moves, handoffs=[0.0, h2, h3], per_step=True), bound))
     # barrier off: the same block without hand-offs
@@ -104,7 +104,7 @@ def test_pipeline_handoff_per_row_step():
     assert pipeline_time([(ra, a), (rb, b)], handoffs=[0.0, 400.0], per_step=True) == pytest.approx(2125.0)
     # a small hand-off hides behind b's own work: 300 + 800
     assert pipeline_time([(ra, a), (rb, b)], handoffs=[0.0, 50.0], per_step=True) == pytest.approx(1275.0)
-    assert load_arch().pipeline_handoff == 1 and load_arch().ctrl_irq_barrier == 1      # X5r, default since stop 32
+    assert load_arch().pipeline_handoff == 1 and load_arch().ctrl_irq_barrier == 1      # X5r, default since stop 30
     from tessera.sim_models.simba.arch import ArchError
     with pytest.raises(ArchError):
         A.with_(pipeline_handoff=2)

@@ -27,7 +27,7 @@ def test_scaling_terms_default_off():
 def test_barrier_arrives_one_per_noc_cycle(kc, extra):
     """N chiplets: the master counts N single-flit ARRIVEs, one per NoC cycle (NoC clock = PE
     clock): + N - 1 cycles; one chiplet has no package barrier.  A term of the RTL package's barrier
-    (ctrl_irq_barrier 0); the runtime's interrupt barrier (the default since stop 32) replaces that
+    (ctrl_irq_barrier 0); the runtime's interrupt barrier (the default since stop 30) replaces that
     barrier, so there the term moves nothing."""
     pe = (1, 1, 1, 1, 6, 6)
     rtl = A0.with_(ctrl_irq_barrier=0)

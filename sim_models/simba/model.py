@@ -57,7 +57,7 @@ count; each a switch in simba_arch.json, all OFF -- none moves a figure beyond s
                         chiplet P/Q split needs, from one home per (k, c) block, before the layer
                         (Sec. 4.6 persistent weights; Sec. 4.1 preloads them, hence off)
 Runtime control (issue 14 stop 30, rtcontrol.py; switches in simba_arch.json, all OFF except
-ctrl_irq_barrier, ON since stop 32 with pipeline_handoff 1 -- the headline rests on both):
+ctrl_irq_barrier, ON since stop 30 with pipeline_handoff 1 -- the headline rests on both):
   ctrl_mmio_config      setup = one MMIO round trip (Rocket, one access in flight) per configuration word
   ctrl_gpe_autonomous   ctrl_step = 0 (the Global PE walks its tiles once configured, Sec. 3.1)
   ctrl_irq_done         setup += (PEs used + 1) interrupt handlers

@@ -18,7 +18,7 @@
   (rtcontrol.handoff: the producer's chiplets interrupt the consumer partition's master, which
   releases its chiplets by serial MMIO writes), and a stage's end barrier is not divisible across
   its steps (charged whole after its last step); with ``pipeline_handoff`` 1 (the default since
-  stop 32, an assumption) a hand-off per producer row-step, serialised at the consumer's master.
+  stop 30, an assumption) a hand-off per producer row-step, serialised at the consumer's master.
   Partition sizes are searched over powers of two.
 
 Every optimisation returns the baseline when it cannot improve, so it never loses to it.

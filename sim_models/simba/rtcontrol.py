@@ -41,7 +41,7 @@ source in ``data/simba_arch.json``:
   master (chosen as ``barrier_master`` chooses), the master takes one handler per producer chiplet
   and releases its own chiplets by serial MMIO writes; and a stage's end barrier is charged whole
   after its last step (it cannot be spread over the steps that overlap its producer).  How many
-  hand-offs is ``pipeline_handoff``: 1 (the default since stop 32, an ASSUMPTION) = one per producer
+  hand-offs is ``pipeline_handoff``: 1 (the default since stop 30, an ASSUMPTION) = one per producer
   row-step the consumer reads, serialised at the consumer's master; 0 = one per stage, row-level flow
   control left to the Global PE's multicast manager (Sec. 3.1 "producer-consumer relationships").
   The paper does not say which carries row readiness.
