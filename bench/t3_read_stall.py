@@ -42,6 +42,9 @@ NB = dict(wg_retire=True)                                               # no sta
 GS32 = dict(write_queue_entries=32, write_drain=(28, 16), write_drain_rule="watermark")   # GPGPU-Sim default
 HBM64 = dict(write_queue_entries=64, write_drain=(56, 32), write_drain_rule="watermark")  # Accel-Sim HBM doc
 BH = dict(mc_scheduler="bank_heads")                                    # Accel-Sim SM7_QV100 (no write queue)
+FIFO = dict(l2_dram_fifo_entries=128)   # SM7_QV100 -gpgpu_dram_partition_queues 64:64:64:64, 2 sub-partitions per channel
+LRU = dict(l2_retention="lru")           # the re-walked operand survives a stage only if the whole of it fits the 16 MB L2
+RSDMA = dict(rs_pacing="dma")            # §5.1.1: the RS traffic is injected through Accel-Sim's front end (not link-paced)
 VARIANTS = {
     "model": {},
     "nb": NB,
@@ -65,6 +68,17 @@ VARIANTS = {
     "nb_bh_dmainf": dict(NB, **BH, dma_buffer_bytes=2**28),     # §6.1.2: a stage's RS_reads issued as a burst
     "nb_dmainf": dict(NB, dma_buffer_bytes=2**28),
     "nb_bh_gs32_dmainf": dict(NB, **BH, **GS32, dma_buffer_bytes=2**28),
+    # stop 31: the missing-cost candidates of the stop-30 note, each on the paper simulator's scheduler without the
+    # barrier (nb_bh) and on the model; first against the comm_first bound (--bound-only)
+    "nb_bh_fifo128": dict(NB, **BH, **FIFO),       # (a) Accel-Sim L2->DRAM FIFOs (2 sub-partitions x 64) per channel
+    "nb_bh_lru": dict(NB, **BH, **LRU),             # (b) FC read intensity: all-or-nothing L2 fit of the re-walked operand
+    "nb_bh_rsdma": dict(NB, **BH, **RSDMA),         # (c) RS traffic at the DMA's rate, not the link's
+    "nb_bh_all3": dict(NB, **BH, **FIFO, **LRU, **RSDMA),
+    "nb_bh_lru_rsdma": dict(NB, **BH, **LRU, **RSDMA),
+    "model_fifo128": dict(FIFO),
+    "model_lru": dict(LRU),
+    "model_rsdma": dict(RSDMA),
+    "model_all3": dict(FIFO, **LRU, **RSDMA),
 }
 
 
@@ -115,12 +129,30 @@ def run(name: str, kw: dict, large: bool, bounds_too: bool = False) -> dict:
     return out
 
 
-def merge(name: str, res: dict) -> None:
+def commfirst_bound(kw: dict) -> dict:
+    """The Fig 16 set's T3 under RS-always-first arbitration (comm_first): the most the RS traffic can cost the GEMM
+    with a candidate on.  If its geomean stays above the T3 band (23), the candidate cannot explain the paper's T3."""
+    t0 = time.time()
+    sysm = config.system(**kw)
+    rb = [study.evaluate(sysm, config.model(k), tp, sl, configs=("t3-commfirst",))
+          for k in ("mega-gpt-2", "t-nlg") for tp in config.model(k).tp for sl in config.SUBLAYERS]
+    sp = [r.speedup("t3-commfirst") for r in rb]
+    return dict(geomean=100 * (study.geomean(sp) - 1), max=100 * (max(sp) - 1),
+                can_explain_t3_band=100 * (study.geomean(sp) - 1) <= 23.0,
+                per_case={f"{r.model} TP{r.tp} {r.sublayer}": 100 * (r.speedup("t3-commfirst") - 1) for r in rb},
+                runtime_s=time.time() - t0)
+
+
+def merge(name: str, res: dict, key: str | None = None) -> None:
     OUT.parent.mkdir(parents=True, exist_ok=True)
     with open(OUT.with_suffix(".lock"), "w") as lk:
         fcntl.flock(lk, fcntl.LOCK_EX)
         d = json.loads(OUT.read_text()) if OUT.exists() else {"variants": {}}
-        d["variants"][name] = res
+        if key is None:
+            old = d["variants"].get(name, {})
+            d["variants"][name] = dict(res, **({"commfirst_bound": old["commfirst_bound"]} if "commfirst_bound" in old else {}))
+        else:
+            d["variants"].setdefault(name, {})[key] = res
         OUT.write_text(json.dumps(d, indent=1, default=float))
 
 
@@ -192,6 +224,13 @@ def main(argv) -> int:
     for n in names:
         if n not in VARIANTS:
             raise SystemExit(f"t3_read_stall: unknown variant {n!r}; --list shows them")
+    if "--bound-only" in argv:
+        for n in names:
+            v = commfirst_bound(VARIANTS[n])
+            merge(n, v, "commfirst_bound")
+            print(f"{n:16s} comm_first bound T3 {v['geomean']:5.1f} / {v['max']:5.1f}  (<= 23: "
+                  f"{v['can_explain_t3_band']})  {v['runtime_s']:.0f} s", flush=True)
+        return 0
     for n in names:
         v = run(n, VARIANTS[n], large, "--bounds" in argv)
         merge(n, v)

@@ -33,6 +33,7 @@ CHOICES = {
     "mca_occupancy": ("all", "reads"),
     "wg_fast_dim": ("tokens", "fewer_tiles"),
     "l2_retention": ("graded", "lru"),
+    "rs_pacing": ("link", "dma"),
     "row_locality": ("stream", "region"),
 }
 
@@ -98,6 +99,9 @@ class System:
     first_stage_reads: str = "cold"   # stage 0 reads its operands cold ("cold") | as a later stage does ("steady", take-apart)
     write_drain_rule: str = "idle"    # "idle": writes drain at the high watermark or when no read waits | "watermark":
     #                                   GPGPU-Sim frfcfs write queue, only from >= high until < low (+ flush at the end)
+    l2_dram_fifo_entries: int = 0     # in-order L2 -> DRAM FIFO between the arbiter and the MC queue (0: none; take-apart)
+    rs_pacing: str = "link"           # the neighbour's RS traffic reaches the MC as the link delivers it ("link") | as
+    #                                   its DMA engine reads it / its GEMM stores slot 0 ("dma": not link-paced, take-apart)
 
     @property
     def peak_flops(self) -> float:
@@ -125,6 +129,8 @@ class System:
                 raise ValueError(f"system parameter {k} must be > 0, got {getattr(self, k)}")
         if self.n_gpus < 2:
             raise ValueError(f"n_gpus must be >= 2, got {self.n_gpus}")
+        if self.l2_dram_fifo_entries < 0:
+            raise ValueError(f"l2_dram_fifo_entries must be >= 0, got {self.l2_dram_fifo_entries}")
         if self.write_queue_entries < 0:
             raise ValueError(f"write_queue_entries must be >= 0, got {self.write_queue_entries}")
         for k, allowed in CHOICES.items():
