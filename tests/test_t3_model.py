@@ -900,6 +900,10 @@ def test_l2_dram_fifo_takes_grants_while_the_mc_queue_is_full():
         granted_full = int(((w[:, 3] >= Q) & (w[:, 6] != dram.GRANT_NONE)).sum())
         assert (granted_full > 0) == (F > 0), (F, granted_full)
     assert r[128].dram["gemm_reads"] == r[0].dram["gemm_reads"]
+    # mca_occupancy='all_fifo': the occupancy the arbiter sees counts the FIFO's entries too
+    s = config.system(16).scaled(wg_retire=True, l2_dram_fifo_entries=128, mca_occupancy="all_fifo")
+    x = overlap.simulate(s, gemm.plan(s, d, cached_output=False), comm=False, window=(200_000, 20_000))
+    assert x.window[:, 3].max() > Q
     with pytest.raises(ValueError, match="l2_dram_fifo_entries"):
         config.system(16).scaled(l2_dram_fifo_entries=-1)
 

@@ -30,7 +30,7 @@ CHOICES = {
     "stage_split": ("cus", "chunk"),
     "chunking": ("wgs", "bytes"),
     "first_stage_reads": ("cold", "steady"),
-    "mca_occupancy": ("all", "reads"),
+    "mca_occupancy": ("all", "reads", "all_fifo"),
     "wg_fast_dim": ("tokens", "fewer_tiles"),
     "l2_retention": ("graded", "lru"),
     "rs_pacing": ("link", "dma"),
@@ -90,7 +90,7 @@ class System:
     tRAS: int = 0                     # ACT to PRE minimum (0: not modelled)
     write_path_entries: int = 0       # uncached stores buffered between the CUs and the MC queue (per channel)
     write_queue_entries: int = 0      # separate DRAM write queue per channel (0: reads and writes share mc_queue_entries)
-    mca_occupancy: str = "all"        # occupancy the MCA sees: "all" queued entries | "reads" (read queue)
+    mca_occupancy: str = "all"        # occupancy the MCA sees: "all" queued entries | "reads" (read queue) | "all_fifo" (+ L2->DRAM FIFO)
     store_issue: str = "burst"        # a stage's stores: "burst" at its end (Fig 17a) | "progress" as it computes
     #                                   | "remote_progress": only slot 0's remote stores as it computes (take-apart)
     mc_scheduler: str = "drain"       # "drain": FR-FCFS over the queue + write drain | "bank_heads": GPGPU-Sim's

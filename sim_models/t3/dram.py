@@ -44,6 +44,14 @@ start; local stores stay a burst).  ``write_drain_rule='watermark'`` is GPGPU-Si
 flush (GEMM done, every incoming update arrived, the MC idle) so the run ends; with ``bank_heads`` and a
 separate write queue the banks are filled from the current mode's queue (bench ``t3_read_stall``; the
 default 'idle' rule also drains whenever no read waits).
+``l2_dram_fifo_entries`` > 0 puts an in-order FIFO between the arbiter and the MC queue (Accel-Sim SM7_QV100
+``-gpgpu_dram_partition_queues 64:64:64:64``: each of a channel's two L2 sub-partitions feeds the DRAM through a
+64-entry L2->DRAM FIFO; one entry moves into the MC queue per cycle; a grant into the FIFO acknowledges a store;
+``mca_occupancy='all_fifo'`` lets the MCA count the FIFO's entries).  ``rs_pacing='dma'`` makes the neighbour's
+RS traffic reach this MC when the neighbour's DMA engine reads it (slot 0: when its GEMM stores it), i.e. at the
+DMA's rate within the DMA buffer, not at the link's (§5.1.1: the paper injects the inter-GPU traffic through
+Accel-Sim's front end); the sends still take the link.  Both are take-apart switches of issue 15's stop-31
+candidates (bench ``t3_read_stall --bound-only``), off by default.
 
 Left out: refresh, per-channel imbalance, the return path's own contention, address-exact rows, tRAS/tRC
 (switch only), buffering between the CUs and the MC queue (``write_path_entries``, switch only).
@@ -154,7 +162,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     wgr = IP[I_WGR]                   # 1: WG-granular retirement, 0: stage barrier
     RAS = IP[I_RAS]                   # tRAS: an open row is precharged no earlier than this after its ACT
     WQ = IP[I_WQ]                     # separate write queue entries (0: one unified queue of Q)
-    occr = IP[I_OCCR]                 # 1: the arbiter's occupancy is the read queue's, 0: all entries
+    occr = IP[I_OCCR]                 # the arbiter's occupancy: 0 all MC-queue entries, 1 the read queue, 2 MC queue + L2->DRAM FIFO
     QT = Q + WQ
     spread = IP[I_SPREAD]             # 1: a stage's stores issued as its compute progresses (take-apart)
     #                                   2: only slot 0's remote stores (comm) as it computes (take-apart)
@@ -488,7 +496,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
             out_ready = qn < Q
         else:
             out_ready = nreads_q < Q and nwrites_q < WQ
-        occ = nreads_q if occr == 1 else qn
+        occ = nreads_q if occr == 1 else (qn + f_n if occr == 2 else qn)
         g = arb_step(ast, c_valid, m_valid, out_ready, occ, policy, thr, starve, drain == 1, wait_max)
         if ast[1] > max_wait:
             max_wait = ast[1]
