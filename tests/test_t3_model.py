@@ -879,3 +879,49 @@ def test_comm_first_bound_grants_rs_whenever_it_waits():
     got = dram.arb_replay(tr, dram.POLICY_COMM_FIRST, 20, 9, 1023)
     want = np.where(~tr["out_ready"], 0, np.where(tr["m_valid"], 2, np.where(tr["c_valid"], 1, 0)))
     assert got.tolist() == want.tolist()
+
+
+# ---------------- issue 15 (stop 31): the missing-cost candidates (take-apart switches, bench t3_read_stall)
+def test_l2_dram_fifo_takes_grants_while_the_mc_queue_is_full():
+    """``l2_dram_fifo_entries`` (Accel-Sim SM7_QV100 ``-gpgpu_dram_partition_queues 64:64:64:64``, two L2
+    sub-partitions per channel): the arbiter grants into an in-order FIFO in front of the MC queue, so it keeps
+    granting while the MC queue is full; without it a full queue refuses every grant.  Every request is served
+    either way."""
+    from tessera.sim_models.t3 import dram
+    d = gemm.sublayer_dims(config.model("mega-gpt-2"), 16, "FC-2")
+    r = {}
+    for F in (0, 128):
+        s = config.system(16).scaled(wg_retire=True, l2_dram_fifo_entries=F)
+        r[F] = overlap.simulate(s, gemm.plan(s, d, cached_output=False), comm=False, window=(200_000, 20_000))
+    Q = config.system(16).mc_queue_entries
+    for F, x in r.items():
+        w = x.window
+        assert w[:, 3].max() <= Q
+        granted_full = int(((w[:, 3] >= Q) & (w[:, 6] != dram.GRANT_NONE)).sum())
+        assert (granted_full > 0) == (F > 0), (F, granted_full)
+    assert r[128].dram["gemm_reads"] == r[0].dram["gemm_reads"]
+    # mca_occupancy='all_fifo': the occupancy the arbiter sees counts the FIFO's entries too
+    s = config.system(16).scaled(wg_retire=True, l2_dram_fifo_entries=128, mca_occupancy="all_fifo")
+    x = overlap.simulate(s, gemm.plan(s, d, cached_output=False), comm=False, window=(200_000, 20_000))
+    assert x.window[:, 3].max() > Q
+    with pytest.raises(ValueError, match="l2_dram_fifo_entries"):
+        config.system(16).scaled(l2_dram_fifo_entries=-1)
+
+
+def test_rs_not_paced_by_the_link_delivers_updates_early_but_the_link_still_bounds():
+    """``rs_pacing='dma'`` (§5.1.1: the RS traffic is injected through Accel-Sim's front end): the neighbour's
+    updates reach the MC as its DMA engine reads them (slot 0: as its GEMM stores), so the last slots are reduced
+    well before the link could have delivered them; the sends still go through the link, so the run ends no
+    earlier than the link time of the sent bytes."""
+    d = gemm.sublayer_dims(config.model("mega-gpt-2"), 16, "OP")
+    r = {}
+    for rp in ("link", "dma"):
+        s = config.system(16).scaled(rs_pacing=rp)
+        p = gemm.plan(s, d, cached_output=False)
+        r[rp] = overlap.simulate(s, p, comm=True, policy="rr")
+    link_time = p.slot_bytes.sum(axis=0)[:-1].sum() / s.link_bw
+    assert r["dma"].slot_ready[-1] < r["link"].slot_ready[-1] - 50e-6
+    assert r["dma"].time >= link_time and r["link"].time >= link_time
+    assert r["dma"].dram["rs_updates"] == r["link"].dram["rs_updates"]
+    with pytest.raises(ValueError, match="rs_pacing"):
+        config.system(16).scaled(rs_pacing="burst")

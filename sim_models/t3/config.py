@@ -30,9 +30,10 @@ CHOICES = {
     "stage_split": ("cus", "chunk"),
     "chunking": ("wgs", "bytes"),
     "first_stage_reads": ("cold", "steady"),
-    "mca_occupancy": ("all", "reads"),
+    "mca_occupancy": ("all", "reads", "all_fifo"),
     "wg_fast_dim": ("tokens", "fewer_tiles"),
     "l2_retention": ("graded", "lru"),
+    "rs_pacing": ("link", "dma"),
     "row_locality": ("stream", "region"),
 }
 
@@ -89,7 +90,7 @@ class System:
     tRAS: int = 0                     # ACT to PRE minimum (0: not modelled)
     write_path_entries: int = 0       # uncached stores buffered between the CUs and the MC queue (per channel)
     write_queue_entries: int = 0      # separate DRAM write queue per channel (0: reads and writes share mc_queue_entries)
-    mca_occupancy: str = "all"        # occupancy the MCA sees: "all" queued entries | "reads" (read queue)
+    mca_occupancy: str = "all"        # occupancy the MCA sees: "all" queued entries | "reads" (read queue) | "all_fifo" (+ L2->DRAM FIFO)
     store_issue: str = "burst"        # a stage's stores: "burst" at its end (Fig 17a) | "progress" as it computes
     #                                   | "remote_progress": only slot 0's remote stores as it computes (take-apart)
     mc_scheduler: str = "drain"       # "drain": FR-FCFS over the queue + write drain | "bank_heads": GPGPU-Sim's
@@ -98,6 +99,9 @@ class System:
     first_stage_reads: str = "cold"   # stage 0 reads its operands cold ("cold") | as a later stage does ("steady", take-apart)
     write_drain_rule: str = "idle"    # "idle": writes drain at the high watermark or when no read waits | "watermark":
     #                                   GPGPU-Sim frfcfs write queue, only from >= high until < low (+ flush at the end)
+    l2_dram_fifo_entries: int = 0     # in-order L2 -> DRAM FIFO between the arbiter and the MC queue (0: none; take-apart)
+    rs_pacing: str = "link"           # the neighbour's RS traffic reaches the MC as the link delivers it ("link") | as
+    #                                   its DMA engine reads it / its GEMM stores slot 0 ("dma": not link-paced, take-apart)
 
     @property
     def peak_flops(self) -> float:
@@ -125,6 +129,8 @@ class System:
                 raise ValueError(f"system parameter {k} must be > 0, got {getattr(self, k)}")
         if self.n_gpus < 2:
             raise ValueError(f"n_gpus must be >= 2, got {self.n_gpus}")
+        if self.l2_dram_fifo_entries < 0:
+            raise ValueError(f"l2_dram_fifo_entries must be >= 0, got {self.l2_dram_fifo_entries}")
         if self.write_queue_entries < 0:
             raise ValueError(f"write_queue_entries must be >= 0, got {self.write_queue_entries}")
         for k, allowed in CHOICES.items():

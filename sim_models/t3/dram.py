@@ -44,6 +44,14 @@ start; local stores stay a burst).  ``write_drain_rule='watermark'`` is GPGPU-Si
 flush (GEMM done, every incoming update arrived, the MC idle) so the run ends; with ``bank_heads`` and a
 separate write queue the banks are filled from the current mode's queue (bench ``t3_read_stall``; the
 default 'idle' rule also drains whenever no read waits).
+``l2_dram_fifo_entries`` > 0 puts an in-order FIFO between the arbiter and the MC queue (Accel-Sim SM7_QV100
+``-gpgpu_dram_partition_queues 64:64:64:64``: each of a channel's two L2 sub-partitions feeds the DRAM through a
+64-entry L2->DRAM FIFO; one entry moves into the MC queue per cycle; a grant into the FIFO acknowledges a store;
+``mca_occupancy='all_fifo'`` lets the MCA count the FIFO's entries).  ``rs_pacing='dma'`` makes the neighbour's
+RS traffic reach this MC when the neighbour's DMA engine reads it (slot 0: when its GEMM stores it), i.e. at the
+DMA's rate within the DMA buffer, not at the link's (§5.1.1: the paper injects the inter-GPU traffic through
+Accel-Sim's front end); the sends still take the link.  Both are take-apart switches of issue 15's stop-31
+candidates (bench ``t3_read_stall --bound-only``), off by default.
 
 Left out: refresh, per-channel imbalance, the return path's own contention, address-exact rows, tRAS/tRC
 (switch only), buffering between the CUs and the MC queue (``write_path_entries``, switch only).
@@ -62,7 +70,8 @@ SRC_GREAD, SRC_GWRITE, SRC_DMA, SRC_UPD = 0, 1, 2, 3
 # integer parameter vector layout (see ``simulate`` in overlap.py)
 (I_Q, I_NBG, I_BPG, I_CCDS, I_CCDL, I_CCDWL, I_MISS, I_RTW, I_WTR, I_WHI, I_WLO, I_LAT, I_OUT,
  I_DMABUF, I_COMMCAP, I_LINKLAT, I_POLICY, I_THR, I_STARVE, I_DYN, I_LEARN, I_NMC, I_COMM,
- I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_RAS, I_WGR, I_RGRP, I_WQ, I_OCCR, I_SPREAD, I_SCHED, I_WRULE, I_NI) = range(41)
+ I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_RAS, I_WGR, I_RGRP, I_WQ, I_OCCR, I_SPREAD, I_SCHED, I_WRULE, I_FIFO, I_RSP,
+ I_NI) = range(43)
 (F_LINK, F_PH_GR, F_PH_GW, F_PH_DMA, F_PH_UPD, F_NF) = range(6)
 
 
@@ -153,7 +162,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     wgr = IP[I_WGR]                   # 1: WG-granular retirement, 0: stage barrier
     RAS = IP[I_RAS]                   # tRAS: an open row is precharged no earlier than this after its ACT
     WQ = IP[I_WQ]                     # separate write queue entries (0: one unified queue of Q)
-    occr = IP[I_OCCR]                 # 1: the arbiter's occupancy is the read queue's, 0: all entries
+    occr = IP[I_OCCR]                 # the arbiter's occupancy: 0 all MC-queue entries, 1 the read queue, 2 MC queue + L2->DRAM FIFO
     QT = Q + WQ
     spread = IP[I_SPREAD]             # 1: a stage's stores issued as its compute progresses (take-apart)
     #                                   2: only slot 0's remote stores (comm) as it computes (take-apart)
@@ -163,6 +172,14 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     #                                   issue in read mode), plus a flush once the GEMM is done and the MC has
     #                                   nothing else to do (no read queued, nothing at the arbiter); with sched 1 and WQ > 0 the
     #                                   banks are filled from the current mode's queue only
+    FF = IP[I_FIFO]                   # > 0: in-order L2 -> DRAM FIFO of FF entries between the arbiter and the MC
+    #                                   queue (Accel-Sim's memory-partition queue), one entry into the MC per cycle
+    rsp = IP[I_RSP]                   # 1: the neighbour's RS traffic reaches my MC when its DMA reads (or its GEMM
+    #                                   stores slot 0), not when the link delivers it (RS not paced by the link)
+    f_src = np.zeros(max(FF, 1), np.int64)
+    f_slot = np.zeros(max(FF, 1), np.int64)
+    f_h = 0
+    f_n = 0
     mrq_src = np.full(nb, -1, np.int64)   # sched 1: the request each bank holds (source, slot, row open for it)
     mrq_slot = np.zeros(nb, np.int64)
     mrq_ok = np.zeros(nb, np.int64)
@@ -280,6 +297,10 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
             returned += 1
         while d_h != d_t and d_ret[d_h % dcap] <= t:
             sendbuf[d_slot[d_h % dcap]] += 1
+            if rsp == 1:
+                hj = (t + LL) % (LL + 1)
+                hist[hj, d_slot[d_h % dcap]] += 1
+                hist_any[hj] = 1
             d_h += 1
         # ---------------- link arrivals (symmetry: my sends of slot s-1 are my incoming of slot s)
         if comm == 1:
@@ -335,9 +356,10 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                         send_start[ss] = t
                     if sent[ss] == slot_req[ss]:
                         send_end[ss] = t
-                    hj = (t + LL) % (LL + 1)
-                    hist[hj, ss] += 1
-                    hist_any[hj] = 1
+                    if rsp == 0:
+                        hj = (t + LL) % (LL + 1)
+                        hist[hj, ss] += 1
+                        hist_any[hj] = 1
                 else:
                     link_acc = min(link_acc, 1.0)
         # ---------------- GEMM: read phase paced by compute, then output burst, retire on ack
@@ -377,6 +399,10 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                     o_done += 1
                     if comm == 1 and o_s == 0:
                         remote_q += 1
+                        if rsp == 1:
+                            hj = (t + LL) % (LL + 1)
+                            hist[hj, 0] += 1
+                            hist_any[hj] = 1
                     elif wq_t > wq_h and wq_slot[wq_t - 1] == o_s:
                         wq_cnt[wq_t - 1] += 1
                         wq_total += 1
@@ -390,6 +416,10 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                 tgt = int(SB[j, 0] * min(p, Cj) / Cj)
                 if tgt > o_done:
                     remote_q += tgt - o_done
+                    if rsp == 1:
+                        hj = (t + LL) % (LL + 1)
+                        hist[hj, 0] += tgt - o_done
+                        hist_any[hj] = 1
                     o_done = tgt
             if p >= Cj and returned >= Rj and ret_j < 0:
                 epi = True
@@ -409,6 +439,10 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                     tot += b
                     if comm == 1 and s == 0:
                         remote_q += b
+                        if rsp == 1:
+                            hj = (t + LL) % (LL + 1)
+                            hist[hj, 0] += b
+                            hist_any[hj] = 1
                     else:
                         wq_slot[wq_t] = s
                         wq_cnt[wq_t] = b
@@ -441,11 +475,28 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
         thr = dyn_thr if (dynamic == 1 and dyn_valid == 1) else thr0
         c_valid = cf_reads > 0 or wq_total > 0
         m_valid = cf_n > 0
-        if WQ == 0:
+        ins_src = -1
+        ins_sl = 0
+        if FF > 0 and f_n > 0:
+            hs = f_src[f_h]
+            if WQ == 0:
+                room = qn < Q
+            elif hs == SRC_GREAD or hs == SRC_DMA:
+                room = nreads_q < Q
+            else:
+                room = nwrites_q < WQ
+            if room:
+                ins_src = hs
+                ins_sl = f_slot[f_h]
+                f_h = (f_h + 1) % FF
+                f_n -= 1
+        if FF > 0:
+            out_ready = f_n < FF
+        elif WQ == 0:
             out_ready = qn < Q
         else:
             out_ready = nreads_q < Q and nwrites_q < WQ
-        occ = nreads_q if occr == 1 else qn
+        occ = nreads_q if occr == 1 else (qn + f_n if occr == 2 else qn)
         g = arb_step(ast, c_valid, m_valid, out_ready, occ, policy, thr, starve, drain == 1, wait_max)
         if ast[1] > max_wait:
             max_wait = ast[1]
@@ -498,20 +549,28 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                 sl = code % 256
                 if src == SRC_UPD:
                     written[sl] += 1
-            q_src[qn] = src
-            q_slot[qn] = sl
+            if FF > 0:
+                f_src[(f_h + f_n) % FF] = src
+                f_slot[(f_h + f_n) % FF] = sl
+                f_n += 1
+            else:
+                ins_src = src
+                ins_sl = sl
+        if ins_src >= 0:
+            q_src[qn] = ins_src
+            q_slot[qn] = ins_sl
             q_bank[qn] = np.random.randint(0, nb)
             q_u[qn] = np.random.random()
             q_id[qn] = next_id
             next_id += 1
             qn += 1
-            if src == SRC_GREAD or src == SRC_DMA:
+            if ins_src == SRC_GREAD or ins_src == SRC_DMA:
                 nreads_q += 1
             else:
                 nwrites_q += 1
         occ_sum += qn
         mc_idle = False                  # wrule 1: end-of-kernel flush (nothing more can arrive)
-        if wrule == 1 and gemm_end >= 0 and (not c_valid) and (not m_valid) and nreads_q == 0:
+        if wrule == 1 and gemm_end >= 0 and (not c_valid) and (not m_valid) and nreads_q == 0 and f_n == 0:
             mc_idle = True
             if comm == 1:
                 for s in range(1, n):
@@ -685,7 +744,7 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
         if gemm_end >= 0:
             if comm == 0:
                 done = True
-            elif qn == 0 and cf_n == 0 and mrq_src.max() < 0:
+            elif qn == 0 and cf_n == 0 and f_n == 0 and mrq_src.max() < 0:
                 done = True
                 for s in range(1, n):
                     if slot_ready[s] < 0:

@@ -118,10 +118,12 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
     IP[D.I_WGR] = int(sysm.wg_retire)
     IP[D.I_RGRP] = int(sysm.row_locality == "region")
     IP[D.I_WQ] = sysm.write_queue_entries
-    IP[D.I_OCCR] = int(sysm.mca_occupancy == "reads")
+    IP[D.I_OCCR] = {"all": 0, "reads": 1, "all_fifo": 2}[sysm.mca_occupancy]
     IP[D.I_SPREAD] = {"burst": 0, "progress": 1, "remote_progress": 2}[sysm.store_issue]
     IP[D.I_SCHED] = int(sysm.mc_scheduler == "bank_heads")
     IP[D.I_WRULE] = int(sysm.write_drain_rule == "watermark")
+    IP[D.I_FIFO] = sysm.l2_dram_fifo_entries
+    IP[D.I_RSP] = int(sysm.rs_pacing == "dma")
     FP = np.zeros(D.F_NF)
     FP[D.F_LINK] = sysm.link_bw / U / fc
     FP[D.F_PH_GR:D.F_PH_UPD + 1] = sysm.row_hit
