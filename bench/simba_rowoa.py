@@ -13,6 +13,8 @@ Variants (--only, comma list):
   R   'local-row-oa' as the start state of every figure (Fig 5/6/7 searches, the network, Fig 10/12)
   Rp  'local-row-oa' with the Sec. 5.2 placement optimisation restricted to the IA homes (the OA
       homes stay in the Fig. 11b row; the greedy/local OA re-homing is what the optimisation adds)
+  Rq  'local-row-oa' with the placement optimisation moving the OA only as Fig. 11d draws it: spread
+      evenly over the periphery's Global PEs ('local-periphery-oa'), not back onto their producers
 Each variant: headline all / uniform / gain, max per-layer gain of non-uniform + placement, Fig 5
 (res2a_branch2b, res2a_branch1, res5a_branch2b: best count, t32/t8), Fig 6 (11 -> 25 Gb/s), Fig 7
 (res4a_branch1 far / adjacent, headline premise and K/C chiplet split), Fig 10 / Fig 12 best layer on
@@ -86,10 +88,26 @@ def place_ia_only(layer, arch, base):
     return best
 
 
+def place_periphery(layer, arch, base):
+    """Sec. 5.2 placement of the 'local-row-oa' start as Fig. 11d draws it: the baseline's homes or the
+    OA spread evenly over the package periphery ('local-periphery-oa'), every binding."""
+    best = base
+    for b in ("row-major", "snake", "centre"):
+        for p in (base.placement, "local-periphery-oa"):
+            try:
+                r = evaluate(layer, arch, base.mapping, b, p)
+            except Exception:
+                continue
+            if r.latency_cycles < best.latency_cycles - 1e-9:
+                best = r
+    best.samples = base.samples
+    return best
+
+
 def network(layers, net, arch, NS, jobs, pl, ia_only=False):
     import tessera.sim_models.simba.network as nw
     if ia_only:
-        nw.placement = place_ia_only
+        nw.placement = place_ia_only if ia_only is True else ia_only
     try:
         run = run_network(layers, arch, 32, "all", NS, seed=0, jobs=jobs, placement_start=pl)   # fork: workers see the patch
     finally:
@@ -105,7 +123,7 @@ def network(layers, net, arch, NS, jobs, pl, ia_only=False):
          "layer_sum_best_ms": sum(r["best"].latency_cycles + r["move_best"] for r in run["rows"]) / f}
     # Fig 10 / Fig 12 on the 32-chiplet premise (as bench/simba_repro.py)
     nu, seq, own = {}, {}, {}
-    popt = place_ia_only if ia_only else placement
+    popt = (place_ia_only if ia_only is True else ia_only) if ia_only else placement
     for row in run["rows"]:
         L, b32 = row["layer"], row["per_count"].get(32)
         if b32 is None:
@@ -141,7 +159,8 @@ def main():
     layers = load_network("resnet50")
     net = {l.name: l for l in layers}
     V = {"L": ("local (today's default)", "local", False), "R": ("local-row-oa", "local-row-oa", False),
-         "Rp": ("local-row-oa, placement keeps the OA row", "local-row-oa", True)}
+         "Rp": ("local-row-oa, placement keeps the OA row", "local-row-oa", True),
+         "Rq": ("local-row-oa, placement moves the OA to the periphery (Fig. 11d)", "local-row-oa", place_periphery)}
     doc = {"samples": args.samples, "net_samples": args.net_samples, "note": __doc__, "variants": {}}
     t0 = time.time()
     for key in args.only.split(","):
