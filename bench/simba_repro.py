@@ -427,7 +427,22 @@ def main():
     print(f"wrote {OUT / 'simba_repro.json'} and simba_fig5/6/7/fig10_fig12/resnet50_layers.png")
 
 
-NOTE = """Stop 30: X5r is the default (simba_arch.json ctrl_irq_barrier = 1, pipeline_handoff = 1).  The headline
+NOTE = """Stop 31 (branch n26simba; no default changed, this file's entries unchanged).
+Lead 1, outputs written to the Fig 11b output row ('local-row-oa'; bench/simba_rowoa.py -> simba_rowoa_*.json;
+250 samples per layer and 300 per Fig 5/6/7 search; X5r).  Results as all ms / uniform ms, then the gain:
+  default 'local': 0.492 / 0.514, 4.7 %.
+  'local-row-oa': 0.529 / 0.685, 29.5 %.  The largest per-layer gain is 196 % (14 layers are above 20 %).
+  Fig 6 35 / 3 %, Fig 10 18.5 %, Fig 12 from its own start 156 %.
+  Placement may not move the outputs: 0.629 ms, 8.8 %.  Outputs only to the periphery (Fig 11d): 0.597 ms,
+  14.6 %, per-layer gain up to 49 %.
+  Under stop 29's barrier (ctrl_irq_barrier 0): 0.316 / 0.552 ms, 75 %.
+  No variant keeps the headline in band with the gain <= 16 % and the per-layer gain <= 20 %, so it is not adopted.
+Lead 2, Fig 12 from the sequential fill (bench/simba_fill_takeapart.py -> simba_fill_takeapart*.json).
+  On the best layer the fill is bound by the NoP links out of the filled corner (XY routing, Sec. 4.1)
+  and by the filled Global PEs' NoC ports, in series.  Widening either one 100x leaves a gain of 57 % or
+  more; widening both leaves 3.5 %.  Spreading the inputs over 32 Global PEs leaves 35 %, and a multicast
+  fill (K/C tiling) leaves 87 %.  No single assumption brings the gain under 20 %.
+Stop 30: X5r is the default (simba_arch.json ctrl_irq_barrier = 1, pipeline_handoff = 1).  The headline
 now rests on the sourced interrupt barrier (Sec. 3.1, memory-mapped interrupts between chiplet controllers) PLUS
 the ASSUMED per-producer-row-step hand-off between pipelined partitions: the paper does not say whether the
 controllers' interrupts or the Global PE's multicast manager carry row readiness.  With pipeline_handoff = 0 (X5)

@@ -153,15 +153,21 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--only", default="L,R,Rp")
     ap.add_argument("--skip-net", action="store_true")
+    ap.add_argument("--set", default="", help="arch overrides key=value,... (e.g. ctrl_irq_barrier=0: the "
+                    "stop-29 defaults) -- one assumption of today's defaults at a time")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     arch = load_arch(bench_dir=OUT)
+    sets = dict(kv.split("=") for kv in args.set.split(",") if kv)
+    if sets:
+        arch = arch.with_(**{k: type(getattr(arch, k))(float(v)) for k, v in sets.items()})
     layers = load_network("resnet50")
     net = {l.name: l for l in layers}
     V = {"L": ("local (today's default)", "local", False), "R": ("local-row-oa", "local-row-oa", False),
          "Rp": ("local-row-oa, placement keeps the OA row", "local-row-oa", True),
          "Rq": ("local-row-oa, placement moves the OA to the periphery (Fig. 11d)", "local-row-oa", place_periphery)}
-    doc = {"samples": args.samples, "net_samples": args.net_samples, "note": __doc__, "variants": {}}
+    doc = {"samples": args.samples, "net_samples": args.net_samples, "arch_overrides": sets, "note": __doc__,
+           "variants": {}}
     t0 = time.time()
     for key in args.only.split(","):
         label, pl, ia_only = V[key]
@@ -185,7 +191,8 @@ def main():
                   f"{h['fig12_res4a_branch1_from_own_baseline']:.3f} / paper tiling "
                   f"{h['fig12_res4a_branch1_paper_tiling']:.3f}", flush=True)
         doc["variants"][label] = v
-        p = OUT / f"simba_rowoa_{args.only.replace(',', '_')}.json"
+        p = OUT / (f"simba_rowoa_{args.only.replace(',', '_')}" + "".join(f"_{k}{v}" for k, v in sets.items())
+                   + ".json")
         p.write_text(json.dumps(doc, indent=1, default=str))
     print(f"wrote {p} ({time.time() - t0:.0f} s)")
 
