@@ -142,6 +142,47 @@ def starts(net, arch, S, doc, t0):
     print(f"wrote {p} ({time.time() - t0:.0f} s)")
 
 
+class OneSource(EvenIA):
+    """Every IA block in the Global PE of chiplet ``src`` (room unlimited: Sec. 5.2's "broadcast
+    from a single chiplet"); OA on their producers."""
+
+    def __init__(self, src):
+        super().__init__(1, float("inf"))
+        self.src = src
+
+    def __repr__(self):
+        return f"one_source({self.src})"
+
+    def __call__(self, layer, ext, ia_keys, dests):
+        return [[(self.src, 1.0)] for _ in ia_keys]
+
+
+def r4a(net, arch, S, doc, t0):
+    """Sec. 5.2's res4a_branch1 example with the paper's tiling (K over 32 chiplets: one broadcast),
+    searched under the sequential fill as bench/simba_repro.py does: what its placement gain is made of."""
+    L = net["res4a_branch1"]
+    b = search(L, arch, 32, S, seed=0, placement="sequential", splits=[(32, 1, 1, 1)])
+    p = placement(L, arch, b)
+    d = {"tiling": b.mapping.short(), "sequential_cycles": b.latency_cycles, "placed_cycles": p.latency_cycles,
+         "placed": f"{p.binding} / {p.placement}", "gain": b.latency_cycles / p.latency_cycles - 1,
+         "bytes": fill_bytes(L, arch, b), "variants": {}}
+    for lab, pl, bind in (("fill holds the IA only (OA on their producers)", SeqIA(arch.gpe_buffer_bytes), "row-major"),
+                          ("one source at chiplet 0 (corner)", OneSource(0), "row-major"),
+                          ("one source at chiplet 14 (centre)", OneSource(14), "row-major")):
+        r = evaluate(L, arch, b.mapping, binding=bind, placement=pl)
+        d["variants"][lab] = {"cycles": r.latency_cycles, "over_placed": r.latency_cycles / p.latency_cycles - 1}
+        print(f"  {lab:50s} {r.latency_cycles:9.0f} cycles, {r.latency_cycles / p.latency_cycles - 1:+.3f} vs placed",
+              flush=True)
+    c0, c14 = (d["variants"][k]["cycles"] for k in ("one source at chiplet 0 (corner)", "one source at chiplet 14 (centre)"))
+    d["corner_to_centre_gain"] = c0 / c14 - 1
+    print(f"  res4a_branch1 ({d['tiling']}): fill gain {d['gain']:.3f}; one source moved corner -> centre "
+          f"{d['corner_to_centre_gain']:.4f} (paper 5 %)", flush=True)
+    doc["res4a_branch1_paper_tiling"] = d
+    p_ = OUT / "simba_fill_takeapart_r4a.json"
+    p_.write_text(json.dumps(doc, indent=1, default=str))
+    print(f"wrote {p_} ({time.time() - t0:.0f} s)")
+
+
 def _start_row(a):
     L, arch, S = a
     b = search(L, arch, 32, S, seed=0)
@@ -160,6 +201,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=300)
     ap.add_argument("--layers", default=",".join(LAYERS))
+    ap.add_argument("--r4a", action="store_true", help="res4a_branch1 with the paper's broadcast tiling only")
     ap.add_argument("--starts", action="store_true", help="Fig 12 over all layers from each start state instead")
     args = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -170,6 +212,8 @@ def main():
     t0 = time.time()
     if args.starts:
         return starts(net, arch, S, doc, t0)
+    if args.r4a:
+        return r4a(net, arch, S, doc, t0)
     for name in args.layers.split(","):
         L = net[name]
         b = search(L, arch, 32, S, seed=0)
