@@ -411,6 +411,30 @@ def main():
             "total_ms": r2["total_cycles"] / f / 1e3, "uniform_ms": r2["total_uniform_cycles"] / f / 1e3}
         entry(f"ResNet-50 all opts, {label}", r2["total_cycles"] / f / 1e3, 0.50, "ms",
               f"experiment, {S4} samples/layer; uniform {r2['total_uniform_cycles'] / f / 1e3:.3f} ms")
+        if kw2.get("placement_start") == "local-row-oa":
+            # stop 31 (lead 1, bench/simba_rowoa.py): the same run's per-layer gains, and Fig 10 / Fig 12 on
+            # the 32-chiplet premise with this start (no new search)
+            g = {r["layer"].name: r["uniform"].latency_cycles / r["best"].latency_cycles - 1 for r in r2["rows"]}
+            top = max(g, key=g.get)
+            entry(f"max per-layer gain of non-uniform + placement ({label})", g[top], 0.20, "fraction",
+                  f"experiment, {S4} samples/layer: {top}; {sum(v > 0.2 for v in g.values())} layers above 20 %; "
+                  f"gain of all opts {r2['total_uniform_cycles'] / r2['total_cycles'] - 1:.3f} (paper <= 0.16)")
+            nu_o, pl_o = {}, {}
+            for r in r2["rows"]:
+                b32 = r["per_count"].get(32)
+                if b32 is not None:
+                    nu_o[r["layer"].name] = b32.latency_cycles / nonuniform(r["layer"], arch, b32).latency_cycles - 1
+                    pl_o[r["layer"].name] = b32.latency_cycles / placement(r["layer"], arch, b32).latency_cycles - 1
+            t10, t12 = max(nu_o, key=nu_o.get), max(pl_o, key=pl_o.get)
+            doc["fig10_nonuniform_speedup_outputs_to_row"] = nu_o
+            doc["fig12_placement_speedup_outputs_to_row"] = pl_o
+            entry("fig10 max non-uniform partitioning speedup (outputs written to the Fig 11b output row)", nu_o[t10],
+                  0.15, "fraction", f"sensitivity, {S4} samples/layer: {t10}; res2b_branch2c "
+                  f"{nu_o.get('res2b_branch2c', 0):.3f}, res5a_branch1 {nu_o.get('res5a_branch1', 0):.3f} (paper: "
+                  "largest on res2[b-c]_branch2c, little on res5a_branch1); not adopted: per-layer gains above")
+            entry("fig12 max data placement speedup (outputs written to the Fig 11b output row)", pl_o[t12], 0.15,
+                  "fraction", f"sensitivity, {S4} samples/layer: {t12}; placement moves the outputs off the row "
+                  f"(the row's cost is its NoP links); res4a_branch1 {pl_o.get('res4a_branch1', 0):.3f}")
     for ns in (300.0,):
         a2 = arch.with_(chiplet_sync_ns=ns)
         r2 = run_network(layers, a2, 32, "all", max(100, S // 4), seed=0, jobs=args.jobs)
@@ -427,7 +451,22 @@ def main():
     print(f"wrote {OUT / 'simba_repro.json'} and simba_fig5/6/7/fig10_fig12/resnet50_layers.png")
 
 
-NOTE = """Stop 30: X5r is the default (simba_arch.json ctrl_irq_barrier = 1, pipeline_handoff = 1).  The headline
+NOTE = """Stop 31 (branch n26simba; no default changed, this file's entries unchanged).
+Lead 1, outputs written to the Fig 11b output row ('local-row-oa'; bench/simba_rowoa.py -> simba_rowoa_*.json;
+250 samples per layer and 300 per Fig 5/6/7 search; X5r).  Results as all ms / uniform ms, then the gain:
+  default 'local': 0.492 / 0.514, 4.7 %.
+  'local-row-oa': 0.529 / 0.685, 29.5 %.  The largest per-layer gain is 196 % (14 layers are above 20 %).
+  Fig 6 35 / 3 %, Fig 10 18.5 %, Fig 12 from its own start 156 %.
+  Placement may not move the outputs: 0.629 ms, 8.8 %.  Outputs only to the periphery (Fig 11d): 0.597 ms,
+  14.6 %, per-layer gain up to 49 %.
+  Under stop 29's barrier (ctrl_irq_barrier 0): 0.316 / 0.552 ms, 75 %.
+  No variant keeps the headline in band with the gain <= 16 % and the per-layer gain <= 20 %, so it is not adopted.
+Lead 2, Fig 12 from the sequential fill (bench/simba_fill_takeapart.py -> simba_fill_takeapart*.json).
+  On the best layer the fill is bound by the NoP links out of the filled corner (XY routing, Sec. 4.1)
+  and by the filled Global PEs' NoC ports, in series.  Widening either one 100x leaves a gain of 57 % or
+  more; widening both leaves 3.5 %.  Spreading the inputs over 32 Global PEs leaves 35 %, and a multicast
+  fill (K/C tiling) leaves 87 %.  No single assumption brings the gain under 20 %.
+Stop 30: X5r is the default (simba_arch.json ctrl_irq_barrier = 1, pipeline_handoff = 1).  The headline
 now rests on the sourced interrupt barrier (Sec. 3.1, memory-mapped interrupts between chiplet controllers) PLUS
 the ASSUMED per-producer-row-step hand-off between pipelined partitions: the paper does not say whether the
 controllers' interrupts or the Global PE's multicast manager carry row readiness.  With pipeline_handoff = 0 (X5)

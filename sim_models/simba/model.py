@@ -79,7 +79,8 @@ homes is charged between layers, see interlayer.py), ``sequential`` (Fig. 11b st
 Global PEs filled from chiplet 0), ``row`` (Fig. 11b read literally: IA spread over the top
 row's Global PEs, OA over the next row; a sensitivity), ``greedy`` (Sec. 5.2) and
 ``distributed`` (a sensitivity) and ``local-row-oa`` (a Fig 6 sensitivity: inputs as ``local``,
-outputs to the Fig. 11b output row).
+outputs to the Fig. 11b output row); ``local-periphery-oa`` (experiment: inputs as ``local``, outputs
+spread evenly over the periphery's Global PEs, Fig. 11d).
 Left out: flit-level arbitration, wormhole blocking, DRAM (Simba has none), pooling and
 element-wise layers, ragged per-PE work inside a chiplet (every PE is charged the largest tile).
 """
@@ -377,6 +378,16 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
         coa = min(cap, max(1, cdiv(int(sum(oa_sizes)), cols)))
         # a Global PE takes up to coa bytes of OA, less if its own inputs leave less room
         oa_homes, _ = place_sequential(oa_sizes, coa, rm[cols:] + rm[:cols],
+                                       {h: max(0, coa - (cap - u)) for h, u in used.items()})
+    elif placement == "local-periphery-oa":
+        # experiment (stop 31, lead 1): inputs as "local", outputs spread evenly over the Global PEs
+        # of the package's periphery (Fig. 11d: "OA placement with even distribution along the
+        # periphery of the package"), as the Sec. 5.2 optimisation of the "local-row-oa" start
+        ia_homes, used = place_local(ia_sizes, ia_dest, cap, m.hops)
+        R_, C_ = arch.mesh_rows, arch.mesh_cols
+        rim = [x for x in range(m.n) if x // C_ in (0, R_ - 1) or x % C_ in (0, C_ - 1)]
+        coa = min(cap, max(1, cdiv(int(sum(oa_sizes)), len(rim))))
+        oa_homes, _ = place_sequential(oa_sizes, coa, rim + [x for x in range(m.n) if x not in rim],
                                        {h: max(0, coa - (cap - u)) for h, u in used.items()})
     elif placement == "greedy":
         # as many IA homes as the sequential baseline opens (Fig. 11c moves, not spreads, data)
