@@ -1349,6 +1349,12 @@ class Router(wiring.Component):
         take_r = Signal(5, name="take_r")          # raw grant of output o
         otail_r = Signal(5, name="otail_r")        # ... of a tail flit
         ovc_r = [Signal(vcb, name=f"ovc_r_{o}") for o in range(5)]
+        # the previous cycle's grant of output o on VC v, one-hot (``take_r[o] & ovc_r[o] ==
+        # v``, registered as such: the acceptance reads a flip-flop, not a VC compare); two
+        # copies, one for the bookkeeping (credits, owners), one for the acceptance (stored
+        # inverted, reset 1: Yosys merges identical registers)
+        tkv_r = [[Signal(name=f"tkv_{o}_{v}") for v in range(V)] for o in range(4)]
+        tkan_r = [[Signal(name=f"tkan_{o}_{v}", init=1) for v in range(V)] for o in range(4)]
         # ---------------- commit (stage B) ----------------
         # A doomed request does not take part in arbitration, so every raw grant is valid:
         # the commit stage takes the registered grants as they are (``vtake`` = ``take_r``,
@@ -1363,10 +1369,20 @@ class Router(wiring.Component):
         lbusy = Signal(name="lbusy")
         lq_res = Signal(range(LQ + 1), name="lq_res")      # valid grants, not yet popped
         lq_pop = Signal(name="lq_pop")
+        # the credit counters' compares with the constants the acceptance needs, registered
+        # from the counters' next state (``crge[o][v][k]`` = credits >= k)
+        kset = sorted({1, 2, c.max_len - 1, c.max_len, c.max_len + 1} - {0})
+        crge = [[{k: Signal(name=f"crge{k}_{o}_{v}", init=int(D >= k)) for k in kset}
+                 for v in range(V)] for o in range(4)]
+        self._crge = crge
         for o in range(4):
             for v in range(V):
-                t = vtake[o] & veq(ovc_r[o], v)
-                m.d.sync += credits[o][v].eq(credits[o][v] - t + out_links[o].credit[v])
+                t = tkv_r[o][v]
+                cn = Signal(cw, name=f"credn_{o}_{v}")
+                m.d.comb += cn.eq(credits[o][v] - t + out_links[o].credit[v])
+                m.d.sync += credits[o][v].eq(cn)
+                for k in kset:
+                    m.d.sync += crge[o][v][k].eq(~_lt_const(cn, k))
                 with m.If(t):
                     m.d.sync += obusy[o][v].eq(~otail_r[o])
         with m.If(vtake[L]):
@@ -1386,15 +1402,18 @@ class Router(wiring.Component):
         for o in range(4):
             a_uh[o + 1], a_ub[o + 1], a_mh[o + 1] = [], [], []
             for v in range(V):
-                tk = Signal(name=f"tkr_{o}_{v}")
-                m.d.comb += tk.eq(take_r[o] & veq(ovc_r[o], v))
-                sc = Signal(cw + 1, name=f"csum_{o}_{v}")
-                m.d.comb += sc.eq(credits[o][v] + out_links[o].credit[v])
+                tk = ~tkan_r[o][v]
+                # credits + the credit arriving now >= k, from the registered compares
+                inc = out_links[o].credit[v]
+                ge = crge[o][v]
+
+                def sge(k):
+                    return ge[k] | ((ge[k - 1] if k > 1 else 1) & inc)
                 nz = Signal(name=f"crnz_{o}_{v}")
                 pk = Signal(name=f"crpk_{o}_{v}")
                 ob = Signal(name=f"obeff_{o}_{v}")
-                m.d.comb += [nz.eq(Mux(tk, sc >= 2, _nz(sc))),
-                             pk.eq(Mux(tk, sc >= c.max_len + 1, sc >= c.max_len)),
+                m.d.comb += [nz.eq(Mux(tk, sge(2), sge(1))),
+                             pk.eq(Mux(tk, sge(c.max_len + 1), sge(c.max_len))),
                              ob.eq(obusy[o][v] | (tk & ~otail_r[o]))]
                 a_uh[o + 1].append((nz, obusy[o][v], tk, mask_r[o][v]))
                 a_ub[o + 1].append(nz)
@@ -1577,6 +1596,15 @@ class Router(wiring.Component):
             else:
                 m.d.comb += ov.eq(0)
             m.d.sync += [oh_r[o].eq(uoh), ovc_r[o].eq(ov), otail_r[o].eq(ot)]
+            # the grant's VC one-hot, from the one-hot grant and each port's offered VC
+            for v in range(V if o != L else 0):
+                tv = Signal(name=f"tkvn_{o}_{v}")
+                if V > 1:
+                    ut = Cat(*[uoh[k] & _eqc(cv[p], v) for k, p in enumerate(legal)]).any()
+                    m.d.comb += tv.eq(Mux(by_mc[o], _eqc(mvc_r, v), ut))
+                else:
+                    m.d.comb += tv.eq(take[o])
+                m.d.sync += [tkv_r[o][v].eq(tv), tkan_r[o][v].eq(~tv)]
         m.d.sync += take_r.eq(take)
         self._take_raw_r = take_r
         psent = Signal(5, name="psent")
