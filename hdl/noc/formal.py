@@ -196,6 +196,12 @@ class _RouterHarness(wiring.Component):
                     m.d.comb += Assert(~r._take[o] | ((r._credits[o][0] + olk.credit[0])
                                                       > r._take_raw_r[o]))
                     m.d.comb += Assert(hc + r._mcnt[o][0] <= D)
+                    # the registered compares equal the counter's compares; the one-hot
+                    # grant VC equals the registered grant (V = 1: its VC is 0)
+                    for k_, ge in r._crge[o][0].items():
+                        m.d.comb += Assert(ge == (r._credits[o][0] >= k_))
+                    m.d.comb += Assert(r._tkv[o][0] == r._take_raw_r[o])
+                    m.d.comb += Assert(r._tkan[o][0] == ~r._take_raw_r[o])
                 elif self.what == "credits":
                     m.d.comb += Assert(r._credits[o][0] <= D)
                     # a grant (stage A) takes the credit; the flit is on the link a cycle later

@@ -1374,7 +1374,7 @@ class Router(wiring.Component):
         kset = sorted({1, 2, c.max_len - 1, c.max_len, c.max_len + 1} - {0})
         crge = [[{k: Signal(name=f"crge{k}_{o}_{v}", init=int(D >= k)) for k in kset}
                  for v in range(V)] for o in range(4)]
-        self._crge = crge
+        self._crge, self._tkv, self._tkan = crge, tkv_r, tkan_r
         for o in range(4):
             for v in range(V):
                 t = tkv_r[o][v]
