@@ -1290,14 +1290,16 @@ class Router(wiring.Component):
     def _errors(self, m, err_events, registered):
         """Saturating bad-input counter.  ``registered``: this cycle's bad-input events count
         in the next cycle, so the input-validation logic does not feed the counter's adder
-        in the same cycle."""
+        in the same cycle (the event bits are registered, and summed after the register:
+        the sum of ten events was on the critical path of alloc_stages=2, 86.0 MHz)."""
         c = self.cfg
         total = Signal(_bits(len(err_events) + 1) + 1)
-        m.d.comb += total.eq(sum(err_events))
         if registered:
-            total_r = Signal(len(total), name="err_events_r")
-            m.d.sync += total_r.eq(total)
-            total = total_r
+            ev_r = Signal(len(err_events), name="err_events_r")
+            m.d.sync += ev_r.eq(Cat(*err_events))
+            m.d.comb += total.eq(sum(ev_r[i] for i in range(len(err_events))))
+        else:
+            m.d.comb += total.eq(sum(err_events))
         errs = Signal(c.err_width)
         top = (1 << c.err_width) - 1
         nsum = Signal(c.err_width + 1)
