@@ -164,9 +164,24 @@ router@alloc_stages=2 --grades 6``, seed 1): **88.9 MHz**, 5,341 LUT4, 1,789 FF;
 path ``ovc_r`` (output S's registered grant VC) -> last grant's VC match -> acceptance of
 F1's request -> output arbiter (L6MUX chain) -> granted VC -> ``ovc_r``, 11 levels (4 in
 one L6MUX/PFUMX tree), 11.3 ns (8.0 routing): the allocation loop itself.  Same netlist,
-``--seed 2``: 91.2 MHz, the same path (9 levels, 11.0 ns, 8.1 routing).  Next cut (not
-tried): a per-VC register "output VC taken by last cycle's grant" instead of the ``ovc_r``
-compare, and the granted VC as a one-hot.  Not the default: 100 MHz is not reached.
+``--seed 2``: 91.2 MHz, the same path (9 levels, 11.0 ns, 8.1 routing).
+Stop 31 (cycle-identical; per-cycle traces of every node's local ports equal to 3313ab1's
+in 5 random-traffic runs: 2x2 and 3x3, 1 and 2 VCs, 1-flit full load, 4-flit full load,
+mixed with multicast; ``tests/test_noc_alloc2_cycles.py`` pins one): the acceptance reads
+a registered one-hot "output VC taken by last cycle's grant" (``tkv``, loaded from the
+one-hot grant and each port's offered VC; an inverted copy ``tkan`` for the acceptance)
+instead of the ``ovc_r`` compare, and registered compares of each credit counter with the
+constants it is tested against (``crge``, from the counter's next state) instead of the
+credit sum.  P&R seed 1 (c34fe1d): 86.0 MHz, 5,299 LUT4, 1,837 FF -- the allocation loop
+is no longer the critical path: ``vsp`` -> ``local_in.ready`` -> input validation -> the
+sum of the ten bad-input events -> ``err_events_r``, 11.6 ns (8.8 routing).  The error
+events are now registered as bits and summed after the register (same cycles): seed 1
+(d79b3c6) 84.5 MHz, 5,480 LUT4, 1,842 FF, path input VC occupancy ``mcnt`` -> full ->
+packet-state checks -> header write enable -> header LUT RAM write port, 11.8 ns (8.6
+routing, 9 levels); seed 2 not measured.  Every remaining path is ~11.5 ns of 9-11 levels,
+~75 % routing: 100 MHz needs the input side (validation and buffer write of a flit in its
+arrival cycle) split too, e.g. an input register stage (+1 cycle per hop), not done.
+Not the default: 100 MHz is not reached.
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
