@@ -18,10 +18,10 @@ SA_STAGES = 1
 # fixed, 4x4 saturation at 1 VC x 4 0.606 (1-flit; BookSim 0.51), unicast 3.0 cycles/hop as
 # with 1, multicast +2 cycles per router; P&R 88.9 / 91.2 MHz (seeds 1/2).  Stop 31
 # (cycle-identical cuts: one-hot registered grant VC, registered credit compares, error
-# events registered as bits): 86.0 -> 84.5 MHz (seed 1; the allocation loop is no longer the
-# critical path: the input validation / header-RAM write path and the error sum are, at the
-# same ~11.5 ns); 100 MHz is not reached, so 1 stays (it keeps the exact cycles of the
-# chiplet's router).  See router.py's docstring.
+# events registered as bits): 84.5 / 92.4 MHz (seeds 1/2; the allocation loop is no longer the
+# critical path: the input side -- validation, buffer write, next request -- is), 2x2 mesh
+# 75.1 (default routers 63.0); 100 MHz is not reached, so 1 stays (it keeps the exact cycles
+# of the chiplet's router).  See router.py's docstring.
 ALLOC_STAGES = 1
 BUFFER_FLITS = 4 if SA_STAGES == 1 else 5
 

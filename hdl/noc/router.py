@@ -178,10 +178,18 @@ sum of the ten bad-input events -> ``err_events_r``, 11.6 ns (8.8 routing).  The
 events are now registered as bits and summed after the register (same cycles): seed 1
 (d79b3c6) 84.5 MHz, 5,480 LUT4, 1,842 FF, path input VC occupancy ``mcnt`` -> full ->
 packet-state checks -> header write enable -> header LUT RAM write port, 11.8 ns (8.6
-routing, 9 levels); seed 2 not measured.  Every remaining path is ~11.5 ns of 9-11 levels,
-~75 % routing: 100 MHz needs the input side (validation and buffer write of a flit in its
-arrival cycle) split too, e.g. an input register stage (+1 cycle per hop), not done.
-Not the default: 100 MHz is not reached.
+routing, 9 levels); seed 2 **92.4 MHz**, path ``vsp`` of the local input's VC 0 ->
+``local_in.ready`` -> local write -> F0's packet state -> F0's registered request, 10.8 ns
+(8.4 routing).  Both are the input side: a flit is validated, written and turned into the
+next request in its arrival cycle, 9-11 levels at ~75 % routing.  A 2x2 ``mesh`` of these
+routers (c34fe1d, ``python -m tessera.synth mesh --param alloc_stages=2 --row
+mesh@alloc_stages=2 --grades 6``): **75.1 MHz** (10,885 LUT4, 5,724 FF; default routers:
+63.0), path the mesh's link register ``r1_1.in_n.flit`` -> destination/route checks ->
+framing write -> header LUT RAM write port of router (1,1), 13.3 ns (10.2 routing): no
+combinational path crosses a router boundary (links are registered); the input side is
+what the mesh's placement stretches.  100 MHz needs the input side split too (e.g. the
+validation from the link register a cycle ahead, or an input register stage: +1 cycle per
+hop), not done.  Not the default: 100 MHz is not reached.
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
