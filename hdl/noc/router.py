@@ -174,7 +174,7 @@ instead of the ``ovc_r`` compare, and registered compares of each credit counter
 constants it is tested against (``crge``, from the counter's next state) instead of the
 credit sum.  P&R seed 1 (c34fe1d): 86.0 MHz, 5,299 LUT4, 1,837 FF -- the allocation loop
 is no longer the critical path: ``vsp`` -> ``local_in.ready`` -> input validation -> the
-sum of the ten bad-input events -> ``err_events_r``, 11.6 ns (8.8 routing).  The error
+sum of the ten bad-input events -> ``err_events_r``, 11.6 ns (8.2 routing, 13 levels).  The error
 events are now registered as bits and summed after the register (same cycles): seed 1
 (d79b3c6) 84.5 MHz, 5,480 LUT4, 1,842 FF, path input VC occupancy ``mcnt`` -> full ->
 packet-state checks -> header write enable -> header LUT RAM write port, 11.8 ns (8.6
