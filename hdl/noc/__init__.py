@@ -14,11 +14,14 @@ from .flit import MAX_MESH
 # buffer must be 5 (the mesh checks the round trip).  The chiplet and package keep
 # RouterConfig's default (1) regardless.
 SA_STAGES = 1
-# Allocation loop over two cycles (issue 20): an option, NOT the default -- 82.2 / 81.9 MHz
-# at grade 6 (two P&R runs of two variants; router 1: 78.4), and a 4x4 mesh at full load
-# with 1-flit packets stalls (cause not found; 4x4 saturation at 1 VC x 4: 0.044 with 1-flit
-# packets, 0.470 with 4-flit, BookSim 0.51; see router.py's docstring); 1 keeps the exact
-# cycles of the chiplet's router.
+# Allocation loop over two cycles (issue 20): an option, NOT the default.  Stop 30: stall
+# fixed, 4x4 saturation at 1 VC x 4 0.606 (1-flit; BookSim 0.51), unicast 3.0 cycles/hop as
+# with 1, multicast +2 cycles per router; P&R 88.9 / 91.2 MHz (seeds 1/2).  Stop 31
+# (cycle-identical cuts: one-hot registered grant VC, registered credit compares, error
+# events registered as bits): 84.5 / 92.4 MHz (seeds 1/2; the allocation loop is no longer the
+# critical path: the input side -- validation, buffer write, next request -- is), 2x2 mesh
+# 75.1 (default routers 63.0); 100 MHz is not reached, so 1 stays (it keeps the exact cycles
+# of the chiplet's router).  See router.py's docstring.
 ALLOC_STAGES = 1
 BUFFER_FLITS = 4 if SA_STAGES == 1 else 5
 

@@ -196,6 +196,12 @@ class _RouterHarness(wiring.Component):
                     m.d.comb += Assert(~r._take[o] | ((r._credits[o][0] + olk.credit[0])
                                                       > r._take_raw_r[o]))
                     m.d.comb += Assert(hc + r._mcnt[o][0] <= D)
+                    # the registered compares equal the counter's compares; the one-hot
+                    # grant VC equals the registered grant (V = 1: its VC is 0)
+                    for k_, ge in r._crge[o][0].items():
+                        m.d.comb += Assert(ge == (r._credits[o][0] >= k_))
+                    m.d.comb += Assert(r._tkv[o][0] == r._take_raw_r[o])
+                    m.d.comb += Assert(r._tkan[o][0] == ~r._take_raw_r[o])
                 elif self.what == "credits":
                     m.d.comb += Assert(r._credits[o][0] <= D)
                     # a grant (stage A) takes the credit; the flit is on the link a cycle later
@@ -380,6 +386,10 @@ PROOFS = [
     # proof failed at depth 20 (an invariant relating the speculation bit, since removed, to
     # the occupancy was missing); its first run found a real bug (a released output VC
     # counted free after a cancelled tail).  The request proof was not run in stop 30.
+    # Stop 31 (one-hot grant VC and registered credit compares, asserted equal to what
+    # they stand for in the credit harness): credits on cdb2d51's RTL and conservation
+    # on d79b3c6's both PASS at BMC depth 20 (53 / 52 min at load ~16); the new asserts
+    # fail at step 2 with the compare off by one.
     Proof(name="noc_router_credits_alloc2", build=lambda: _RouterHarness("credits", 1, 2),
           depth=20, mode="bmc", fast=False,
           doc="alloc_stages=2 router: output credit counters stay in 0..D, match the "

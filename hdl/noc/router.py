@@ -164,9 +164,32 @@ router@alloc_stages=2 --grades 6``, seed 1): **88.9 MHz**, 5,341 LUT4, 1,789 FF;
 path ``ovc_r`` (output S's registered grant VC) -> last grant's VC match -> acceptance of
 F1's request -> output arbiter (L6MUX chain) -> granted VC -> ``ovc_r``, 11 levels (4 in
 one L6MUX/PFUMX tree), 11.3 ns (8.0 routing): the allocation loop itself.  Same netlist,
-``--seed 2``: 91.2 MHz, the same path (9 levels, 11.0 ns, 8.1 routing).  Next cut (not
-tried): a per-VC register "output VC taken by last cycle's grant" instead of the ``ovc_r``
-compare, and the granted VC as a one-hot.  Not the default: 100 MHz is not reached.
+``--seed 2``: 91.2 MHz, the same path (9 levels, 11.0 ns, 8.1 routing).
+Stop 31 (cycle-identical; per-cycle traces of every node's local ports equal to 3313ab1's
+in 5 random-traffic runs: 2x2 and 3x3, 1 and 2 VCs, 1-flit full load, 4-flit full load,
+mixed with multicast; ``tests/test_noc_alloc2_cycles.py`` pins one): the acceptance reads
+a registered one-hot "output VC taken by last cycle's grant" (``tkv``, loaded from the
+one-hot grant and each port's offered VC; an inverted copy ``tkan`` for the acceptance)
+instead of the ``ovc_r`` compare, and registered compares of each credit counter with the
+constants it is tested against (``crge``, from the counter's next state) instead of the
+credit sum.  P&R seed 1 (c34fe1d): 86.0 MHz, 5,299 LUT4, 1,837 FF -- the allocation loop
+is no longer the critical path: ``vsp`` -> ``local_in.ready`` -> input validation -> the
+sum of the ten bad-input events -> ``err_events_r``, 11.6 ns (8.2 routing, 13 levels).  The error
+events are now registered as bits and summed after the register (same cycles): seed 1
+(d79b3c6) 84.5 MHz, 5,480 LUT4, 1,842 FF, path input VC occupancy ``mcnt`` -> full ->
+packet-state checks -> header write enable -> header LUT RAM write port, 11.8 ns (8.6
+routing, 9 levels); seed 2 **92.4 MHz**, path ``vsp`` of the local input's VC 0 ->
+``local_in.ready`` -> local write -> F0's packet state -> F0's registered request, 10.8 ns
+(8.4 routing).  Both are the input side: a flit is validated, written and turned into the
+next request in its arrival cycle, 9-11 levels at ~75 % routing.  A 2x2 ``mesh`` of these
+routers (c34fe1d, ``python -m tessera.synth mesh --param alloc_stages=2 --row
+mesh@alloc_stages=2 --grades 6``): **75.1 MHz** (10,885 LUT4, 5,724 FF; default routers:
+63.0), path the mesh's link register ``r1_1.in_n.flit`` -> destination/route checks ->
+framing write -> header LUT RAM write port of router (1,1), 13.3 ns (10.2 routing): no
+combinational path crosses a router boundary (links are registered); the input side is
+what the mesh's placement stretches.  100 MHz needs the input side split too (e.g. the
+validation from the link register a cycle ahead, or an input register stage: +1 cycle per
+hop), not done.  Not the default: 100 MHz is not reached.
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
@@ -1290,14 +1313,16 @@ class Router(wiring.Component):
     def _errors(self, m, err_events, registered):
         """Saturating bad-input counter.  ``registered``: this cycle's bad-input events count
         in the next cycle, so the input-validation logic does not feed the counter's adder
-        in the same cycle."""
+        in the same cycle (the event bits are registered, and summed after the register:
+        the sum of ten events was on the critical path of alloc_stages=2, 86.0 MHz)."""
         c = self.cfg
         total = Signal(_bits(len(err_events) + 1) + 1)
-        m.d.comb += total.eq(sum(err_events))
         if registered:
-            total_r = Signal(len(total), name="err_events_r")
-            m.d.sync += total_r.eq(total)
-            total = total_r
+            ev_r = Signal(len(err_events), name="err_events_r")
+            m.d.sync += ev_r.eq(Cat(*err_events))
+            m.d.comb += total.eq(sum(ev_r[i] for i in range(len(err_events))))
+        else:
+            m.d.comb += total.eq(sum(err_events))
         errs = Signal(c.err_width)
         top = (1 << c.err_width) - 1
         nsum = Signal(c.err_width + 1)
@@ -1349,6 +1374,12 @@ class Router(wiring.Component):
         take_r = Signal(5, name="take_r")          # raw grant of output o
         otail_r = Signal(5, name="otail_r")        # ... of a tail flit
         ovc_r = [Signal(vcb, name=f"ovc_r_{o}") for o in range(5)]
+        # the previous cycle's grant of output o on VC v, one-hot (``take_r[o] & ovc_r[o] ==
+        # v``, registered as such: the acceptance reads a flip-flop, not a VC compare); two
+        # copies, one for the bookkeeping (credits, owners), one for the acceptance (stored
+        # inverted, reset 1: Yosys merges identical registers)
+        tkv_r = [[Signal(name=f"tkv_{o}_{v}") for v in range(V)] for o in range(4)]
+        tkan_r = [[Signal(name=f"tkan_{o}_{v}", init=1) for v in range(V)] for o in range(4)]
         # ---------------- commit (stage B) ----------------
         # A doomed request does not take part in arbitration, so every raw grant is valid:
         # the commit stage takes the registered grants as they are (``vtake`` = ``take_r``,
@@ -1363,10 +1394,20 @@ class Router(wiring.Component):
         lbusy = Signal(name="lbusy")
         lq_res = Signal(range(LQ + 1), name="lq_res")      # valid grants, not yet popped
         lq_pop = Signal(name="lq_pop")
+        # the credit counters' compares with the constants the acceptance needs, registered
+        # from the counters' next state (``crge[o][v][k]`` = credits >= k)
+        kset = sorted({1, 2, c.max_len - 1, c.max_len, c.max_len + 1} - {0})
+        crge = [[{k: Signal(name=f"crge{k}_{o}_{v}", init=int(D >= k)) for k in kset}
+                 for v in range(V)] for o in range(4)]
+        self._crge, self._tkv, self._tkan = crge, tkv_r, tkan_r
         for o in range(4):
             for v in range(V):
-                t = vtake[o] & veq(ovc_r[o], v)
-                m.d.sync += credits[o][v].eq(credits[o][v] - t + out_links[o].credit[v])
+                t = tkv_r[o][v]
+                cn = Signal(cw, name=f"credn_{o}_{v}")
+                m.d.comb += cn.eq(credits[o][v] - t + out_links[o].credit[v])
+                m.d.sync += credits[o][v].eq(cn)
+                for k in kset:
+                    m.d.sync += crge[o][v][k].eq(~_lt_const(cn, k))
                 with m.If(t):
                     m.d.sync += obusy[o][v].eq(~otail_r[o])
         with m.If(vtake[L]):
@@ -1386,15 +1427,18 @@ class Router(wiring.Component):
         for o in range(4):
             a_uh[o + 1], a_ub[o + 1], a_mh[o + 1] = [], [], []
             for v in range(V):
-                tk = Signal(name=f"tkr_{o}_{v}")
-                m.d.comb += tk.eq(take_r[o] & veq(ovc_r[o], v))
-                sc = Signal(cw + 1, name=f"csum_{o}_{v}")
-                m.d.comb += sc.eq(credits[o][v] + out_links[o].credit[v])
+                tk = ~tkan_r[o][v]
+                # credits + the credit arriving now >= k, from the registered compares
+                inc = out_links[o].credit[v]
+                ge = crge[o][v]
+
+                def sge(k):
+                    return ge[k] | ((ge[k - 1] if k > 1 else 1) & inc)
                 nz = Signal(name=f"crnz_{o}_{v}")
                 pk = Signal(name=f"crpk_{o}_{v}")
                 ob = Signal(name=f"obeff_{o}_{v}")
-                m.d.comb += [nz.eq(Mux(tk, sc >= 2, _nz(sc))),
-                             pk.eq(Mux(tk, sc >= c.max_len + 1, sc >= c.max_len)),
+                m.d.comb += [nz.eq(Mux(tk, sge(2), sge(1))),
+                             pk.eq(Mux(tk, sge(c.max_len + 1), sge(c.max_len))),
                              ob.eq(obusy[o][v] | (tk & ~otail_r[o]))]
                 a_uh[o + 1].append((nz, obusy[o][v], tk, mask_r[o][v]))
                 a_ub[o + 1].append(nz)
@@ -1577,6 +1621,15 @@ class Router(wiring.Component):
             else:
                 m.d.comb += ov.eq(0)
             m.d.sync += [oh_r[o].eq(uoh), ovc_r[o].eq(ov), otail_r[o].eq(ot)]
+            # the grant's VC one-hot, from the one-hot grant and each port's offered VC
+            for v in range(V if o != L else 0):
+                tv = Signal(name=f"tkvn_{o}_{v}")
+                if V > 1:
+                    ut = Cat(*[uoh[k] & _eqc(cv[p], v) for k, p in enumerate(legal)]).any()
+                    m.d.comb += tv.eq(Mux(by_mc[o], _eqc(mvc_r, v), ut))
+                else:
+                    m.d.comb += tv.eq(take[o])
+                m.d.sync += [tkv_r[o][v].eq(tv), tkan_r[o][v].eq(~tv)]
         m.d.sync += take_r.eq(take)
         self._take_raw_r = take_r
         psent = Signal(5, name="psent")
