@@ -22,9 +22,10 @@ register and it) and the other ``stages - 4`` registers + the half registers
 are spread over the tree levels; ``dot`` is their (combinational) sum.  The
 ``pq`` register is for the multi-PE chain: with 3 PEs the placer spreads the
 PEs over the device and the route from a MULT18X18D to its adder tree took
-7.4 of the 12.1 ns critical path of ``pe_chain`` (82.8 MHz, stop 30).  The last adder level moves out of the array into
-the PE's accumulate cycle (three-input add as one carry chain), so the
-latency to the accumulator is the same as without the operand register.
+7.4 of the 12.1 ns critical path of ``pe_chain`` (82.8 MHz, stop 30).  The
+last adder level moves out of the array into the PE's accumulate cycle
+(three-input add as one carry chain), so the latency to the accumulator is
+the same as without the operand register.
 
 The first ``dsps`` of the K0*C0 multipliers (row-major k0, c0) are ``*``
 (FPGA DSP blocks); the rest are shift-and-add in LUTs (an ECP5-85k has 156
