@@ -434,7 +434,7 @@ class PeNode(wiring.Component):
         # (timing: H_in*W_in in two register stages, was one: its 4 adder levels after the
         # cfg register were pe_node's 87.4 MHz path; tile_words is read at prep == 1 and
         # through tw_last from the first running cycle, so its one cycle of slack is used)
-        hw = lut_mul(m, cf.H_in, cf.W_in, 4, "n_hw")
+        hw = lut_mul(m, cf.H_in, cf.W_in, 2, "n_hw")
         tile_words = lut_mul(m, hw, cf.C1, 2, "n_words")          # input words per tile
         pq = lut_mul(m, cf.P1, cf.Q1, 1, "n_pq")
         beats_all = lut_mul(m, pq, cf.K1, 2, "n_beats")
