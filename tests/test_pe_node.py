@@ -502,3 +502,23 @@ def test_load_beat_reaches_pe_one_cycle_after_its_flit():
     for (_, got), b in zip(pl_seen, pbeats):
         assert (got["addr"], got["row"], got["bias"], got["scale"]) == \
             (b["addr"], b["row"], b["bias"], b["scale"]), (got, b)
+
+
+def test_tile_size_ready_when_start_follows_cfg_at_once():
+    """The tile-size products (H_in*W_in in two register stages, then *C1) settle within
+    PREP_CYCLES: the PE configuration words written last, ``start`` in the next cycle
+    (no gaps), a tile larger than half the input buffer (``dbl`` = 0; from reset the
+    stale product is 0, which would mean ``dbl`` = 1) -- outputs as the golden model's.
+    Red with ``n_hw`` at 4 stages (3 still settles in time; 2 is the RTL's)."""
+    rng = np.random.default_rng(9)
+    cfg = PEConfig(R=3, S=3, C1=2, K1=1, P1=4, Q1=4, H_in=6, W_in=6, role=Role.ONLY)
+    assert cfg.C1 * cfg.H_in * cfg.W_in > C.pe.ibuf_words // 2
+    run = E.build_run(C, rng, role=Role.ONLY, ntiles=2, cfg=cfg)
+    pe_words = {P.cfg_payload(P.REGS[f"pe_cfg{i}"], v) for i, v in enumerate(
+        (P.pack_pe_cfg(cfg) >> s) & 0xFFFFFFFF for s in (0, 32, 64))}
+    ctrl = run["ctrl"]
+    start = ctrl[-1]
+    last = [x for x in ctrl[:-1] if x[0] == "CFG" and x[2][0] in pe_words]
+    assert len(last) == 3
+    run["ctrl"] = [x for x in ctrl[:-1] if x not in last] + last + [start]
+    run_and_check([run], in_gap=0.0, out_stall=0.0)

@@ -593,7 +593,14 @@ def test_result_credits_bound_issue(extra):
     (dict(TINY, K0=4, C0=4, acc_width=20, wbuf_bytes=2048, mac_dsps=5),
      {"role": Role.MIDDLE, "K1": 2, "C1": 2, "P1": 2, "Q1": 3, "pool": False}, 0.6),
     (dict(TINY, K0=2, C0=1, mac_stages=4, wbuf_bytes=512),
-     {"role": Role.LAST, "pool": True, "P1": 2, "Q1": 2, "K1": 2}, 0.8)])
+     {"role": Role.LAST, "pool": True, "P1": 2, "Q1": 2, "K1": 2}, 0.8),
+    # mac_stages 4 and 5: the pq product registers before the tree (pe_chain's timing
+    # option), DSP and LUT lanes mixed
+    (dict(TINY, K0=4, C0=4, acc_width=20, wbuf_bytes=2048, mac_dsps=5, mac_stages=4),
+     {"role": Role.MIDDLE, "K1": 2, "C1": 2, "P1": 2, "Q1": 3, "pool": False}, 0.7),
+    (dict(TINY, K0=2, C0=4, wbuf_bytes=1024, mac_dsps=3, mac_stages=5),
+     {"role": Role.FIRST, "P1": 1, "Q1": 2, "R": 2, "S": 1, "C1": 2, "K1": 2,
+      "pool": False}, 1.0)])
 def test_mac_operand_reg_same_cycles(params, over, ready):
     """``mac_operand_reg`` (operand registers by each multiplier, the adder
     tree's last level moved into the accumulate cycle as a carry-save add)

@@ -261,7 +261,11 @@ class _CreditedRx(wiring.Component):
     ``net_in.ready`` -> the PE's weight-buffer write enables, 12.2 ns, ~10 ns of it
     routing to the 16 block RAMs.  The packet count is now ``pkt.count + pkt_inc``
     (the NI's ``cnt`` and its late ``w.ready``), and ``pkt_inc`` selects among compares
-    made with each (not measured)."""
+    made with each.  With that and the WLOAD/PLOAD beat register (stop 30's main, P&R
+    on stop 31): 87.4 MHz, 11,027 LUT4, 8,505 FF; the path is no longer on the receive
+    side: the ``cfg_word`` register -> the H_in*W_in LUT product's 4 adder levels (shared
+    by Yosys with the PE's own check product) -> ``n_hw``, 11.4 ns.  ``n_hw`` now has two
+    register stages (not measured)."""
 
     def __init__(self, width: int, depth: int, window: int, src_layout, cnt_bits: int):
         self.window = window
@@ -427,7 +431,10 @@ class PeNode(wiring.Component):
         to_ppu = Signal()
         m.d.sync += to_ppu.eq((cf.role == Role.LAST) | (cf.role == Role.ONLY))
         # tile sizes (pipelined LUT products; stable PREP_CYCLES after the last write)
-        hw = lut_mul(m, cf.H_in, cf.W_in, 1, "n_hw")
+        # (timing: H_in*W_in in two register stages, was one: its 4 adder levels after the
+        # cfg register were pe_node's 87.4 MHz path; tile_words is read at prep == 1 and
+        # through tw_last from the first running cycle, so its one cycle of slack is used)
+        hw = lut_mul(m, cf.H_in, cf.W_in, 2, "n_hw")
         tile_words = lut_mul(m, hw, cf.C1, 2, "n_words")          # input words per tile
         pq = lut_mul(m, cf.P1, cf.Q1, 1, "n_pq")
         beats_all = lut_mul(m, pq, cf.K1, 2, "n_beats")

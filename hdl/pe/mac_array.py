@@ -15,10 +15,17 @@ default): each DSP multiplier is a :class:`~tessera.hdl.pe.mult.RegMult` cell
 input/output registers, which the ECP5 flow selects), LUT lanes get the same
 registers in fabric; then the tree in two halves: ``half[k0][0/1]`` are the
 sums of lanes [0, ceil(C0/2)) and the rest, registered after ``stages``
-cycles with ``stages - 2`` registers spread over their levels; ``dot`` is
-their (combinational) sum.  The last adder level moves out of the array into
-the PE's accumulate cycle (three-input add as one carry chain), so the
-latency to the accumulator is the same as without the operand register.
+cycles; with ``stages`` = 3 (default) the one register after the product
+register ends the half trees; with ``stages`` >= 4 each product is first
+registered again in fabric (``pq{k}_{c}``, no logic between the DSP's output
+register and it) and the other ``stages - 4`` registers + the half registers
+are spread over the tree levels; ``dot`` is their (combinational) sum.  The
+``pq`` register is for the multi-PE chain: with 3 PEs the placer spreads the
+PEs over the device and the route from a MULT18X18D to its adder tree took
+7.4 of the 12.1 ns critical path of ``pe_chain`` (82.8 MHz, stop 30).  The
+last adder level moves out of the array into the PE's accumulate cycle
+(three-input add as one carry chain), so the latency to the accumulator is
+the same as without the operand register.
 
 The first ``dsps`` of the K0*C0 multipliers (row-major k0, c0) are ``*``
 (FPGA DSP blocks); the rest are shift-and-add in LUTs (an ECP5-85k has 156
@@ -100,9 +107,19 @@ class MacArray(wiring.Component):
                     prod = reg
                 prods.append(prod)
             if self.operand_reg:
+                tstages = self.stages - 2
+                if self.stages >= 4:
+                    # a fabric register on each product with no logic before it: the route
+                    # from the DSP (fixed DSP rows) to the tree gets a cycle of its own
+                    pq = []
+                    for c, prod in enumerate(prods):
+                        r = Signal(signed(16), name=f"pq{k}_{c}")
+                        m.d.sync += r.eq(prod)
+                        pq.append(r)
+                    prods, tstages = pq, self.stages - 3
                 n0 = (len(prods) + 1) // 2
-                halves = [tree_sum(m, prods[:n0], self.stages - 2, f"tree{k}a"),
-                          tree_sum(m, prods[n0:], self.stages - 2, f"tree{k}b")
+                halves = [tree_sum(m, prods[:n0], tstages, f"tree{k}a"),
+                          tree_sum(m, prods[n0:], tstages, f"tree{k}b")
                           if len(prods) > 1 else 0]
                 for j, h in enumerate(halves):
                     m.d.comb += self.half[k][j].eq(h)
