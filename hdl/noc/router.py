@@ -1158,39 +1158,12 @@ class Router(wiring.Component):
         m.d.sync += take_r.eq(take)
         self._take_r = take_r
         for o in range(5):
-            legal = _LEGAL_IN[o]
-            sel_r = Signal(len(sel[o]), name=f"sel_r_{o}")
-            m.d.sync += sel_r.eq(sel[o])
-            ofl = c.flit(Signal(FW, name=f"oflit_{o}"))
-            with m.Switch(sel_r):
-                for k, p in enumerate(legal[:-1]):
-                    with m.Case(k):
-                        m.d.comb += ofl.eq(pflit[p])
-                with m.Default():
-                    m.d.comb += ofl.eq(pflit[legal[-1]])
             if o == L:
-                lq = SRAM(LQ, FW, read_latency=0)
-                m.submodules.lq = lq
-                lq_wr = Signal(range(LQ), name="lq_wr")
-                lq_rd = Signal(range(LQ), name="lq_rd")
-                lq_n = Signal(range(LQ + 1), name="lq_n")   # flits in the queue
-                lq_pop = Signal(name="lq_pop")
-                m.d.comb += [lq.w_en.eq(take_r[L]), lq.w_addr.eq(lq_wr), lq.w_data.eq(ofl),
-                             lq.r_addr.eq(lq_rd),
-                             self.local_out.valid.eq(_nz(lq_n)),
-                             self.local_out.payload.eq(lq.r_data),
-                             lq_pop.eq(self.local_out.valid & self.local_out.ready)]
-                with m.If(take_r[L]):
-                    m.d.sync += lq_wr.eq(lq_wr + 1)
-                with m.If(lq_pop):
-                    m.d.sync += lq_rd.eq(lq_rd + 1)
-                m.d.sync += [lq_n.eq(lq_n + take_r[L] - lq_pop),
-                             lq_res.eq(lq_res + take[L] - lq_pop)]
+                lq_pop = self._out_stage(m, o, sel[o], pflit, take_r[L], out_links, LQ,
+                                         lq_res=(lq_res, take[L]))
             else:
-                ovc_r = Signal(_bits(V), name=f"ovc_r_{o}")
-                m.d.sync += ovc_r.eq(ovc[o])
-                lk = out_links[o]
-                m.d.comb += [lk.valid.eq(take_r[o]), lk.flit.eq(ofl), lk.vc.eq(ovc_r)]
+                self._out_stage(m, o, sel[o], pflit, take_r[o], out_links, LQ,
+                                ovc_next=ovc[o])
 
         if S2:
             # next cycle's registered requests: acceptance of the next state (credits after
@@ -1664,36 +1637,57 @@ class Router(wiring.Component):
                          Cat(ff.mclass, ff.mcast, ff.dest.as_value(), ff.src.as_value()).eq(hdr)]
             pflit.append(ff)
         for o in range(5):
-            legal = _LEGAL_IN[o]
-            sel_r = Signal(len(sel[o]), name=f"sel_r_{o}")
-            m.d.sync += sel_r.eq(sel[o])
-            ofl = c.flit(Signal(FW, name=f"oflit_{o}"))
-            with m.Switch(sel_r):
-                for k, p in enumerate(legal[:-1]):
-                    with m.Case(k):
-                        m.d.comb += ofl.eq(pflit[p])
-                with m.Default():
-                    m.d.comb += ofl.eq(pflit[legal[-1]])
-            if o == L:
-                lq = SRAM(LQ, FW, read_latency=0)
-                m.submodules.lq = lq
-                lq_wr = Signal(range(LQ), name="lq_wr")
-                lq_rd = Signal(range(LQ), name="lq_rd")
-                lq_n = Signal(range(LQ + 1), name="lq_n")
-                m.d.comb += [lq.w_en.eq(vtake[L]), lq.w_addr.eq(lq_wr), lq.w_data.eq(ofl),
-                             lq.r_addr.eq(lq_rd),
-                             self.local_out.valid.eq(_nz(lq_n)),
-                             self.local_out.payload.eq(lq.r_data),
-                             lq_pop.eq(self.local_out.valid & self.local_out.ready)]
-                with m.If(vtake[L]):
-                    m.d.sync += lq_wr.eq(lq_wr + 1)
-                with m.If(lq_pop):
-                    m.d.sync += lq_rd.eq(lq_rd + 1)
-                m.d.sync += lq_n.eq(lq_n + vtake[L] - lq_pop)
-            else:
-                lk = out_links[o]
-                m.d.comb += [lk.valid.eq(vtake[o]), lk.flit.eq(ofl), lk.vc.eq(ovc_r[o])]
+            self._out_stage(m, o, sel[o], pflit, vtake[o], out_links, LQ, lq_pop,
+                            None if o == L else ovc_r[o])
 
+
+    def _out_stage(self, m, o, sel_o, pflit, take_o, out_links, LQ, lq_pop=None, ovc_o=None,
+                   lq_res=None, ovc_next=None):
+        """Switch traversal of output ``o`` (both allocation pipelines): the registered
+        select picks the granted input's pipelined flit; the local output writes it into
+        the ejection queue (``LQ`` entries, popped by ``local_out``; ``lq_res`` = (granted
+        not yet popped counter, its increment) when the caller keeps one), every other
+        output drives its link with VC ``ovc_o`` (or with a register of ``ovc_next``).  ``take_o``:
+        a flit traverses now.  Returns the local queue's pop (created here unless given)."""
+        c = self.cfg
+        legal = _LEGAL_IN[o]
+        sel_r = Signal(len(sel_o), name=f"sel_r_{o}")
+        m.d.sync += sel_r.eq(sel_o)
+        ofl = c.flit(Signal(c.flit.size, name=f"oflit_{o}"))
+        with m.Switch(sel_r):
+            for k, p in enumerate(legal[:-1]):
+                with m.Case(k):
+                    m.d.comb += ofl.eq(pflit[p])
+            with m.Default():
+                m.d.comb += ofl.eq(pflit[legal[-1]])
+        if o != L:
+            if ovc_next is not None:
+                ovc_o = Signal(_bits(self.cfg.vcs), name=f"ovc_r_{o}")
+                m.d.sync += ovc_o.eq(ovc_next)
+            lk = out_links[o]
+            m.d.comb += [lk.valid.eq(take_o), lk.flit.eq(ofl), lk.vc.eq(ovc_o)]
+            return
+        lq = SRAM(LQ, c.flit.size, read_latency=0)
+        m.submodules.lq = lq
+        lq_wr = Signal(range(LQ), name="lq_wr")
+        lq_rd = Signal(range(LQ), name="lq_rd")
+        lq_n = Signal(range(LQ + 1), name="lq_n")   # flits in the queue
+        if lq_pop is None:
+            lq_pop = Signal(name="lq_pop")
+        m.d.comb += [lq.w_en.eq(take_o), lq.w_addr.eq(lq_wr), lq.w_data.eq(ofl),
+                     lq.r_addr.eq(lq_rd),
+                     self.local_out.valid.eq(_nz(lq_n)),
+                     self.local_out.payload.eq(lq.r_data),
+                     lq_pop.eq(self.local_out.valid & self.local_out.ready)]
+        with m.If(take_o):
+            m.d.sync += lq_wr.eq(lq_wr + 1)
+        with m.If(lq_pop):
+            m.d.sync += lq_rd.eq(lq_rd + 1)
+        m.d.sync += lq_n.eq(lq_n + take_o - lq_pop)
+        if lq_res is not None:
+            res, inc = lq_res
+            m.d.sync += res.eq(res + inc - lq_pop)
+        return lq_pop
 
     @staticmethod
     def _rr(m, req, tag, enable=1, probe=None, update=True):
