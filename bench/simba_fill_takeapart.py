@@ -40,6 +40,24 @@ OUT = Path("build/bench")
 LAYERS = ("res2b_branch2b", "res2a_branch2b", "res3d_branch2b", "res2a_branch1", "res2b_branch2c", "res4a_branch1")
 
 
+def pack_in_order(sizes, per, last=None):
+    """Blocks of ``sizes`` bytes packed in order into Global PEs of ``per`` bytes each (home 0,
+    1, ...; a block may straddle two homes); home ``last`` takes whatever is left.  Returns,
+    per block, its (home, fraction) parts."""
+    homes, h, room = [], 0, per
+    for s in sizes:
+        parts, left = [], float(s)
+        while left > 1e-9:
+            take = min(room, left)
+            parts.append((h, take / s))
+            left -= take
+            room -= take
+            if room <= 1e-9 and (last is None or h < last):
+                h, room = h + 1, per
+        homes.append(parts)
+    return homes
+
+
 class EvenIA:
     """IA homes: the blocks spread evenly (by bytes, in block order) over the Global PEs of the first
     ``n`` chiplets in row-major order; OA on their producers (model.build_structure's callable path)."""
@@ -56,18 +74,7 @@ class EvenIA:
         per = max(1.0, sum(sizes) / self.n)
         if per > self.cap:
             raise ValueError(f"{self.n} Global PEs cannot hold {sum(sizes)} B")
-        homes, h, room = [], 0, per
-        for s in sizes:
-            parts, left = [], float(s)
-            while left > 1e-9:
-                take = min(room, left)
-                parts.append((h, take / s))
-                left -= take
-                room -= take
-                if room <= 1e-9 and h < self.n - 1:
-                    h, room = h + 1, per
-            homes.append(parts)
-        return homes
+        return pack_in_order(sizes, per, last=self.n - 1)
 
 
 class SeqIA(EvenIA):
@@ -83,18 +90,7 @@ class SeqIA(EvenIA):
         ce, pe_, qe = ext
         sizes = [ia_block_bytes(layer, ce[ci], pe_[pi], qe[qi]) for ci, pi, qi in ia_keys]
         self.n = int(np.ceil(sum(sizes) / self.cap))
-        homes, h, room = [], 0, float(self.cap)
-        for s in sizes:
-            parts, left = [], float(s)
-            while left > 1e-9:
-                take = min(room, left)
-                parts.append((h, take / s))
-                left -= take
-                room -= take
-                if room <= 1e-9:
-                    h, room = h + 1, float(self.cap)
-            homes.append(parts)
-        return homes
+        return pack_in_order(sizes, float(self.cap))
 
 
 def fill_bytes(L, arch, r):

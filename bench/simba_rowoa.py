@@ -73,27 +73,12 @@ def fig7(net, arch, S, pl):
     return out
 
 
-def place_ia_only(layer, arch, base):
-    """Sec. 5.2 placement with the OA homes kept where the baseline writes them: only the
-    binding and the IA homes change ('local-row-oa' keeps IA local, so only the binding)."""
+def _best_placement(layer, arch, base, homes):
+    """Sec. 5.2 placement search over every binding x ``homes`` (placement names), keeping the
+    baseline's mapping; the baseline itself when nothing is faster."""
     best = base
     for b in ("row-major", "snake", "centre"):
-        try:
-            r = evaluate(layer, arch, base.mapping, b, base.placement)
-        except Exception:
-            continue
-        if r.latency_cycles < best.latency_cycles - 1e-9:
-            best = r
-    best.samples = base.samples
-    return best
-
-
-def place_periphery(layer, arch, base):
-    """Sec. 5.2 placement of the 'local-row-oa' start as Fig. 11d draws it: the baseline's homes or the
-    OA spread evenly over the package periphery ('local-periphery-oa'), every binding."""
-    best = base
-    for b in ("row-major", "snake", "centre"):
-        for p in (base.placement, "local-periphery-oa"):
+        for p in homes:
             try:
                 r = evaluate(layer, arch, base.mapping, b, p)
             except Exception:
@@ -102,6 +87,18 @@ def place_periphery(layer, arch, base):
                 best = r
     best.samples = base.samples
     return best
+
+
+def place_ia_only(layer, arch, base):
+    """Sec. 5.2 placement with the OA homes kept where the baseline writes them: only the
+    binding and the IA homes change ('local-row-oa' keeps IA local, so only the binding)."""
+    return _best_placement(layer, arch, base, (base.placement,))
+
+
+def place_periphery(layer, arch, base):
+    """Sec. 5.2 placement of the 'local-row-oa' start as Fig. 11d draws it: the baseline's homes or the
+    OA spread evenly over the package periphery ('local-periphery-oa'), every binding."""
+    return _best_placement(layer, arch, base, (base.placement, "local-periphery-oa"))
 
 
 def network(layers, net, arch, NS, jobs, pl, ia_only=False):
