@@ -1,0 +1,136 @@
+"""The T3 GEMM's slowdown inside the fused kernel taken apart one assumption at a time, per case (T3 §2.5,
+§4.3, §4.5, §5.1.1, §6.1.2, Fig 17; issue 15, stop 32).
+
+Question: on T-NLG FC-1 TP16 (Fig 16's Ideal maximum, 50 %; §6.1.1) the model's GEMM takes 895 us alone and
+1308 us inside T3 (+46 %), so T3 reaches only 22.6 % there.  Which modelled term carries the +46 %, and does the
+per-case pattern of the loss follow the mechanism §6.1.2 names (GEMM reads stalled by the RS traffic's DRAM
+bursts: a larger loss where the GEMM is memory-intensive and its inputs miss the LLC, a small one for the OP
+GEMMs that fit)?
+
+Each variant removes ONE term from the model's defaults (a System override, or the GEMM plan's DRAM reads set
+to zero); per case it records the GEMM run alone (uncached NMC output, no communication), the GEMM inside T3
+(round-robin), their stage split into compute (read phase, read stalls included) and retirement (the stage's
+stores acknowledged by the MC), the fused time and T3's speedup against the variant's own Sequential.
+``share_of_extra`` = the fraction of the model's extra GEMM time (inside T3 minus alone) that the variant removes.
+
+Run: ``nice -n 10 .venv/bin/python bench/t3_fc_takeapart.py [--cases all]`` -> ``build/bench/t3_fc_takeapart.json``
+(about 1 minute for the default cases on a loaded machine).
+Left out: the Fig 16 set's bands per variant (bench/t3_read_stall.py and t3_max_reading.py compute them for the
+variants that matter); T3-MCA (only round-robin T3 is taken apart).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from tessera.sim_models.t3 import collectives as C
+from tessera.sim_models.t3 import config, gemm, overlap
+from tessera.sim_models.t3.study import stage_phase_us
+
+OUT = Path("build/bench/t3_fc_takeapart.json")
+CASES = [("t-nlg", 16, "FC-1"), ("mega-gpt-2", 8, "IP"), ("t-nlg", 8, "IP"), ("mega-gpt-2", 8, "FC-2"),
+         ("mega-gpt-2", 16, "IP"), ("t-nlg", 16, "OP")]
+ALL = [(k, tp, sl) for k in ("mega-gpt-2", "t-nlg") for tp in (8, 16) for sl in ("OP", "FC-2", "IP")]
+# (name, what is removed, System overrides or the special "reads0")
+VARIANTS = [
+    ("model", "nothing (today's defaults)", {}),
+    ("rs_dram_free", "the RS traffic's DRAM share (incoming NMC updates and DMA reads cost no DRAM time; the link "
+     "still paces them)", dict(rs_dram="free")),
+    ("nmc_rmw_free", "the NMC read-modify-write cost (tCCDWL 4 -> tCCDL 2)", dict(tCCDWL=2)),
+    ("drain_56_32", "the 12/8 write-drain calibration (-> 56/32, Accel-Sim HBM's documented write-queue watermarks, "
+     "in the unified queue)", dict(write_drain=(56, 32))),
+    ("drain_32_28", "the 12/8 write-drain calibration (-> 32/28)", dict(write_drain=(32, 28))),
+    ("no_barrier", "the stage barrier (WGs retire one by one, §2.5)", dict(wg_retire=True)),
+    ("bank_heads", "the model's FR-FCFS + write-drain scheduler (-> Accel-Sim SM7_QV100 bank heads, no drain)",
+     dict(mc_scheduler="bank_heads")),
+    ("mcq_256", "the MC queue depth (64 -> 256 entries; a store completes at admission)", dict(mc_queue_entries=256)),
+    ("no_turnaround", "read/write turnarounds (tRTW, tWTR -> 0)", dict(tRTW=0, tWTR=0)),
+    ("no_row_conflicts", "row misses and row interference (all hits)",
+     dict(row_interference=False, row_hit=(1.0, 1.0, 1.0, 1.0))),
+    ("no_hold", "stage 1 held behind stage 0's remote burst (remote-store buffer unbounded)",
+     dict(remote_store_buffer_bytes=1e12)),
+    ("reads0", "the GEMM's DRAM reads (every stage's read bytes set to 0; L2 hits)", "reads0"),
+]
+
+
+def pct(x: float) -> float:
+    return 100.0 * (x - 1.0)
+
+
+def measure(base: config.System, key: str, tp: int, sl: str, kw) -> dict:
+    sysm = base if kw in ({}, "reads0") else base.scaled(**kw)
+    s = sysm.scaled(n_gpus=tp)
+    d = gemm.sublayer_dims(config.model(key), tp, sl)
+    pc = gemm.plan(s, d, cached_output=True)
+    pu = gemm.plan(s, d, cached_output=False)
+    if kw == "reads0":
+        pc = replace(pc, read_bytes=np.zeros_like(pc.read_bytes))
+        pu = replace(pu, read_bytes=np.zeros_like(pu.read_bytes))
+    iso = overlap.simulate(s, pc, comm=False)
+    alone = overlap.simulate(s, pu, comm=False)
+    f = overlap.simulate(s, pu, comm=True, policy="rr")
+    size = d.out_bytes(s.elem_bytes)
+    rs, rsn, ag = C.ring("rs", s, size), C.ring("rs_nmc", s, size), C.ring("ag", s, size)
+    seq = iso.time + rs.time + ag.time
+    ac, ar = stage_phase_us(alone)
+    fc_, fr = stage_phase_us(f)
+    reads = float(pu.read_bytes.sum())
+    return dict(gemm_cached_us=iso.time * 1e6, gemm_alone_us=alone.time * 1e6, gemm_in_t3_us=f.gemm_end * 1e6,
+                slowdown=f.gemm_end / alone.time, extra_us=(f.gemm_end - alone.time) * 1e6,
+                alone_compute_us=ac, alone_retire_us=ar, t3_compute_us=fc_, t3_retire_us=fr,
+                fused_us=f.time * 1e6, rs_us=rs.time * 1e6, rs_nmc_us=rsn.time * 1e6, ag_us=ag.time * 1e6,
+                t3=pct(seq / (f.time + ag.time)), ideal=pct(seq / (max(iso.time, rs.time) + ag.time)),
+                ideal_rs_nmc=pct(seq / (max(iso.time, rsn.time) + ag.time)),
+                t3_vs_ideal_runtime=(f.time + ag.time) / (max(iso.time, rs.time) + ag.time),
+                alone_dram_busy=alone.dram_busy, t3_dram_busy=f.dram_busy, t3_mean_occupancy=f.mean_occupancy,
+                gemm_read_GBps_alone=reads / alone.time / 1e9,
+                store_GBps_alone=float(pu.out_bytes.sum()) / alone.time / 1e9,
+                rs_over_gemm=rs.time / iso.time, write_batches=f.write_batches)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", default="default", choices=("default", "all"))
+    a = ap.parse_args()
+    t0 = time.time()
+    base = config.system()
+    cases = CASES if a.cases == "default" else ALL
+    res = dict(cases={}, variants={n: w for n, w, _ in VARIANTS})
+    for key, tp, sl in cases:
+        name = f"{key} TP{tp} {sl}"
+        rows = {}
+        for vn, _, kw in VARIANTS:
+            rows[vn] = measure(base, key, tp, sl, kw)
+        m = rows["model"]
+        for vn, r in rows.items():
+            r["share_of_extra"] = (m["extra_us"] - r["extra_us"]) / m["extra_us"] if m["extra_us"] > 0 else float("nan")
+            r["t3_gain_points"] = r["t3"] - m["t3"]
+        res["cases"][name] = rows
+        print(f"{name}: GEMM alone {m['gemm_alone_us']:.0f} us, in T3 {m['gemm_in_t3_us']:.0f} us (x{m['slowdown']:.2f}; "
+              f"compute {m['alone_compute_us']:.0f}->{m['t3_compute_us']:.0f}, retire {m['alone_retire_us']:.0f}->"
+              f"{m['t3_retire_us']:.0f}); reads {m['gemm_read_GBps_alone']:.0f} GB/s, stores {m['store_GBps_alone']:.0f} "
+              f"GB/s alone; RS/GEMM {m['rs_over_gemm']:.2f}; Ideal {m['ideal']:.1f} T3 {m['t3']:.1f}")
+        print(f"  {'variant':18s} {'alone':>6s} {'inT3':>6s} {'x':>5s} {'cmp':>6s} {'ret':>6s} {'share':>6s} {'T3':>6s} "
+              f"{'Ideal':>6s} {'dT3':>6s}")
+        for vn, r in rows.items():
+            print(f"  {vn:18s} {r['gemm_alone_us']:6.0f} {r['gemm_in_t3_us']:6.0f} {r['slowdown']:5.2f} "
+                  f"{r['t3_compute_us']:6.0f} {r['t3_retire_us']:6.0f} {r['share_of_extra']:6.2f} {r['t3']:6.1f} "
+                  f"{r['ideal']:6.1f} {r['t3_gain_points']:+6.1f}")
+    res["runtime_s"] = time.time() - t0
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    old = json.loads(OUT.read_text()) if OUT.exists() else {}
+    old.setdefault("cases", {}).update(res["cases"])
+    old["variants"] = res["variants"]
+    old["runtime_s"] = res["runtime_s"]
+    OUT.write_text(json.dumps(old, indent=1))
+    print(f"wrote {OUT} ({res['runtime_s']:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
