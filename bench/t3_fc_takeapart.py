@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from tessera.sim_models.t3 import collectives as C
-from tessera.sim_models.t3 import config, gemm, overlap
+from tessera.sim_models.t3 import config, gemm, overlap, study
 from tessera.sim_models.t3.study import stage_phase_us
 
 OUT = Path("build/bench/t3_fc_takeapart.json")
@@ -56,6 +56,9 @@ VARIANTS = [
      dict(remote_store_buffer_bytes=1e12)),
     ("reads0", "the GEMM's DRAM reads (every stage's read bytes set to 0; L2 hits)", "reads0"),
 ]
+
+
+FINDING = "(filled in below)"
 
 
 def pct(x: float) -> float:
@@ -93,11 +96,88 @@ def measure(base: config.System, key: str, tp: int, sl: str, kw) -> dict:
                 rs_over_gemm=rs.time / iso.time, write_batches=f.write_batches)
 
 
+# MCA without the stage barrier (stop 30's collapse): can the MCA's unsourced calibrations (starvation limit) or the
+# write-drain watermarks rescue T3-MCA once the WGs retire one by one?  Screen on six cases.
+NB_CASES = [("t-nlg", 16, "FC-1"), ("mega-gpt-2", 8, "IP"), ("mega-gpt-2", 8, "FC-2"), ("t-nlg", 16, "IP"),
+            ("t-nlg", 8, "FC-2"), ("mega-gpt-2", 16, "OP")]
+NB_VARIANTS = {
+    "model": {},
+    "nb": dict(wg_retire=True),
+    "nb_starve128": dict(wg_retire=True, mca_starve_limit=128),
+    "nb_starve32": dict(wg_retire=True, mca_starve_limit=32),
+    "nb_starve8": dict(wg_retire=True, mca_starve_limit=8),
+    "nb_drain56_32": dict(wg_retire=True, write_drain=(56, 32)),
+    "nb_drain32_16": dict(wg_retire=True, write_drain=(32, 16)),
+    "nb_drain24_16": dict(wg_retire=True, write_drain=(24, 16)),
+}
+
+
+def nb_mca() -> dict:
+    base = config.system()
+    out = {}
+    for vn, kw in NB_VARIANTS.items():
+        s = base.scaled(**kw) if kw else base
+        row = {}
+        for key, tp, sl in NB_CASES:
+            r = study.evaluate(s, config.model(key), tp, sl, configs=("t3", "t3-mca", "ideal"))
+            row[f"{key} TP{tp} {sl}"] = dict(ideal=pct(r.speedup("ideal")), t3=pct(r.speedup("t3")),
+                                             t3_mca=pct(r.speedup("t3-mca")), threshold=r.mca_threshold_entries)
+        out[vn] = dict(overrides={k: repr(x) for k, x in kw.items()}, cases=row)
+        print(f"{vn:14s} " + "  ".join(f"{c.replace('mega-gpt-2', 'mega')}: {x['ideal']:.1f}/{x['t3']:.1f}/{x['t3_mca']:.1f}"
+                                        for c, x in row.items()), flush=True)
+    return out
+
+
+def spearman(x, y) -> float:
+    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def summarize(d: dict) -> dict:
+    """Per variant over the cases measured: the rank correlation of the T3 GEMM's slowdown (over the variant's GEMM
+    alone, and over the model's Sequential, cached GEMM) with its isolated DRAM read rate (§6.1.2 / §3.2.2 / Fig 17: the loss is GEMM reads stalled by RS traffic, small for the LLC-resident OP
+    GEMMs, so the paper's mechanism predicts a positive correlation), and each term's share of the extra GEMM time
+    (min / max over cases)."""
+    cs = d["cases"]
+    names = sorted(cs)
+    out = {}
+    for vn in d["variants"]:
+        rd = [cs[c]["model"]["gemm_read_GBps_alone"] for c in names]
+        sl = [cs[c][vn]["slowdown"] for c in names]
+        slc = [cs[c][vn]["gemm_in_t3_us"] / cs[c]["model"]["gemm_cached_us"] for c in names]
+        sh = [cs[c][vn]["share_of_extra"] for c in names]
+        out[vn] = dict(spearman_slowdown_vs_read_rate=spearman(rd, sl),
+                       spearman_slowdown_over_sequential_gemm_vs_read_rate=spearman(rd, slc),
+                       share_min=min(sh), share_max=max(sh),
+                       t3_max=max(cs[c][vn]["t3"] for c in names),
+                       t3_max_case=max(names, key=lambda c: cs[c][vn]["t3"]),
+                       fc_t3_over_ideal_runtime_min=min(cs[c][vn]["t3_vs_ideal_runtime"] for c in names if " FC" in c))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default="default", choices=("default", "all"))
+    ap.add_argument("--nb-mca", action="store_true", help="only the MCA-without-barrier screen (NB_VARIANTS)")
+    ap.add_argument("--summarize", action="store_true", help="only the summary of the stored cases")
     a = ap.parse_args()
     t0 = time.time()
+    if a.nb_mca or a.summarize:
+        old = json.loads(OUT.read_text()) if OUT.exists() else {}
+        if a.nb_mca:
+            old["nb_mca"] = nb_mca()
+        if a.summarize:
+            old["summary"] = summarize(old)
+            for vn, x in old["summary"].items():
+                print(f"{vn:18s} rank corr(slowdown, read rate) {x['spearman_slowdown_vs_read_rate']:+.2f} (over Seq. "
+                      f"GEMM {x['spearman_slowdown_over_sequential_gemm_vs_read_rate']:+.2f}); share "
+                      f"{x['share_min']:.2f}..{x['share_max']:.2f}; T3 max {x['t3_max']:.1f} ({x['t3_max_case']}); "
+                      f"FC T3/Ideal runtime >= {x['fc_t3_over_ideal_runtime_min']:.3f}")
+            old["finding"] = FINDING
+        OUT.parent.mkdir(parents=True, exist_ok=True)
+        OUT.write_text(json.dumps(old, indent=1))
+        print(f"wrote {OUT} ({time.time() - t0:.0f} s)")
+        return 0
     base = config.system()
     cases = CASES if a.cases == "default" else ALL
     res = dict(cases={}, variants={n: w for n, w, _ in VARIANTS})
