@@ -34,6 +34,7 @@ CHOICES = {
     "wg_fast_dim": ("tokens", "fewer_tiles"),
     "l2_retention": ("graded", "lru"),
     "rs_pacing": ("link", "dma"),
+    "rs_dram": ("queued", "free"),
     "row_locality": ("stream", "region"),
 }
 
@@ -102,6 +103,8 @@ class System:
     l2_dram_fifo_entries: int = 0     # in-order L2 -> DRAM FIFO between the arbiter and the MC queue (0: none; take-apart)
     rs_pacing: str = "link"           # the neighbour's RS traffic reaches the MC as the link delivers it ("link") | as
     #                                   its DMA engine reads it / its GEMM stores slot 0 ("dma": not link-paced, take-apart)
+    rs_dram: str = "queued"           # RS traffic (updates, DMA reads) through the arbiter and MC queue ("queued") |
+    #                                   at no DRAM cost ("free": take-apart of the RS traffic's DRAM share)
 
     @property
     def peak_flops(self) -> float:

@@ -52,6 +52,10 @@ RS traffic reach this MC when the neighbour's DMA engine reads it (slot 0: when 
 DMA's rate within the DMA buffer, not at the link's (§5.1.1: the paper injects the inter-GPU traffic through
 Accel-Sim's front end); the sends still take the link.  Both are take-apart switches of issue 15's stop-31
 candidates (bench ``t3_read_stall --bound-only``), off by default.
+``rs_dram='free'`` (take-apart, stop 32, bench ``t3_fc_takeapart``): the RS traffic - incoming NMC updates and
+tracker-triggered DMA reads - costs no DRAM time (updates land on arrival, DMA reads return after the unloaded
+latency); the link still paces it.  It measures how much of the fused GEMM's slowdown the RS traffic's DRAM
+share carries.
 
 Left out: refresh, per-channel imbalance, the return path's own contention, address-exact rows, tRAS/tRC
 (switch only), buffering between the CUs and the MC queue (``write_path_entries``, switch only).
@@ -71,7 +75,7 @@ SRC_GREAD, SRC_GWRITE, SRC_DMA, SRC_UPD = 0, 1, 2, 3
 (I_Q, I_NBG, I_BPG, I_CCDS, I_CCDL, I_CCDWL, I_MISS, I_RTW, I_WTR, I_WHI, I_WLO, I_LAT, I_OUT,
  I_DMABUF, I_COMMCAP, I_LINKLAT, I_POLICY, I_THR, I_STARVE, I_DYN, I_LEARN, I_NMC, I_COMM,
  I_WBUF, I_REMCAP, I_REC, I_W0, I_WLEN, I_SEED, I_MAXCYC, I_PREF, I_XHIT, I_RAS, I_WGR, I_RGRP, I_WQ, I_OCCR, I_SPREAD, I_SCHED, I_WRULE, I_FIFO, I_RSP,
- I_NI) = range(43)
+ I_RSF, I_NI) = range(44)
 (F_LINK, F_PH_GR, F_PH_GW, F_PH_DMA, F_PH_UPD, F_NF) = range(6)
 
 
@@ -176,6 +180,8 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
     #                                   queue (Accel-Sim's memory-partition queue), one entry into the MC per cycle
     rsp = IP[I_RSP]                   # 1: the neighbour's RS traffic reaches my MC when its DMA reads (or its GEMM
     #                                   stores slot 0), not when the link delivers it (RS not paced by the link)
+    rsf = IP[I_RSF]                   # 1: RS traffic (incoming NMC updates, DMA reads) costs no DRAM time: it never
+    #                                   enters the arbiter or the MC queue (take-apart switch, issue 15 stop 32)
     f_src = np.zeros(max(FF, 1), np.int64)
     f_slot = np.zeros(max(FF, 1), np.int64)
     f_h = 0
@@ -318,7 +324,12 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                         inc_arr[s + 1] = tgt
                 hist_any[hi] = 0
             # incoming updates into the communication FIFO (one per cycle)
-            if cf_n < COMMCAP:
+            if rsf == 1:                  # take-apart: updates land without a DRAM access
+                for s in range(1, n):
+                    if inbox[s] > 0:
+                        written[s] += inbox[s]
+                        inbox[s] = 0
+            elif cf_n < COMMCAP:
                 for s in range(1, n):
                     if inbox[s] > 0:
                         inbox[s] -= 1
@@ -331,8 +342,13 @@ def fused_kernel(IP, FP, C, R, SB, slot_req, table, bins):
                     if min(produced[s], written[s]) > dma_iss[s]:
                         dma_iss[s] += 1
                         dma_inflight += 1
-                        cfifo[(cf_h + cf_n) % COMMCAP] = SRC_DMA * 256 + s
-                        cf_n += 1
+                        if rsf == 1:      # take-apart: the read returns after the unloaded latency, no DRAM access
+                            d_ret[d_t % dcap] = t + LAT
+                            d_slot[d_t % dcap] = s
+                            d_t += 1
+                        else:
+                            cfifo[(cf_h + cf_n) % COMMCAP] = SRC_DMA * 256 + s
+                            cf_n += 1
                         break
             # link: slot-0 remote stores first, then DMA data in slot order
             link_acc += link_rate

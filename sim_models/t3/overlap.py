@@ -124,6 +124,7 @@ def simulate(sysm: System, plan: GemmPlan, *, comm: bool, policy: str = "rr", nm
     IP[D.I_WRULE] = int(sysm.write_drain_rule == "watermark")
     IP[D.I_FIFO] = sysm.l2_dram_fifo_entries
     IP[D.I_RSP] = int(sysm.rs_pacing == "dma")
+    IP[D.I_RSF] = int(sysm.rs_dram == "free")
     FP = np.zeros(D.F_NF)
     FP[D.F_LINK] = sysm.link_bw / U / fc
     FP[D.F_PH_GR:D.F_PH_UPD + 1] = sysm.row_hit
