@@ -369,15 +369,29 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
         start = cdiv(max(h for hs in ia_homes for h, _ in hs) + 1, cols) * cols
         coa = min(cap, max(1, cdiv(int(sum(oa_sizes)), cols)))
         oa_homes, _ = place_sequential(oa_sizes, coa, rm[start:] + rm[:start], used)
-    elif placement == "local-row-oa":
+    elif isinstance(placement, str) and placement.split("@")[0] == "local-row-oa":
         # sensitivity (Fig 6): inputs preloaded on their consumers (as "local"), outputs written
-        # to the Fig. 11b output homes (spread over the row below the first row of used chiplets)
+        # to the Fig. 11b output homes (spread over the row below the first row of used chiplets);
+        # "local-row-oa@r" (experiment, stop 32 take-apart): the output row is package row r
         ia_homes, used = place_local(ia_sizes, ia_dest, cap, m.hops)
         cols = arch.mesh_cols
         rm = list(range(m.n))
+        r0 = 1
+        if "@" in placement:
+            r0 = int(placement.split("@")[1])
+            if not 0 <= r0 < arch.mesh_rows:
+                raise MappingError(f"output row {r0} outside [0, {arch.mesh_rows - 1}]")
         coa = min(cap, max(1, cdiv(int(sum(oa_sizes)), cols)))
         # a Global PE takes up to coa bytes of OA, less if its own inputs leave less room
-        oa_homes, _ = place_sequential(oa_sizes, coa, rm[cols:] + rm[:cols],
+        oa_homes, _ = place_sequential(oa_sizes, coa, rm[r0 * cols:] + rm[:r0 * cols],
+                                       {h: max(0, coa - (cap - u)) for h, u in used.items()})
+    elif placement == "local-even-oa":
+        # experiment (stop 32 take-apart): inputs as "local", outputs spread evenly over the used
+        # chiplets' Global PEs in sequence (a runtime that lays a tensor out over the partition,
+        # not on its producers and not concentrated in one row)
+        ia_homes, used = place_local(ia_sizes, ia_dest, cap, m.hops)
+        coa = min(cap, max(1, cdiv(int(sum(oa_sizes)), n)))
+        oa_homes, _ = place_sequential(oa_sizes, coa, order,
                                        {h: max(0, coa - (cap - u)) for h, u in used.items()})
     elif placement == "local-periphery-oa":
         # experiment (stop 31, lead 1): inputs as "local", outputs spread evenly over the Global PEs
