@@ -17,6 +17,8 @@ Variants (--only, comma list):
   Rrow3    R with the output row at package row 3
   Reven    R with the outputs spread evenly over the used chiplets' Global PEs (no row)
   Rp       R, placement keeps the baseline's output homes (bindings and IA only)
+  Rpo      Rp with the output homes following the binding ('local-order-oa': the 7th-12th chiplets of the
+           binding's order), so re-binding moves the output row with the chiplets
   Rrows    R, placement may choose the output row (any of the 6 rows, the same Fig. 11b rule) or the
            periphery (Fig. 11d), not the producer-local homes
   Ub       the uniform baseline may choose its output homes as the optimisation does ("same data
@@ -61,6 +63,7 @@ def _homes_placement(homes):
 
 
 place_keep = _homes_placement(lambda base: (base.placement,))
+place_order = _homes_placement(lambda base: ("local-order-oa",))
 place_rows = _homes_placement(lambda base: tuple(f"local-row-oa@{r}" for r in range(6)) + ("local-periphery-oa",))
 
 VARIANTS = {
@@ -72,6 +75,7 @@ VARIANTS = {
     "Rrow3": ({}, ("local-row-oa@3",), placement),
     "Reven": ({}, ("local-even-oa",), placement),
     "Rp": ({}, ("local-row-oa",), place_keep),
+    "Rpo": ({}, ("local-row-oa",), place_order),
     "Rrows": ({}, ("local-row-oa",), place_rows),
     "Ub": ({}, ("local-row-oa", "local"), placement),
     "L": ({}, ("local",), placement),

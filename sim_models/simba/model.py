@@ -79,8 +79,11 @@ homes is charged between layers, see interlayer.py), ``sequential`` (Fig. 11b st
 Global PEs filled from chiplet 0), ``row`` (Fig. 11b read literally: IA spread over the top
 row's Global PEs, OA over the next row; a sensitivity), ``greedy`` (Sec. 5.2) and
 ``distributed`` (a sensitivity) and ``local-row-oa`` (a Fig 6 sensitivity: inputs as ``local``,
-outputs to the Fig. 11b output row); ``local-periphery-oa`` (experiment: inputs as ``local``, outputs
-spread evenly over the periphery's Global PEs, Fig. 11d).
+outputs to the Fig. 11b output row; ``local-row-oa@r`` puts that row at package row r); ``local-periphery-oa``
+(experiment: inputs as ``local``, outputs spread evenly over the periphery's Global PEs, Fig. 11d);
+stop 32 experiments (bench/simba_rowoa_takeapart.py): ``local-order-oa`` (the output "row" taken in the
+binding's chiplet order, so re-binding moves it) and ``local-even-oa`` (outputs spread evenly, in order, over
+the used chiplets' Global PEs).
 Left out: flit-level arbitration, wormhole blocking, DRAM (Simba has none), pooling and
 element-wise layers, ragged per-PE work inside a chiplet (every PE is charged the largest tile).
 """
@@ -384,6 +387,16 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
         coa = min(cap, max(1, cdiv(int(sum(oa_sizes)), cols)))
         # a Global PE takes up to coa bytes of OA, less if its own inputs leave less room
         oa_homes, _ = place_sequential(oa_sizes, coa, rm[r0 * cols:] + rm[:r0 * cols],
+                                       {h: max(0, coa - (cap - u)) for h, u in used.items()})
+    elif placement == "local-order-oa":
+        # experiment (stop 32 take-apart): "local-row-oa" with the output "row" taken in the binding's
+        # chiplet order (Fig. 11b: the OA in the six chiplets after the first six of the sequential
+        # order), so re-binding moves the output homes with the chiplets; equals "local-row-oa" under
+        # the row-major binding of a partition that fills the first two rows
+        ia_homes, used = place_local(ia_sizes, ia_dest, cap, m.hops)
+        cols = arch.mesh_cols
+        coa = min(cap, max(1, cdiv(int(sum(oa_sizes)), cols)))
+        oa_homes, _ = place_sequential(oa_sizes, coa, order[cols:] + order[:cols],
                                        {h: max(0, coa - (cap - u)) for h, u in used.items()})
     elif placement == "local-even-oa":
         # experiment (stop 32 take-apart): inputs as "local", outputs spread evenly over the used
