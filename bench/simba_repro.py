@@ -462,8 +462,9 @@ outputs even over the used Global PEs 17.6 % / 0 (but Fig 6 1 %); baseline choos
 makes the layer bandwidth-bound is not placement-removable (else placement alone gains ~37 %); under R it is
 (Fig 6 35 %, placement 35-87 %).  Network (bench/simba_rowoa.py, 250 samples): Rp with interlayer_moves 0
 (each layer from inputs in place, Sec. 4.1) 0.546 / 0.596 ms, gain 9.1 %, Fig 6 35 / 3 %, Fig 10 18.5 %,
-Fig 12 13.9 %, Fig 7 K/C 2.00x, per-layer 30 %: 6 of 7 targets, not adopted (Sec. 5.2 places OA tiles too;
-per-layer bound missed).
+Fig 12 13.9 %, Fig 7 K/C 2.00x, per-layer 30 %: 6 of 7 targets (1000 samples: 0.528 / 0.571 ms, 8.1 %,
+Fig 10 11.0 %, Fig 12 9.4 %, per-layer 30 % on 2 layers), not adopted (Sec. 5.2 places OA tiles too;
+per-layer bound missed).  interlayer_moves 0 alone puts the default below the band (0.414 ms).
 Stop 31 (branch n26simba; no default changed, this file's entries unchanged).
 Lead 1, outputs written to the Fig 11b output row ('local-row-oa'; bench/simba_rowoa.py -> simba_rowoa_*.json;
 250 samples per layer and 300 per Fig 5/6/7 search; X5r).  Results as all ms / uniform ms, then the gain:
