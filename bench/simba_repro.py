@@ -451,7 +451,21 @@ def main():
     print(f"wrote {OUT / 'simba_repro.json'} and simba_fig5/6/7/fig10_fig12/resnet50_layers.png")
 
 
-NOTE = """Stop 31 (branch n26simba; no default changed, this file's entries unchanged).
+NOTE = """Stop 32 (branch n27simba; no default changed, this file's entries unchanged).
+Lead 1's over-large gains taken apart (bench/simba_rowoa_takeapart.py -> simba_rowoa_takeapart_*.json, all 54
+layers, 250 samples): every layer above 20 % under 'local-row-oa' (R) is output-bound into the row (t_oa
+8-17k PE cycles) and placement writes its outputs back onto their producers.  One assumption at a time, max
+per-layer gain / layers > 20 %: R 196 % / 14; NoP 4x 26 % / 3; ports 4x 196 % / 12; row at package row 2
+164 % / 16; placement choosing any row or the periphery 93 % / 12; placement keeping the outputs (Rp) 30 % / 5;
+outputs even over the used Global PEs 17.6 % / 0 (but Fig 6 1 %); baseline choosing its output homes 4.7 % / 0
+(= the default).  Fig 6 + Fig 12 on res3a_branch1 (27 % at 25 Gb/s, placement <= 15 %) say the traffic that
+makes the layer bandwidth-bound is not placement-removable (else placement alone gains ~37 %); under R it is
+(Fig 6 35 %, placement 35-87 %).  Network (bench/simba_rowoa.py, 250 samples): Rp with interlayer_moves 0
+(each layer from inputs in place, Sec. 4.1) 0.546 / 0.596 ms, gain 9.1 %, Fig 6 35 / 3 %, Fig 10 18.5 %,
+Fig 12 13.9 %, Fig 7 K/C 2.00x, per-layer 30 %: 6 of 7 targets (1000 samples: 0.528 / 0.571 ms, 8.1 %,
+Fig 10 11.0 %, Fig 12 9.4 %, per-layer 30 % on 2 layers), not adopted (Sec. 5.2 places OA tiles too;
+per-layer bound missed).  interlayer_moves 0 alone puts the default below the band (0.414 ms).
+Stop 31 (branch n26simba; no default changed, this file's entries unchanged).
 Lead 1, outputs written to the Fig 11b output row ('local-row-oa'; bench/simba_rowoa.py -> simba_rowoa_*.json;
 250 samples per layer and 300 per Fig 5/6/7 search; X5r).  Results as all ms / uniform ms, then the gain:
   default 'local': 0.492 / 0.514, 4.7 %.

@@ -15,6 +15,9 @@ Variants (--only, comma list):
       homes stay in the Fig. 11b row; the greedy/local OA re-homing is what the optimisation adds)
   Rq  'local-row-oa' with the placement optimisation moving the OA only as Fig. 11d draws it: spread
       evenly over the periphery's Global PEs ('local-periphery-oa'), not back onto their producers
+  Rr  (stop 32) 'local-row-oa' with the placement optimisation choosing the OA row (any package row,
+      'local-row-oa@r') or the periphery: the baseline's own output-home rule, not the producers
+  E   (stop 32) 'local-even-oa': outputs spread evenly over the used chiplets' Global PEs
 Each variant: headline all / uniform / gain, max per-layer gain of non-uniform + placement, Fig 5
 (res2a_branch2b, res2a_branch1, res5a_branch2b: best count, t32/t8), Fig 6 (11 -> 25 Gb/s), Fig 7
 (res4a_branch1 far / adjacent, headline premise and K/C chiplet split), Fig 10 / Fig 12 best layer on
@@ -101,6 +104,14 @@ def place_periphery(layer, arch, base):
     return _best_placement(layer, arch, base, (base.placement, "local-periphery-oa"))
 
 
+def place_rows(layer, arch, base):
+    """Sec. 5.2 placement under the baseline's own output-home rule (stop 32): the OA go to one of the
+    package's six rows (Fig. 11b, 'local-row-oa@r') or the periphery (Fig. 11d), never back onto their
+    producers; every binding."""
+    return _best_placement(layer, arch, base, tuple(f"local-row-oa@{r}" for r in range(arch.mesh_rows))
+                           + ("local-periphery-oa",))
+
+
 def network(layers, net, arch, NS, jobs, pl, ia_only=False):
     import tessera.sim_models.simba.network as nw
     if ia_only:
@@ -162,7 +173,10 @@ def main():
     net = {l.name: l for l in layers}
     V = {"L": ("local (today's default)", "local", False), "R": ("local-row-oa", "local-row-oa", False),
          "Rp": ("local-row-oa, placement keeps the OA row", "local-row-oa", True),
-         "Rq": ("local-row-oa, placement moves the OA to the periphery (Fig. 11d)", "local-row-oa", place_periphery)}
+         "Rq": ("local-row-oa, placement moves the OA to the periphery (Fig. 11d)", "local-row-oa", place_periphery),
+         "Rr": ("local-row-oa, placement chooses the OA row or the periphery (same rule as the baseline)",
+                "local-row-oa", place_rows),
+         "E": ("local-even-oa (outputs spread evenly over the used chiplets' Global PEs)", "local-even-oa", False)}
     doc = {"samples": args.samples, "net_samples": args.net_samples, "arch_overrides": sets, "note": __doc__,
            "variants": {}}
     t0 = time.time()

@@ -79,8 +79,11 @@ homes is charged between layers, see interlayer.py), ``sequential`` (Fig. 11b st
 Global PEs filled from chiplet 0), ``row`` (Fig. 11b read literally: IA spread over the top
 row's Global PEs, OA over the next row; a sensitivity), ``greedy`` (Sec. 5.2) and
 ``distributed`` (a sensitivity) and ``local-row-oa`` (a Fig 6 sensitivity: inputs as ``local``,
-outputs to the Fig. 11b output row); ``local-periphery-oa`` (experiment: inputs as ``local``, outputs
-spread evenly over the periphery's Global PEs, Fig. 11d).
+outputs to the Fig. 11b output row; ``local-row-oa@r`` puts that row at package row r); ``local-periphery-oa``
+(experiment: inputs as ``local``, outputs spread evenly over the periphery's Global PEs, Fig. 11d);
+stop 32 experiments (bench/simba_rowoa_takeapart.py): ``local-order-oa`` (the output "row" taken in the
+binding's chiplet order, so re-binding moves it) and ``local-even-oa`` (outputs spread evenly, in order, over
+the used chiplets' Global PEs).
 Left out: flit-level arbitration, wormhole blocking, DRAM (Simba has none), pooling and
 element-wise layers, ragged per-PE work inside a chiplet (every PE is charged the largest tile).
 """
@@ -369,15 +372,39 @@ def build_structure(layer: Layer, arch: Arch, kc, cc, pc, qc, binding="row-major
         start = cdiv(max(h for hs in ia_homes for h, _ in hs) + 1, cols) * cols
         coa = min(cap, max(1, cdiv(int(sum(oa_sizes)), cols)))
         oa_homes, _ = place_sequential(oa_sizes, coa, rm[start:] + rm[:start], used)
-    elif placement == "local-row-oa":
+    elif isinstance(placement, str) and placement.split("@")[0] == "local-row-oa":
         # sensitivity (Fig 6): inputs preloaded on their consumers (as "local"), outputs written
-        # to the Fig. 11b output homes (spread over the row below the first row of used chiplets)
+        # to the Fig. 11b output homes (spread over the row below the first row of used chiplets);
+        # "local-row-oa@r" (experiment, stop 32 take-apart): the output row is package row r
         ia_homes, used = place_local(ia_sizes, ia_dest, cap, m.hops)
         cols = arch.mesh_cols
         rm = list(range(m.n))
+        r0 = 1
+        if "@" in placement:
+            r0 = int(placement.split("@")[1])
+            if not 0 <= r0 < arch.mesh_rows:
+                raise MappingError(f"output row {r0} outside [0, {arch.mesh_rows - 1}]")
         coa = min(cap, max(1, cdiv(int(sum(oa_sizes)), cols)))
         # a Global PE takes up to coa bytes of OA, less if its own inputs leave less room
-        oa_homes, _ = place_sequential(oa_sizes, coa, rm[cols:] + rm[:cols],
+        oa_homes, _ = place_sequential(oa_sizes, coa, rm[r0 * cols:] + rm[:r0 * cols],
+                                       {h: max(0, coa - (cap - u)) for h, u in used.items()})
+    elif placement == "local-order-oa":
+        # experiment (stop 32 take-apart): "local-row-oa" with the output "row" taken in the binding's
+        # chiplet order (Fig. 11b: the OA in the six chiplets after the first six of the sequential
+        # order), so re-binding moves the output homes with the chiplets; equals "local-row-oa" under
+        # the row-major binding of a partition that fills the first two rows
+        ia_homes, used = place_local(ia_sizes, ia_dest, cap, m.hops)
+        cols = arch.mesh_cols
+        coa = min(cap, max(1, cdiv(int(sum(oa_sizes)), cols)))
+        oa_homes, _ = place_sequential(oa_sizes, coa, order[cols:] + order[:cols],
+                                       {h: max(0, coa - (cap - u)) for h, u in used.items()})
+    elif placement == "local-even-oa":
+        # experiment (stop 32 take-apart): inputs as "local", outputs spread evenly over the used
+        # chiplets' Global PEs in sequence (a runtime that lays a tensor out over the partition,
+        # not on its producers and not concentrated in one row)
+        ia_homes, used = place_local(ia_sizes, ia_dest, cap, m.hops)
+        coa = min(cap, max(1, cdiv(int(sum(oa_sizes)), n)))
+        oa_homes, _ = place_sequential(oa_sizes, coa, order,
                                        {h: max(0, coa - (cap - u)) for h, u in used.items()})
     elif placement == "local-periphery-oa":
         # experiment (stop 31, lead 1): inputs as "local", outputs spread evenly over the Global PEs
