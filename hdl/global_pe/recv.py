@@ -186,6 +186,9 @@ class RecvUnit(wiring.Component):
         match = Signal(S)
         for k in range(S):
             m.d.comb += match[k].eq(active[k] & src_in[k] & ~drop_all & ge[k] & lt[k])
+        # (for tests: the registers the flags summarise)
+        self.dbg = {"ge": ge, "lt": lt, "waddr": waddr, "win_a": win_a, "win_e": win_e,
+                    "in_body": in_body}
         owner = Signal(S)               # one-hot of match
         for k in range(S):
             m.d.comb += owner[k].eq(match[k] & ~match[:k].any() if k else match[0])
