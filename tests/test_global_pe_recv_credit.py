@@ -146,13 +146,14 @@ def test_mcast_credit_counters_follow_the_rule():
         for _ in range(3):
             await ctx.tick()
         credit = [W] * cfg.consumers
-        ovf = False
+        ovf = [False] * cfg.consumers
         pend_take = None                # lane picked last cycle
         last_pick = -2
         n_ovf = n_ret = n_take = 0
         for cycle in range(600):
             assert [ctx.get(dut.credits[i]) for i in range(cfg.consumers)] == credit, cycle
-            assert ctx.get(dut.overflow) == ovf, cycle
+            assert [ctx.get(f) for f in dut.dbg["overflow"]] == ovf, cycle
+            assert ctx.get(dut.overflow) == any(ovf), cycle
             # pick a ready group lane (at most every second cycle, as SEND does)
             ready = ctx.get(dut.lane_ready)
             lanes = [g for g in range(G) if ready >> g & 1]
@@ -168,7 +169,7 @@ def test_mcast_credit_counters_follow_the_rule():
                 low = [j for j in range(cfg.consumers) if credit[j] < W]
                 i = rng.choice(low) if low and rng.random() < 0.8 else rng.randrange(cfg.consumers)
                 room = W - credit[i]
-                c = rng.randrange(0, room + 1) if rng.random() < 0.9 else rng.randrange(256)
+                c = rng.randrange(0, room + 1) if rng.random() < 0.95 else rng.randrange(256)
                 ret = (i, min(c, cr_clip(cfg)))
             ctx.set(dut.cr_g_en, 0 if ret is None else 1 << (ret[0] // CR_GROUP))
             if ret is not None:
@@ -186,11 +187,11 @@ def test_mcast_credit_counters_follow_the_rule():
                 i, c = ret
                 n_ret += 1
                 if credit[i] + c > W:
-                    ovf = True
+                    ovf[i] = True
                     n_ovf += 1
                 credit[i] = min(W, credit[i] + c)
             pend_take = pick
-        assert n_take > 60 and n_ret > 250 and n_ovf > 5, (n_take, n_ret, n_ovf)
+        assert n_take > 60 and n_ret > 250 and 5 < n_ovf and sum(ovf) < cfg.consumers // 2, (n_take, n_ret, n_ovf)
 
     sim = Simulator(dut)
     sim.add_clock(1e-6)

@@ -174,4 +174,5 @@ class MulticastManager(wiring.Component):
             with m.If(Mux(dec, ovf1, ovf0)):
                 m.d.sync += ovf_seen[i].eq(1)
         m.d.comb += self.overflow.eq(Cat(*ovf_seen).any())
+        self.dbg = {"overflow": ovf_seen}        # (for tests: the per-consumer sticky flags)
         return m
