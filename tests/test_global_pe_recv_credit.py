@@ -169,7 +169,7 @@ def test_mcast_credit_counters_follow_the_rule():
                 low = [j for j in range(cfg.consumers) if credit[j] < W]
                 i = rng.choice(low) if low and rng.random() < 0.8 else rng.randrange(cfg.consumers)
                 room = W - credit[i]
-                c = rng.randrange(0, room + 1) if rng.random() < 0.95 else rng.randrange(256)
+                c = rng.randrange(0, room + 1) if rng.random() < 0.95 else room + rng.choice([1, 1, 2, 3, 255])
                 ret = (i, min(c, cr_clip(cfg)))
             ctx.set(dut.cr_g_en, 0 if ret is None else 1 << (ret[0] // CR_GROUP))
             if ret is not None:
