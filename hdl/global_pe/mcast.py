@@ -33,7 +33,12 @@ decoded by comparing the node's coordinates (no index arithmetic).
 Overflow is checked on the counter with the pending take applied: legal
 returns never overflow; a return beyond the window in the cycle of a pick
 is flagged (the unregistered version let that one pass).  ``credits``
-(observability) shows a take one cycle later.
+(observability) shows a take one cycle later.  The credit return arrives as
+one register copy per group of consumers (:mod:`.recv`, ``cr_g_*``); with
+small counters (credit and clipped count <= ``SMALL_TABLE_BITS`` bits, e.g. the
+default window 4: 3 + 3) the counter's next value and overflow flags are a
+table of the (credit, count) bits computed in Python from the same arithmetic
+(LUT logic, no adder and compare carry chains: the stop-30 critical path).
 
 Left out: reconfiguring windows at run time, per-group windows.
 """

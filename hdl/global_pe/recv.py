@@ -36,9 +36,14 @@ arrives earlier is a stray) and keep open windows of the same producers
 disjoint.
 
 Timing: a credit return reaches the multicast manager one cycle after its
-flit is accepted (``cr_*`` are registers); each window keeps its end address
-``a + count`` in a register, so the address match is two comparisons; source
-indices are shift-add sums of constants (no multiplier).
+flit is accepted (``cr_*`` are registers), in one register copy per group of
+``CR_GROUP`` consumers (``cr_g_*``: each copy is loaded only by returns to its
+group, so the copies differ and Yosys keeps them; each feeds 8 counters
+instead of 80); each window keeps its end address ``a + count`` in a
+register, and the two comparisons of the match (``waddr >= a``,
+``waddr < a + count``) are themselves registers, computed a cycle ahead from
+the next address and window (stop 31: cycle-identical, the match is an AND of
+flip-flops); source indices are shift-add sums of constants (no multiplier).
 
 Left out: duplicate detection.
 """
