@@ -45,7 +45,8 @@ an earlier SEND has yet to read.
 Pipeline: issue stage (head flit, or one buffer read per cycle) -> one
 cycle SRAM latency -> flit FIFO (depth 4) -> ``out``.  With read latency 2
 (``GpeConfig.read_latency=2``; the default is 1) the issue stage is the same
-(the read is issued in the same cycle, from the ``raddr`` register), the word
+(the read is issued in the same cycle; its address is the current lane's ``addr``
+register selected by the one-hot current lane ``cur_oh``, stop 32), the word
 passes the bank's output register, and the flit is built one register stage
 later (``s2``: head / tail / completion mark and the head flit's fields as
 selected in s1), so every SEND flit and completion leaves exactly one cycle
@@ -60,6 +61,17 @@ FIFO room test counts s2 too (``inflight``; depth 4 still covers the pop ->
 issue -> FIFO loop).  The issue stage only issues when the FIFO has room for everything in flight, so the read data
 always has a place (no loss, no replay); with the network ready and credit
 available the engine emits one flit per cycle, head flits included.
+
+Read latency 2, stop 32 (issue 20; cycle-identical): nothing selected by the lane pick's
+grants reaches a wide register in the pick cycle.  The pick loads only ``cur_oh``, the
+per-lane ``rowleft`` (enabled by the lane's grant), the round-robin pointer and the 1-bit
+state / ``first`` / ``dcur`` registers; the tile's size is taken in the DATA cycle right
+after the pick (``first``: ``nw_next`` of the current lane, which still holds the picked
+size in that cycle, and its registered ``== 1`` copy ``nw_one`` for the tail test); each
+lane's address generator steps on its own registered enable ``dcur[i] & space``
+(``dcur[i]`` = DATA and lane i current) instead of ``state``, ``space`` and ``cur_oh``
+combined (stop 31's ``send.state`` -> every lane's generator path).  At read latency 1 the
+stop-29 logic is unchanged (``raddr`` loaded by the pick).
 
 Left out: cut-through of a tile to several lanes from a single read (each
 lane re-reads the buffer); starting part of a SEND's lanes while others are
