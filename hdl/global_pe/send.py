@@ -266,7 +266,9 @@ class SendEngine(wiring.Component):
         space = Signal()
         m.d.comb += space.eq(inflight < FIFO_DEPTH)
         issue = Signal()                # a head flit or a read enters s1 this cycle
-        m.d.sync += inflight.eq(inflight + issue - (fifo.r_rdy & fifo.r_en))
+        inflight_nx = Signal.like(inflight)
+        m.d.comb += inflight_nx.eq(inflight + issue - (fifo.r_rdy & fifo.r_en))
+        m.d.sync += inflight.eq(inflight_nx)
 
         lane_dest = [Signal(flit_l["dest"].shape, name=f"l{i}_dest") for i in range(L)]
         for g in range(G):
@@ -314,7 +316,10 @@ class SendEngine(wiring.Component):
         # the read port (``rd_hold``), so its request is its grant, from registers.
         rd_now = Signal()
         if lat2:
-            m.d.comb += [rd_now.eq(self.rd.valid), self.rd_hold.eq(self.rd.valid),
+            # ``rdh`` == DATA and FIFO room, as a register (computed from the next state and
+            # the next ``inflight``): SEND's read request / ``rd_hold`` from one flip-flop
+            rdh = Signal()
+            m.d.comb += [self.rd.valid.eq(rdh), rd_now.eq(rdh), self.rd_hold.eq(rdh),
                          self.rd.addr.eq(onehot_mux(cur_oh, addr)[:self.addr_bits])]
         else:
             m.d.comb += [rd_now.eq(self.rd.grant), self.rd.addr.eq(raddr)]
@@ -403,7 +408,8 @@ class SendEngine(wiring.Component):
                     m.d.sync += act[i].eq(0)
 
         with m.Else():   # DATA
-            m.d.comb += self.rd.valid.eq(space)
+            if not lat2:
+                m.d.comb += self.rd.valid.eq(space)
             if lat2:
                 # the first DATA cycle takes the tile size whether or not it reads (a later
                 # cycle's ``nw_next`` already counts this pick)
@@ -430,5 +436,7 @@ class SendEngine(wiring.Component):
             for i in range(L):
                 with m.If(dcur[i] & space):
                     advance(i)
+            data_nx = Mux(state == PICK, any_g, ~(rd_now & last))
+            m.d.sync += rdh.eq(data_nx & (inflight_nx < FIFO_DEPTH))
 
         return m
