@@ -70,8 +70,11 @@ after the pick (``first``: ``nw_next`` of the current lane, which still holds th
 size in that cycle, and its registered ``== 1`` copy ``nw_one`` for the tail test); each
 lane's address generator steps on its own registered enable ``dcur[i] & space``
 (``dcur[i]`` = DATA and lane i current) instead of ``state``, ``space`` and ``cur_oh``
-combined (stop 31's ``send.state`` -> every lane's generator path).  At read latency 1 the
-stop-29 logic is unchanged (``raddr`` loaded by the pick).
+combined (stop 31's ``send.state`` -> every lane's generator path); SEND's read request
+and ``rd_hold`` are one register, ``rdh`` (= DATA and FIFO room, computed from the next
+state and the next ``inflight``), so the EWISE operand arbitration and the bank address
+multiplexers start at a flip-flop.  At read latency 1 the stop-29 logic is unchanged
+(``raddr`` loaded by the pick; ``rd.valid`` = DATA and room).
 
 Left out: cut-through of a tile to several lanes from a single read (each
 lane re-reads the buffer); starting part of a SEND's lanes while others are
