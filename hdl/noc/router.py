@@ -600,51 +600,93 @@ class Router(wiring.Component):
                 wtail = Signal(name=f"wtail_{p}_{v}")
                 wdrop = Signal(name=f"wdrop_{p}_{v}")
                 err = Signal(name=f"err_{p}_{v}")
-                m.d.comb += [whead.eq(f.head), wtail.eq(f.tail)]
                 if SP:
                     # (the front validly sent in the previous cycle leaves the buffer in this
                     # cycle; its slot counts as free, its credit went upstream at its grant)
                     full = Signal(name=f"full_{p}_{v}")
-                    m.d.comb += full.eq((mcnt == D) & ~vsp[p][v])
+                    mfull = Signal(name=f"mfull_{p}_{v}")      # register: mcnt == D
+                    m.d.comb += full.eq(mfull & ~vsp[p][v])
                 else:
                     full = mcnt == D
                 if p == L:
                     lin_space.append(~full if SP else mcnt != D)
-                with m.If(we):
-                    with m.If(full):
-                        # upstream violated credits: drop, keep packet state
-                        m.d.comb += [err.eq(1), wdrop.eq(1)]
-                    with m.Elif(~in_pkt):
-                        with m.If(~f.head):
-                            m.d.comb += [err.eq(1), wdrop.eq(1)]
-                        with m.Elif(~dest_ok):
-                            m.d.comb += [err.eq(1), wdrop.eq(1)]
-                            m.d.sync += [in_pkt.eq(~f.tail), dropping.eq(~f.tail)]
+                if SP:
+                    # (alloc_stages=2: the write side as flat terms of registers and the
+                    # flit, cycle-identical to the nested checks of alloc_stages=1 below,
+                    # so the flit's late bits and the registered state meet in few LUT
+                    # levels: s0 no packet open, sd dropping the open packet, sb inside
+                    # a kept packet, trunc the next kept flit is the last allowed)
+                    ok = Signal(name=f"wok_{p}_{v}")
+                    m.d.comb += ok.eq(we & ~full)
+                    s0, sd, sb = ~in_pkt, in_pkt & dropping, in_pkt & ~dropping
+                    trunc = _eqc(pcnt, c.max_len - 1)
+                    one = 1 if c.max_len == 1 else 0
+                    m.d.comb += [
+                        wdrop.eq(we & (full | (s0 & (~f.head | ~dest_ok)) | sd)),
+                        whead.eq(f.head & ~(ok & sb)),
+                        wtail.eq(f.tail | (ok & ((s0 & f.head & dest_ok & one) |
+                                                 (sb & trunc)))),
+                        err.eq(we & (full | (s0 & (~f.head | ~dest_ok |
+                                                   (dest_ok & ~f.tail & one))) |
+                                     (sb & (f.head | (~f.tail & trunc))))),
+                    ]
+                    with m.If(ok):
+                        with m.If(s0):
+                            with m.If(f.head & ~dest_ok):
+                                m.d.sync += [in_pkt.eq(~f.tail), dropping.eq(~f.tail)]
+                            with m.Elif(f.head):
+                                m.d.sync += pcnt.eq(1)
+                                if c.max_len == 1:
+                                    with m.If(~f.tail):
+                                        m.d.sync += [in_pkt.eq(1), dropping.eq(1)]
+                                else:
+                                    m.d.sync += [in_pkt.eq(~f.tail), dropping.eq(0)]
+                        with m.Elif(sd):
+                            with m.If(f.tail):
+                                m.d.sync += [in_pkt.eq(0), dropping.eq(0)]
                         with m.Else():
-                            m.d.sync += pcnt.eq(1)
-                            if c.max_len == 1:
-                                m.d.comb += wtail.eq(1)
-                                with m.If(~f.tail):
-                                    m.d.comb += err.eq(1)
-                                    m.d.sync += [in_pkt.eq(1), dropping.eq(1)]
-                            else:
-                                m.d.sync += [in_pkt.eq(~f.tail), dropping.eq(0)]
-                    with m.Elif(dropping):
-                        m.d.comb += wdrop.eq(1)
-                        with m.If(f.tail):
-                            m.d.sync += [in_pkt.eq(0), dropping.eq(0)]
-                    with m.Else():
-                        m.d.comb += whead.eq(0)
-                        m.d.sync += pcnt.eq(pcnt + 1)
-                        with m.If(f.head):
-                            m.d.comb += err.eq(1)
-                        with m.If(f.tail):
-                            m.d.sync += in_pkt.eq(0)
-                        with m.Elif(pcnt == c.max_len - 1):
-                            # over-long: truncate here, drop the rest
-                            m.d.comb += [wtail.eq(1)]
-                            m.d.sync += dropping.eq(1)
-                            m.d.comb += err.eq(1)
+                            m.d.sync += pcnt.eq(pcnt + 1)
+                            with m.If(f.tail):
+                                m.d.sync += in_pkt.eq(0)
+                            with m.Elif(trunc):
+                                m.d.sync += dropping.eq(1)
+                else:
+                    m.d.comb += [whead.eq(f.head), wtail.eq(f.tail)]
+                    with m.If(we):
+                        with m.If(full):
+                            # upstream violated credits: drop, keep packet state
+                            m.d.comb += [err.eq(1), wdrop.eq(1)]
+                        with m.Elif(~in_pkt):
+                            with m.If(~f.head):
+                                m.d.comb += [err.eq(1), wdrop.eq(1)]
+                            with m.Elif(~dest_ok):
+                                m.d.comb += [err.eq(1), wdrop.eq(1)]
+                                m.d.sync += [in_pkt.eq(~f.tail), dropping.eq(~f.tail)]
+                            with m.Else():
+                                m.d.sync += pcnt.eq(1)
+                                if c.max_len == 1:
+                                    m.d.comb += wtail.eq(1)
+                                    with m.If(~f.tail):
+                                        m.d.comb += err.eq(1)
+                                        m.d.sync += [in_pkt.eq(1), dropping.eq(1)]
+                                else:
+                                    m.d.sync += [in_pkt.eq(~f.tail), dropping.eq(0)]
+                        with m.Elif(dropping):
+                            m.d.comb += wdrop.eq(1)
+                            with m.If(f.tail):
+                                m.d.sync += [in_pkt.eq(0), dropping.eq(0)]
+                        with m.Else():
+                            m.d.comb += whead.eq(0)
+                            m.d.sync += pcnt.eq(pcnt + 1)
+                            with m.If(f.head):
+                                m.d.comb += err.eq(1)
+                            with m.If(f.tail):
+                                m.d.sync += in_pkt.eq(0)
+                            with m.Elif(pcnt == c.max_len - 1):
+                                # over-long: truncate here, drop the rest
+                                m.d.comb += [wtail.eq(1)]
+                                m.d.sync += dropping.eq(1)
+                                m.d.comb += err.eq(1)
                 err_events.append(err)
                 write = Signal(name=f"write_{p}_{v}")
                 m.d.comb += write.eq(we & ~full)
@@ -691,7 +733,13 @@ class Router(wiring.Component):
                     hrde = Signal(aw, name=f"hrde_{p}_{v}")
                     m.d.comb += [rde.eq(Mux(sr, rd1, rd)),
                                  hrde.eq(Mux(sr & f0tl, inc(hrd), hrd))]
-                    for lst, sig in zip(vw, (write, wr, rde, hwrite, hwr, hrde)):
+                    # the header memory is written for every head that opens a packet,
+                    # kept or not (a dropped head's write goes to the free slot at ``hwr``,
+                    # which only a kept head claims), so its write enable does not wait
+                    # for the destination/route checks
+                    hwe = Signal(name=f"hwe_{p}_{v}")
+                    m.d.comb += hwe.eq(write & f.head & ~in_pkt)
+                    for lst, sig in zip(vw, (write, wr, rde, hwe, hwr, hrde)):
                         lst.append(sig)
 
                     def after(f, act, inmc):
@@ -719,6 +767,7 @@ class Router(wiring.Component):
                                  tails1n.eq(tails_n - (fc0n[1] & ~fc0n[3]))]
                     mcnt_n = Signal(cw, name=f"mcntn_{p}_{v}")
                     m.d.comb += mcnt_n.eq(left + write)
+                    m.d.sync += mfull.eq(mcnt_n == D)
                     u0n, m0n = derive(_nz(mcnt_n), fc0n, _z(tails_n), act0n, inmc0n, f"n0{p}_{v}")
                     u1n, m1n = derive(_gt_const(mcnt_n, 1), fc1n, _z(tails1n), a1n, i1n,
                                       f"n1{p}_{v}")
@@ -749,7 +798,8 @@ class Router(wiring.Component):
                     self._vcstate[p][v] = dict(cmem=cmem, wr=wr, rd=rd, rd1=rd1, rd2=rd2, fc=fc,
                                                fc1=fc1, mcnt=mcnt, dropping=dropping,
                                                tails=tails[p][v], active=act0, in_mc=inmc0,
-                                               act1=act1, in_mc1=inmc1, m0=m0, f0tl=f0tl)
+                                               act1=act1, in_mc1=inmc1, m0=m0, f0tl=f0tl,
+                                               mfull=mfull)
                     if p != L:
                         # a credit goes back when a flit leaves the buffer: at its grant
                         upc = in_links[p].credit
