@@ -271,7 +271,7 @@ class RouterConfig:
     def __init__(self, kx=4, ky=4, vcs=2, buffer_flits=4, max_packet_flits=4, payload_width=64,
                  classes=2, level="noc", hier=False, ckx=1, cky=1, gw_x=0, gw_y=0,
                  max_node=MAX_MESH, max_chiplet=MAX_MESH, err_width=16, sa_stages=1,
-                 alloc_stages=1):
+                 alloc_stages=1, link_lookahead=False):
         def bad(name, msg):
             err = ValueError(f"{name}: {msg}")
             err.param = name
@@ -309,6 +309,8 @@ class RouterConfig:
             bad("alloc_stages", f"must be 1 or 2, got {alloc_stages}")
         if alloc_stages == 2 and sa_stages != 1:
             bad("alloc_stages", "alloc_stages=2 needs sa_stages=1 (two allocation pipelines)")
+        if link_lookahead and alloc_stages != 2:
+            bad("link_lookahead", "link_lookahead needs alloc_stages=2")
         self.kx, self.ky, self.vcs, self.depth = kx, ky, vcs, buffer_flits
         self.max_len, self.payload_width, self.classes = max_packet_flits, payload_width, classes
         self.level, self.hier, self.ckx, self.cky = level, hier, ckx, cky
@@ -320,6 +322,7 @@ class RouterConfig:
         self.vpc = vcs // classes      # class -> VC set of vpc VCs
         self.sa_stages = sa_stages
         self.alloc_stages = alloc_stages
+        self.link_lookahead = bool(link_lookahead)
 
     @property
     def router_cycles(self) -> int:
@@ -352,6 +355,9 @@ def link_signature(cfg: RouterConfig) -> wiring.Signature:
         "vc": Out(_bits(cfg.vcs)),
         "flit": Out(cfg.flit),
         "credit": In(cfg.vcs),
+        # link_lookahead: the receiver's route (5 bits) and destination/route check (bit 5)
+        # of the flit on the link, computed by the sender for its neighbour
+        **({"la": Out(6)} if cfg.link_lookahead else {}),
     })
 
 
@@ -399,12 +405,15 @@ class Router(wiring.Component):
         m.d.comb += ok.eq(cls_ok & Mux(f.mcast, m_ok, u_ok))
         return ok
 
-    def _route(self, m, f, p, tag):
+    def _route(self, m, f, p, tag, me=None):
         """5-bit output mask for head flit ``f`` arriving on input port ``p`` (computed when
-        the flit is written into the input buffer and stored next to it), and route_ok."""
+        the flit is written into the input buffer and stored next to it), and route_ok.
+        ``me``: the (x, y) of the router the route is for (default this one's; the
+        neighbour's for ``link_lookahead``)."""
         c = self.cfg
         kx, ky = self._mesh_dims()
-        me = self.my.node if c.level == "noc" else self.my.chiplet
+        if me is None:
+            me = self.my.node if c.level == "noc" else self.my.chiplet
         uc, mc = f.dest.ucast, f.dest.mcast
         out = Signal(5, name=f"route_{tag}")
         # unicast target in this mesh
@@ -565,9 +574,15 @@ class Router(wiring.Component):
             else:
                 lk = in_links[p]
                 f, valid, vcin = lk.flit, lk.valid, lk.vc
-            route, route_ok = self._route(m, f, p, f"{p}")
             dest_ok = Signal(name=f"dok_{p}")
-            m.d.comb += dest_ok.eq(self._dest_valid(m, f) & route_ok)
+            if c.link_lookahead and p != L:
+                # the sender computed this router's route and checks from its own
+                # registers in the cycle before (the link register holds them)
+                route = Signal(5, name=f"route_{p}")
+                m.d.comb += [route.eq(in_links[p].la[:5]), dest_ok.eq(in_links[p].la[5])]
+            else:
+                route, route_ok = self._route(m, f, p, f"{p}")
+                m.d.comb += dest_ok.eq(self._dest_valid(m, f) & route_ok)
             pname = PORTS[p] if p != L else "l"
             # payloads and headers: one memory per port for all its VCs (address = VC, slot;
             # one flit is written per port and cycle, and only the offered VC's front is read,
@@ -1716,6 +1731,8 @@ class Router(wiring.Component):
                 m.d.sync += ovc_o.eq(ovc_next)
             lk = out_links[o]
             m.d.comb += [lk.valid.eq(take_o), lk.flit.eq(ofl), lk.vc.eq(ovc_o)]
+            if c.link_lookahead:
+                m.d.comb += lk.la.eq(self._lookahead(m, ofl, o))
             return
         lq = SRAM(LQ, c.flit.size, read_latency=0)
         m.submodules.lq = lq
@@ -1738,6 +1755,24 @@ class Router(wiring.Component):
             res, inc = lq_res
             m.d.sync += res.eq(res + inc - lq_pop)
         return lq_pop
+
+    def _neighbour(self, m, o):
+        """(x, y) of the neighbour on output ``o`` (don't care past the mesh edge)."""
+        c = self.cfg
+        me = self.my.node if c.level == "noc" else self.my.chiplet
+        dx, dy = {N: (0, -1), E: (1, 0), S: (0, 1), W: (-1, 0)}[o]
+        nb = type("Coord", (), {})()
+        nb.x = Signal(len(me.x), name=f"nbx_{o}")
+        nb.y = Signal(len(me.y), name=f"nby_{o}")
+        m.d.comb += [nb.x.eq((me.x + dx)[:len(me.x)]), nb.y.eq((me.y + dy)[:len(me.y)])]
+        return nb
+
+    def _lookahead(self, m, f, o):
+        """``link_lookahead``: the route and the destination/route check (``Cat(route, ok)``)
+        that the neighbour on output ``o`` computes for flit ``f`` arriving on its input
+        ``OPPOSITE[o]`` -- the same functions, with the neighbour's address."""
+        rt, rok = self._route(m, f, OPPOSITE[o], f"la{o}", me=self._neighbour(m, o))
+        return Cat(rt, self._dest_valid(m, f) & rok)
 
     @staticmethod
     def _rr(m, req, tag, enable=1, probe=None, update=True):
