@@ -18,6 +18,11 @@ The buffers must cover the credit round trip ``2*link_latency + 1 + sa_stages``
 keeps 1 flit/cycle; this is checked (``full_rate_check=False`` turns it off, for
 measuring a mesh at smaller buffers, e.g. against BookSim at equal buffers).  Left out: clock-domain crossings and
 SerDes of the package links (modelled as pure latency).
+
+With ``alloc_stages=2`` the mesh turns on the routers' ``link_lookahead`` (``link_lookahead=None``
+follows ``alloc_stages``): each link also carries, through the same link registers, the
+receiving router's route and destination check of the flit, computed by the sender (issue 20:
+the receiver's write side then starts from the link register's decoded bits; cycles unchanged).
 """
 from __future__ import annotations
 

@@ -190,6 +190,20 @@ combinational path crosses a router boundary (links are registered); the input s
 what the mesh's placement stretches.  100 MHz needs the input side split too (e.g. the
 validation from the link register a cycle ahead, or an input register stage: +1 cycle per
 hop), not done.  Not the default: 100 MHz is not reached.
+Stop 32 (cycle-identical; ``tests/test_noc_alloc2_cycles.py`` hash unchanged, per-node traces
+equal to 93ee949's): (a) the write side of ``alloc_stages=2`` as flat terms of registers and
+the flit (no nested checks), ``mcnt == D`` registered (``mfull``), and the header memory
+written for every head that opens a packet, kept or dropped (its write enable no longer
+waits for the destination/route checks; a dropped head writes the free slot at ``hwr``);
+ABC maps all cone inputs as arriving together, so an untimed input port's deep cone (the
+flit's checks) also deepened the register paths that join it.  (b) ``link_lookahead``
+(``RouterConfig``; ``Mesh`` turns it on with ``alloc_stages=2``): the sender computes its
+neighbour's route and destination/route check (``la``, 6 link bits, ``_lookahead``: the
+receiver's own functions with the neighbour's address) from its crossbar output, the mesh's
+link register holds them, and the receiver writes them instead of decoding the flit after
+the link register (``tests/test_noc_lookahead.py``: equal to the receiver's own checks for
+random legal and bad heads).  The local input still checks in its arrival cycle.
+P&R: see the stop-32 numbers below.
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
