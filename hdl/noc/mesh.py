@@ -23,6 +23,8 @@ With ``alloc_stages=2`` the mesh turns on the routers' ``link_lookahead`` (``lin
 follows ``alloc_stages``): each link also carries, through the same link registers, the
 receiving router's route and destination check of the flit, computed by the sender (issue 20:
 the receiver's write side then starts from the link register's decoded bits; cycles unchanged).
+P&R of a 2x2 mesh (ECP5-85k, grade 6): 84.5 MHz with it (75.1 without, stop 31), path the
+credit link register -> acceptance -> output arbiter (see ``router.py``).
 """
 from __future__ import annotations
 

@@ -211,6 +211,12 @@ routing); seed 2 **90.8 MHz** (92.4 before), path ``crge`` -> acceptance -> mult
 output arbiter -> grant -> ``vsp``, 9 levels, 11.0 ns (8.3 routing).  The input side left
 both paths: what remains is the allocation cycle (acceptance + arbiters, and the offered-VC
 pick behind the multicast token's pending/arm), within the 3.5-9 % seed spread of 100.
+2x2 ``mesh`` with (a) and (b) (6c8308f; ``python -m tessera.synth mesh --param alloc_stages=2
+--grades 6``): **84.5 MHz** (75.1 before), 10,650 LUT4, 5,762 FF; the link-register ->
+checks -> header write path is gone; the path is now the mesh's credit link register of
+router (0,0)'s output S -> (3.6 ns routing) -> acceptance (a credit counts in the cycle it
+arrives) -> multicast mask -> output arbiter -> grant VC register, 8 levels, 11.8 ns (9.3
+routing).  Not the default: 100 MHz is not reached (router 96.3 / 90.8, mesh 84.5).
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
