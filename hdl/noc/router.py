@@ -190,8 +190,14 @@ combinational path crosses a router boundary (links are registered); the input s
 what the mesh's placement stretches.  100 MHz needs the input side split too (e.g. the
 validation from the link register a cycle ahead, or an input register stage: +1 cycle per
 hop), not done.  Not the default: 100 MHz is not reached.
-Stop 32 (cycle-identical; ``tests/test_noc_alloc2_cycles.py`` hash unchanged, per-node traces
-equal to 93ee949's): (a) the write side of ``alloc_stages=2`` as flat terms of registers and
+Stop 32 (cycle-identical: ``tests/test_noc_alloc2_cycles.py`` hash unchanged; per-node
+traces of 4 more meshes/traffic mixes -- 2x2 and 3x3, 1 and 2 VCs, 1-flit and 4-flit full load,
+mixed with multicast -- equal to stop 31's recorded hashes; a lone router under random input
+with bad heads, bodies without heads, over-long packets, flits into full buffers and random
+credits, every output compared per cycle against 93ee949's router, equal in 5 configurations
+(default, 1 VC, 4 VCs, 1-flit packets); ``bench/noc_throughput.py --quick --sa a2 --configs
+al2_1vc_x_4 --no-mcast`` (Verilator) unchanged: 0.606 / 0.519, 3.000 cycles/hop, zero-load
+12.31): (a) the write side of ``alloc_stages=2`` as flat terms of registers and
 the flit (no nested checks), ``mcnt == D`` registered (``mfull``), and the header memory
 written for every head that opens a packet, kept or dropped (its write enable no longer
 waits for the destination/route checks; a dropped head writes the free slot at ``hwr``);
