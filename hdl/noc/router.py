@@ -194,7 +194,7 @@ Stop 32 (cycle-identical: ``tests/test_noc_alloc2_cycles.py`` hash unchanged; pe
 traces of 4 more meshes/traffic mixes -- 2x2 and 3x3, 1 and 2 VCs, 1-flit and 4-flit full load,
 mixed with multicast -- equal to stop 31's recorded hashes; a lone router under random input
 with bad heads, bodies without heads, over-long packets, flits into full buffers and random
-credits, every output compared per cycle against 93ee949's router, equal in 5 configurations
+credits, every output compared per cycle against 93ee949's router, equal in 4 configurations
 (default, 1 VC, 4 VCs, 1-flit packets); ``bench/noc_throughput.py --quick --sa a2 --configs
 al2_1vc_x_4 --no-mcast`` (Verilator) unchanged: 0.606 / 0.519, 3.000 cycles/hop, zero-load
 12.31): (a) the write side of ``alloc_stages=2`` as flat terms of registers and
