@@ -390,6 +390,9 @@ PROOFS = [
     # they stand for in the credit harness): credits on cdb2d51's RTL and conservation
     # on d79b3c6's both PASS at BMC depth 20 (53 / 52 min at load ~16); the new asserts
     # fail at step 2 with the compare off by one.
+    # Stop 32 (flat write side, registered ``mcnt == D``, header write enable without the
+    # checks; a89cf2d's router logic): credits, request and conservation all PASS at BMC
+    # depth 20 (15 / 24 / 46 min at load ~14).  The harness router has link_lookahead off.
     Proof(name="noc_router_credits_alloc2", build=lambda: _RouterHarness("credits", 1, 2),
           depth=20, mode="bmc", fast=False,
           doc="alloc_stages=2 router: output credit counters stay in 0..D, match the "

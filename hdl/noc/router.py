@@ -190,6 +190,39 @@ combinational path crosses a router boundary (links are registered); the input s
 what the mesh's placement stretches.  100 MHz needs the input side split too (e.g. the
 validation from the link register a cycle ahead, or an input register stage: +1 cycle per
 hop), not done.  Not the default: 100 MHz is not reached.
+Stop 32 (cycle-identical: ``tests/test_noc_alloc2_cycles.py`` hash unchanged; per-node
+traces of 4 more meshes/traffic mixes -- 2x2 and 3x3, 1 and 2 VCs, 1-flit and 4-flit full load,
+mixed with multicast -- equal to stop 31's recorded hashes; a lone router under random input
+with bad heads, bodies without heads, over-long packets, flits into full buffers and random
+credits, every output compared per cycle against 93ee949's router, equal in 4 configurations
+(default, 1 VC, 4 VCs, 1-flit packets); ``bench/noc_throughput.py --quick --sa a2 --configs
+al2_1vc_x_4 --no-mcast`` (Verilator) unchanged: 0.606 / 0.519, 3.000 cycles/hop, zero-load
+12.31): (a) the write side of ``alloc_stages=2`` as flat terms of registers and
+the flit (no nested checks), ``mcnt == D`` registered (``mfull``), and the header memory
+written for every head that opens a packet, kept or dropped (its write enable no longer
+waits for the destination/route checks; a dropped head writes the free slot at ``hwr``);
+ABC maps all cone inputs as arriving together, so an untimed input port's deep cone (the
+flit's checks) also deepened the register paths that join it.  (b) ``link_lookahead``
+(``RouterConfig``; ``Mesh`` turns it on with ``alloc_stages=2``): the sender computes its
+neighbour's route and destination/route check (``la``, 6 link bits, ``_lookahead``: the
+receiver's own functions with the neighbour's address) from its crossbar output, the mesh's
+link register holds them, and the receiver writes them instead of decoding the flit after
+the link register (``tests/test_noc_lookahead.py``: equal to the receiver's own checks for
+random legal and bad heads).  The local input still checks in its arrival cycle.
+P&R of (a) (a89cf2d; the standalone router has no upstream, so ``link_lookahead`` is off;
+``python -m tessera.synth router --param alloc_stages=2 --grades 6 --seed N``): seed 1
+**96.3 MHz** (84.5 before), 5,368 LUT4, 1,852 FF, path ``vsp`` -> the offered VC's requests
+-> credit compares -> multicast pending/arm -> next offered VC ``cv``, 10 levels, 10.4 ns (7.4
+routing); seed 2 **90.8 MHz** (92.4 before), path ``crge`` -> acceptance -> multicast mask ->
+output arbiter -> grant -> ``vsp``, 9 levels, 11.0 ns (8.3 routing).  The input side left
+both paths: what remains is the allocation cycle (acceptance + arbiters, and the offered-VC
+pick behind the multicast token's pending/arm), within the 3.5-9 % seed spread of 100.
+2x2 ``mesh`` with (a) and (b) (6c8308f; ``python -m tessera.synth mesh --param alloc_stages=2
+--grades 6``): **84.5 MHz** (75.1 before), 10,650 LUT4, 5,762 FF; the link-register ->
+checks -> header write path is gone; the path is now the mesh's credit link register of
+router (0,0)'s output S -> (3.6 ns routing) -> acceptance (a credit counts in the cycle it
+arrives) -> multicast mask -> output arbiter -> grant VC register, 8 levels, 11.8 ns (9.3
+routing).  Not the default: 100 MHz is not reached (router 96.3 / 90.8, mesh 84.5).
 
 Left out: adaptive routing, speculative/bypass pipelines, VC re-allocation
 per hop, per-class ejection queues (the local output is one queue held from
@@ -271,7 +304,7 @@ class RouterConfig:
     def __init__(self, kx=4, ky=4, vcs=2, buffer_flits=4, max_packet_flits=4, payload_width=64,
                  classes=2, level="noc", hier=False, ckx=1, cky=1, gw_x=0, gw_y=0,
                  max_node=MAX_MESH, max_chiplet=MAX_MESH, err_width=16, sa_stages=1,
-                 alloc_stages=1):
+                 alloc_stages=1, link_lookahead=False):
         def bad(name, msg):
             err = ValueError(f"{name}: {msg}")
             err.param = name
@@ -309,6 +342,8 @@ class RouterConfig:
             bad("alloc_stages", f"must be 1 or 2, got {alloc_stages}")
         if alloc_stages == 2 and sa_stages != 1:
             bad("alloc_stages", "alloc_stages=2 needs sa_stages=1 (two allocation pipelines)")
+        if link_lookahead and alloc_stages != 2:
+            bad("link_lookahead", "link_lookahead needs alloc_stages=2")
         self.kx, self.ky, self.vcs, self.depth = kx, ky, vcs, buffer_flits
         self.max_len, self.payload_width, self.classes = max_packet_flits, payload_width, classes
         self.level, self.hier, self.ckx, self.cky = level, hier, ckx, cky
@@ -320,6 +355,7 @@ class RouterConfig:
         self.vpc = vcs // classes      # class -> VC set of vpc VCs
         self.sa_stages = sa_stages
         self.alloc_stages = alloc_stages
+        self.link_lookahead = bool(link_lookahead)
 
     @property
     def router_cycles(self) -> int:
@@ -352,6 +388,9 @@ def link_signature(cfg: RouterConfig) -> wiring.Signature:
         "vc": Out(_bits(cfg.vcs)),
         "flit": Out(cfg.flit),
         "credit": In(cfg.vcs),
+        # link_lookahead: the receiver's route (5 bits) and destination/route check (bit 5)
+        # of the flit on the link, computed by the sender for its neighbour
+        **({"la": Out(6)} if cfg.link_lookahead else {}),
     })
 
 
@@ -399,12 +438,15 @@ class Router(wiring.Component):
         m.d.comb += ok.eq(cls_ok & Mux(f.mcast, m_ok, u_ok))
         return ok
 
-    def _route(self, m, f, p, tag):
+    def _route(self, m, f, p, tag, me=None):
         """5-bit output mask for head flit ``f`` arriving on input port ``p`` (computed when
-        the flit is written into the input buffer and stored next to it), and route_ok."""
+        the flit is written into the input buffer and stored next to it), and route_ok.
+        ``me``: the (x, y) of the router the route is for (default this one's; the
+        neighbour's for ``link_lookahead``)."""
         c = self.cfg
         kx, ky = self._mesh_dims()
-        me = self.my.node if c.level == "noc" else self.my.chiplet
+        if me is None:
+            me = self.my.node if c.level == "noc" else self.my.chiplet
         uc, mc = f.dest.ucast, f.dest.mcast
         out = Signal(5, name=f"route_{tag}")
         # unicast target in this mesh
@@ -565,9 +607,15 @@ class Router(wiring.Component):
             else:
                 lk = in_links[p]
                 f, valid, vcin = lk.flit, lk.valid, lk.vc
-            route, route_ok = self._route(m, f, p, f"{p}")
             dest_ok = Signal(name=f"dok_{p}")
-            m.d.comb += dest_ok.eq(self._dest_valid(m, f) & route_ok)
+            if c.link_lookahead and p != L:
+                # the sender computed this router's route and checks from its own
+                # registers in the cycle before (the link register holds them)
+                route = Signal(5, name=f"route_{p}")
+                m.d.comb += [route.eq(in_links[p].la[:5]), dest_ok.eq(in_links[p].la[5])]
+            else:
+                route, route_ok = self._route(m, f, p, f"{p}")
+                m.d.comb += dest_ok.eq(self._dest_valid(m, f) & route_ok)
             pname = PORTS[p] if p != L else "l"
             # payloads and headers: one memory per port for all its VCs (address = VC, slot;
             # one flit is written per port and cycle, and only the offered VC's front is read,
@@ -600,51 +648,93 @@ class Router(wiring.Component):
                 wtail = Signal(name=f"wtail_{p}_{v}")
                 wdrop = Signal(name=f"wdrop_{p}_{v}")
                 err = Signal(name=f"err_{p}_{v}")
-                m.d.comb += [whead.eq(f.head), wtail.eq(f.tail)]
                 if SP:
                     # (the front validly sent in the previous cycle leaves the buffer in this
                     # cycle; its slot counts as free, its credit went upstream at its grant)
                     full = Signal(name=f"full_{p}_{v}")
-                    m.d.comb += full.eq((mcnt == D) & ~vsp[p][v])
+                    mfull = Signal(name=f"mfull_{p}_{v}")      # register: mcnt == D
+                    m.d.comb += full.eq(mfull & ~vsp[p][v])
                 else:
                     full = mcnt == D
                 if p == L:
                     lin_space.append(~full if SP else mcnt != D)
-                with m.If(we):
-                    with m.If(full):
-                        # upstream violated credits: drop, keep packet state
-                        m.d.comb += [err.eq(1), wdrop.eq(1)]
-                    with m.Elif(~in_pkt):
-                        with m.If(~f.head):
-                            m.d.comb += [err.eq(1), wdrop.eq(1)]
-                        with m.Elif(~dest_ok):
-                            m.d.comb += [err.eq(1), wdrop.eq(1)]
-                            m.d.sync += [in_pkt.eq(~f.tail), dropping.eq(~f.tail)]
+                if SP:
+                    # (alloc_stages=2: the write side as flat terms of registers and the
+                    # flit, cycle-identical to the nested checks of alloc_stages=1 below,
+                    # so the flit's late bits and the registered state meet in few LUT
+                    # levels: s0 no packet open, sd dropping the open packet, sb inside
+                    # a kept packet, trunc the next kept flit is the last allowed)
+                    ok = Signal(name=f"wok_{p}_{v}")
+                    m.d.comb += ok.eq(we & ~full)
+                    s0, sd, sb = ~in_pkt, in_pkt & dropping, in_pkt & ~dropping
+                    trunc = _eqc(pcnt, c.max_len - 1)
+                    one = 1 if c.max_len == 1 else 0
+                    m.d.comb += [
+                        wdrop.eq(we & (full | (s0 & (~f.head | ~dest_ok)) | sd)),
+                        whead.eq(f.head & ~(ok & sb)),
+                        wtail.eq(f.tail | (ok & ((s0 & f.head & dest_ok & one) |
+                                                 (sb & trunc)))),
+                        err.eq(we & (full | (s0 & (~f.head | ~dest_ok |
+                                                   (dest_ok & ~f.tail & one))) |
+                                     (sb & (f.head | (~f.tail & trunc))))),
+                    ]
+                    with m.If(ok):
+                        with m.If(s0):
+                            with m.If(f.head & ~dest_ok):
+                                m.d.sync += [in_pkt.eq(~f.tail), dropping.eq(~f.tail)]
+                            with m.Elif(f.head):
+                                m.d.sync += pcnt.eq(1)
+                                if c.max_len == 1:
+                                    with m.If(~f.tail):
+                                        m.d.sync += [in_pkt.eq(1), dropping.eq(1)]
+                                else:
+                                    m.d.sync += [in_pkt.eq(~f.tail), dropping.eq(0)]
+                        with m.Elif(sd):
+                            with m.If(f.tail):
+                                m.d.sync += [in_pkt.eq(0), dropping.eq(0)]
                         with m.Else():
-                            m.d.sync += pcnt.eq(1)
-                            if c.max_len == 1:
-                                m.d.comb += wtail.eq(1)
-                                with m.If(~f.tail):
-                                    m.d.comb += err.eq(1)
-                                    m.d.sync += [in_pkt.eq(1), dropping.eq(1)]
-                            else:
-                                m.d.sync += [in_pkt.eq(~f.tail), dropping.eq(0)]
-                    with m.Elif(dropping):
-                        m.d.comb += wdrop.eq(1)
-                        with m.If(f.tail):
-                            m.d.sync += [in_pkt.eq(0), dropping.eq(0)]
-                    with m.Else():
-                        m.d.comb += whead.eq(0)
-                        m.d.sync += pcnt.eq(pcnt + 1)
-                        with m.If(f.head):
-                            m.d.comb += err.eq(1)
-                        with m.If(f.tail):
-                            m.d.sync += in_pkt.eq(0)
-                        with m.Elif(pcnt == c.max_len - 1):
-                            # over-long: truncate here, drop the rest
-                            m.d.comb += [wtail.eq(1)]
-                            m.d.sync += dropping.eq(1)
-                            m.d.comb += err.eq(1)
+                            m.d.sync += pcnt.eq(pcnt + 1)
+                            with m.If(f.tail):
+                                m.d.sync += in_pkt.eq(0)
+                            with m.Elif(trunc):
+                                m.d.sync += dropping.eq(1)
+                else:
+                    m.d.comb += [whead.eq(f.head), wtail.eq(f.tail)]
+                    with m.If(we):
+                        with m.If(full):
+                            # upstream violated credits: drop, keep packet state
+                            m.d.comb += [err.eq(1), wdrop.eq(1)]
+                        with m.Elif(~in_pkt):
+                            with m.If(~f.head):
+                                m.d.comb += [err.eq(1), wdrop.eq(1)]
+                            with m.Elif(~dest_ok):
+                                m.d.comb += [err.eq(1), wdrop.eq(1)]
+                                m.d.sync += [in_pkt.eq(~f.tail), dropping.eq(~f.tail)]
+                            with m.Else():
+                                m.d.sync += pcnt.eq(1)
+                                if c.max_len == 1:
+                                    m.d.comb += wtail.eq(1)
+                                    with m.If(~f.tail):
+                                        m.d.comb += err.eq(1)
+                                        m.d.sync += [in_pkt.eq(1), dropping.eq(1)]
+                                else:
+                                    m.d.sync += [in_pkt.eq(~f.tail), dropping.eq(0)]
+                        with m.Elif(dropping):
+                            m.d.comb += wdrop.eq(1)
+                            with m.If(f.tail):
+                                m.d.sync += [in_pkt.eq(0), dropping.eq(0)]
+                        with m.Else():
+                            m.d.comb += whead.eq(0)
+                            m.d.sync += pcnt.eq(pcnt + 1)
+                            with m.If(f.head):
+                                m.d.comb += err.eq(1)
+                            with m.If(f.tail):
+                                m.d.sync += in_pkt.eq(0)
+                            with m.Elif(pcnt == c.max_len - 1):
+                                # over-long: truncate here, drop the rest
+                                m.d.comb += [wtail.eq(1)]
+                                m.d.sync += dropping.eq(1)
+                                m.d.comb += err.eq(1)
                 err_events.append(err)
                 write = Signal(name=f"write_{p}_{v}")
                 m.d.comb += write.eq(we & ~full)
@@ -691,7 +781,13 @@ class Router(wiring.Component):
                     hrde = Signal(aw, name=f"hrde_{p}_{v}")
                     m.d.comb += [rde.eq(Mux(sr, rd1, rd)),
                                  hrde.eq(Mux(sr & f0tl, inc(hrd), hrd))]
-                    for lst, sig in zip(vw, (write, wr, rde, hwrite, hwr, hrde)):
+                    # the header memory is written for every head that opens a packet,
+                    # kept or not (a dropped head's write goes to the free slot at ``hwr``,
+                    # which only a kept head claims), so its write enable does not wait
+                    # for the destination/route checks
+                    hwe = Signal(name=f"hwe_{p}_{v}")
+                    m.d.comb += hwe.eq(write & f.head & ~in_pkt)
+                    for lst, sig in zip(vw, (write, wr, rde, hwe, hwr, hrde)):
                         lst.append(sig)
 
                     def after(f, act, inmc):
@@ -719,6 +815,7 @@ class Router(wiring.Component):
                                  tails1n.eq(tails_n - (fc0n[1] & ~fc0n[3]))]
                     mcnt_n = Signal(cw, name=f"mcntn_{p}_{v}")
                     m.d.comb += mcnt_n.eq(left + write)
+                    m.d.sync += mfull.eq(mcnt_n == D)
                     u0n, m0n = derive(_nz(mcnt_n), fc0n, _z(tails_n), act0n, inmc0n, f"n0{p}_{v}")
                     u1n, m1n = derive(_gt_const(mcnt_n, 1), fc1n, _z(tails1n), a1n, i1n,
                                       f"n1{p}_{v}")
@@ -749,7 +846,8 @@ class Router(wiring.Component):
                     self._vcstate[p][v] = dict(cmem=cmem, wr=wr, rd=rd, rd1=rd1, rd2=rd2, fc=fc,
                                                fc1=fc1, mcnt=mcnt, dropping=dropping,
                                                tails=tails[p][v], active=act0, in_mc=inmc0,
-                                               act1=act1, in_mc1=inmc1, m0=m0, f0tl=f0tl)
+                                               act1=act1, in_mc1=inmc1, m0=m0, f0tl=f0tl,
+                                               mfull=mfull)
                     if p != L:
                         # a credit goes back when a flit leaves the buffer: at its grant
                         upc = in_links[p].credit
@@ -1666,6 +1764,8 @@ class Router(wiring.Component):
                 m.d.sync += ovc_o.eq(ovc_next)
             lk = out_links[o]
             m.d.comb += [lk.valid.eq(take_o), lk.flit.eq(ofl), lk.vc.eq(ovc_o)]
+            if c.link_lookahead:
+                m.d.comb += lk.la.eq(self._lookahead(m, ofl, o))
             return
         lq = SRAM(LQ, c.flit.size, read_latency=0)
         m.submodules.lq = lq
@@ -1688,6 +1788,24 @@ class Router(wiring.Component):
             res, inc = lq_res
             m.d.sync += res.eq(res + inc - lq_pop)
         return lq_pop
+
+    def _neighbour(self, m, o):
+        """(x, y) of the neighbour on output ``o`` (don't care past the mesh edge)."""
+        c = self.cfg
+        me = self.my.node if c.level == "noc" else self.my.chiplet
+        dx, dy = {N: (0, -1), E: (1, 0), S: (0, 1), W: (-1, 0)}[o]
+        nb = type("Coord", (), {})()
+        nb.x = Signal(len(me.x), name=f"nbx_{o}")
+        nb.y = Signal(len(me.y), name=f"nby_{o}")
+        m.d.comb += [nb.x.eq((me.x + dx)[:len(me.x)]), nb.y.eq((me.y + dy)[:len(me.y)])]
+        return nb
+
+    def _lookahead(self, m, f, o):
+        """``link_lookahead``: the route and the destination/route check (``Cat(route, ok)``)
+        that the neighbour on output ``o`` computes for flit ``f`` arriving on its input
+        ``OPPOSITE[o]`` -- the same functions, with the neighbour's address."""
+        rt, rok = self._route(m, f, OPPOSITE[o], f"la{o}", me=self._neighbour(m, o))
+        return Cat(rt, self._dest_valid(m, f) & rok)
 
     @staticmethod
     def _rr(m, req, tag, enable=1, probe=None, update=True):
