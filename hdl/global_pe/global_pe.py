@@ -127,14 +127,16 @@ class GlobalPE(wiring.Component):
         q = dec.q
         # multicast manager
         m.d.comb += [mc.tw_en.eq(dec.table_we), mc.tw_idx.eq(q.gidx), mc.tw_mask.eq(q.mask),
-                     mc.cr_en.eq(rcv.cr_en), mc.cr_consumer.eq(rcv.cr_consumer),
-                     mc.cr_count.eq(rcv.cr_count),
+                     mc.cr_g_en.eq(rcv.cr_g_en),
                      mc.cons_en.eq(snd.cons_en), mc.cons_sel.eq(snd.cons_sel),
                      snd.lane_ready.eq(mc.lane_ready)]
         for g in range(cfg.groups):
             m.d.comb += [snd.table[g].eq(mc.table[g]), dec.table[g].eq(mc.table[g])]
         for u in range(cfg.ucast_lanes):
             m.d.comb += mc.uaddr[u].eq(snd.uaddr_next[u])
+        for g in range(len(rcv.cr_g_local)):
+            m.d.comb += [mc.cr_g_local[g].eq(rcv.cr_g_local[g]),
+                         mc.cr_g_count[g].eq(rcv.cr_g_count[g])]
 
         # unit starts
         m.d.comb += [snd.start.eq(dec.start_send), snd.tag.eq(q.tag), snd.base.eq(q.a),

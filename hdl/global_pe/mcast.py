@@ -33,7 +33,12 @@ decoded by comparing the node's coordinates (no index arithmetic).
 Overflow is checked on the counter with the pending take applied: legal
 returns never overflow; a return beyond the window in the cycle of a pick
 is flagged (the unregistered version let that one pass).  ``credits``
-(observability) shows a take one cycle later.
+(observability) shows a take one cycle later.  The credit return arrives as
+one register copy per group of consumers (:mod:`.recv`, ``cr_g_*``); with
+small counters (credit and clipped count <= ``SMALL_TABLE_BITS`` bits, e.g. the
+default window 4: 3 + 3) the counter's next value and overflow flags are a
+table of the (credit, count) bits computed in Python from the same arithmetic
+(LUT logic, no adder and compare carry chains: the stop-30 critical path).
 
 Left out: reconfiguring windows at run time, per-group windows.
 """
@@ -44,7 +49,10 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .packets import GpeConfig, mask_layout, node_address_layout
-from .recv import cr_clip
+from .recv import CR_GROUP, cr_clip, cr_groups
+
+
+SMALL_TABLE_BITS = 8    # credit + count bits up to which the counter update is a table
 
 
 class MulticastManager(wiring.Component):
@@ -59,7 +67,11 @@ class MulticastManager(wiring.Component):
             # unicast lane destinations: the value the SEND engine's registers take next
             "uaddr": In(node_address_layout(cfg)).array(cfg.ucast_lanes),
             # credit return (from the network-in unit)
-            "cr_en": In(1), "cr_consumer": In(range(cfg.consumers)), "cr_count": In(8),
+            # (one register copy per group of CR_GROUP consumers: en, index in the group,
+            # count clipped to cr_clip; see recv.RecvUnit)
+            "cr_g_en": In(cr_groups(cfg)),
+            "cr_g_local": In(range(CR_GROUP)).array(cr_groups(cfg)),
+            "cr_g_count": In(cr_clip(cfg).bit_length()).array(cr_groups(cfg)),
             # the SEND engine takes one tile for a lane
             "cons_en": In(1), "cons_sel": In(cfg.lanes),     # one-hot lane
             "lane_ready": Out(cfg.lanes),
@@ -121,23 +133,51 @@ class MulticastManager(wiring.Component):
         # are computed from registers only; the registered take just selects
         W = cfg.credit_window
         nb = cr_clip(cfg).bit_length()
+        small = self.cbits + nb <= SMALL_TABLE_BITS
+        table = {}
+        if small:
+            # every (credit, count) pair: the kept / taken next value and overflow flags,
+            # with the arithmetic of the wide form below (up - 1 wraps as there)
+            cmask = (1 << self.cbits) - 1
+            for c in range(1 << self.cbits):
+                for r in range(1 << nb):
+                    up = c + r
+                    table[c | r << self.cbits] = (W if up > W else up & cmask,
+                                                   W if up > W + 1 else (up - 1) & cmask,
+                                                   int(up > W), int(up > W + 1))
         for i in range(cfg.consumers):
             m.d.comb += self.credits[i].eq(credit[i])
             dec = Signal(name=f"dec{i}")
             hit = Signal(name=f"ret{i}")                     # the credit return is ours
-            m.d.comb += [dec.eq(sel[i]), hit.eq(self.cr_en & (self.cr_consumer == i))]
-            # with the return added (the shared count, no per-consumer gating in front of
-            # the adder; ``hit`` selects last, in parallel with the sum)
+            g = i // CR_GROUP
+            m.d.comb += [dec.eq(sel[i]),
+                         hit.eq(self.cr_g_en[g] & (self.cr_g_local[g] == i % CR_GROUP))]
+            # with the return added (the group's copy of the count, no per-consumer gating
+            # in front; ``hit`` selects last, in parallel with the sum)
             # (the count is clipped to W + 2 by RECV, recv.cr_clip: only its low bits are added)
-            up = Signal(max(self.cbits, nb) + 1, name=f"up{i}")       # credit + returned
-            m.d.comb += up.eq(credit[i] + self.cr_count[:nb])
+            cnt = self.cr_g_count[g]
             ovf0, ovf1 = Signal(name=f"ovf_keep{i}"), Signal(name=f"ovf_take{i}")
             n0, n1 = Signal(self.cbits, name=f"next_keep{i}"), Signal(self.cbits, name=f"next_take{i}")
-            m.d.comb += [ovf0.eq(hit & (up > W)), ovf1.eq(hit & (up > W + 1)),
-                         n0.eq(Mux(hit, Mux(up > W, W, up), credit[i])),
-                         n1.eq(Mux(hit, Mux(up > W + 1, W, up - 1), credit[i] - 1))]
+            r0, r1 = Signal(self.cbits, name=f"ret_keep{i}"), Signal(self.cbits, name=f"ret_take{i}")
+            v0, v1 = Signal(name=f"ret_ovf_keep{i}"), Signal(name=f"ret_ovf_take{i}")
+            if small:
+                # up = credit + count and its compares as a table of the (credit, count)
+                # bits: LUT logic, no carry chains (the stop-30 path was add -> compare)
+                with m.Switch(Cat(credit[i], cnt)):
+                    for key, (a0, a1, b0, b1) in table.items():
+                        with m.Case(key):
+                            m.d.comb += [r0.eq(a0), r1.eq(a1), v0.eq(b0), v1.eq(b1)]
+            else:
+                up = Signal(max(self.cbits, nb) + 1, name=f"up{i}")       # credit + returned
+                m.d.comb += [up.eq(credit[i] + cnt),
+                             r0.eq(Mux(up > W, W, up)), r1.eq(Mux(up > W + 1, W, up - 1)),
+                             v0.eq(up > W), v1.eq(up > W + 1)]
+            m.d.comb += [ovf0.eq(hit & v0), ovf1.eq(hit & v1),
+                         n0.eq(Mux(hit, r0, credit[i])),
+                         n1.eq(Mux(hit, r1, credit[i] - 1))]
             m.d.sync += credit[i].eq(Mux(dec, n1, n0))
             with m.If(Mux(dec, ovf1, ovf0)):
                 m.d.sync += ovf_seen[i].eq(1)
         m.d.comb += self.overflow.eq(Cat(*ovf_seen).any())
+        self.dbg = {"overflow": ovf_seen}        # (for tests: the per-consumer sticky flags)
         return m

@@ -36,9 +36,14 @@ arrives earlier is a stray) and keep open windows of the same producers
 disjoint.
 
 Timing: a credit return reaches the multicast manager one cycle after its
-flit is accepted (``cr_*`` are registers); each window keeps its end address
-``a + count`` in a register, so the address match is two comparisons; source
-indices are shift-add sums of constants (no multiplier).
+flit is accepted (``cr_*`` are registers), in one register copy per group of
+``CR_GROUP`` consumers (``cr_g_*``: each copy is loaded only by returns to its
+group, so the copies differ and Yosys keeps them; each feeds 8 counters
+instead of 80); each window keeps its end address ``a + count`` in a
+register, and the two comparisons of the match (``waddr >= a``,
+``waddr < a + count``) are themselves registers, computed a cycle ahead from
+the next address and window (stop 31: cycle-identical, the match is an AND of
+flip-flops); source indices are shift-add sums of constants (no multiplier).
 
 Left out: duplicate detection.
 """
@@ -71,6 +76,14 @@ def cr_clip(cfg) -> int:
     of 8 (timing: the stop-30 critical path was this add and compare)."""
     return min(255, cfg.credit_window + 2)
 
+
+CR_GROUP = 8    # consumers per copy of the credit-return registers (a power of two)
+
+
+def cr_groups(cfg) -> int:
+    """Number of copies of the registered credit return (one per ``CR_GROUP`` consumers)."""
+    return -(-cfg.consumers // CR_GROUP)
+
 class RecvUnit(wiring.Component):
     def __init__(self, cfg: GpeConfig, addr_bits: int):
         self.cfg = cfg
@@ -84,6 +97,11 @@ class RecvUnit(wiring.Component):
             "net_in": In(stream.Signature(net_flit_layout(cfg))),
             "wr": Out(write_req_signature(addr_bits, cfg.word_bits)),
             "cr_en": Out(1), "cr_consumer": Out(range(cfg.consumers)), "cr_count": Out(8),
+            # the same return, one register copy per group of CR_GROUP consumers (loaded
+            # only by returns to its group: distinct enables, so Yosys cannot merge them)
+            "cr_g_en": Out(cr_groups(cfg)),
+            "cr_g_local": Out(range(CR_GROUP)).array(cr_groups(cfg)),
+            "cr_g_count": Out(cr_clip(cfg).bit_length()).array(cr_groups(cfg)),
             "stray_word": Out(1), "bad_flit": Out(1),
         })
 
@@ -140,18 +158,54 @@ class RecvUnit(wiring.Component):
         with m.If(self.wr.grant):
             m.d.sync += p_v.eq(0)
         # the word belongs to the first (lowest) slot that is open, lists the
-        # producer and whose window holds the address
+        # producer and whose window holds the address.  The two window compares are
+        # registers (``ge``/``lt``: ``waddr >= a`` and ``waddr < a + count`` for the current
+        # ``waddr`` and window), updated from the next address (header address, ``waddr + 1``
+        # kept in the register ``waddr1``, or unchanged) and the next window, so the match
+        # is an AND of flip-flops (timing: the stop-30 path was waddr -> compare carry chains
+        # -> match -> the write stage's enables).  A window that opens takes ``a`` and
+        # ``a + count`` of the cycle before its start pulse (``pa``/``pe``): the decoder holds
+        # its command register for >= 6 cycles before the pulse, so they are the same values.
+        ld = Signal()                   # a header loads waddr
+        inc = Signal()                  # a body flit is accepted: waddr + 1
+        waddr1 = Signal(FIELD + 1, init=1)
+        pa = Signal(FIELD)
+        pe = Signal(FIELD + 1)
+        m.d.sync += [pa.eq(self.a), pe.eq(self.a + self.count)]
+        with m.If(ld):
+            m.d.sync += [waddr.eq(hdr_out.addr), waddr1.eq(hdr_out.addr + 1)]
+        with m.Elif(inc):
+            m.d.sync += [waddr.eq(waddr1), waddr1.eq(waddr1 + 1)]
+        ge = [Signal(init=1, name=f"s{k}_ge") for k in range(S)]     # waddr >= a (0 >= 0)
+        lt = [Signal(name=f"s{k}_lt") for k in range(S)]             # waddr < a + count
+        hdr_a = hdr_out.addr
+        ge_p = Signal()
+        lt_p = Signal()
+        m.d.comb += [ge_p.eq(Mux(ld, hdr_a >= pa, Mux(inc, waddr1 >= pa, waddr >= pa))),
+                     lt_p.eq(Mux(ld, hdr_a < pe, Mux(inc, waddr1 < pe, waddr < pe)))]
+        for k in range(S):
+            ge_w = Mux(ld, hdr_a >= win_a[k], Mux(inc, waddr1 >= win_a[k], ge[k]))
+            lt_w = Mux(ld, hdr_a < win_e[k], Mux(inc, waddr1 < win_e[k], lt[k]))
+            st = self.start & (self.start_slot == k)
+            m.d.sync += [ge[k].eq(Mux(st, ge_p, ge_w)), lt[k].eq(Mux(st, lt_p, lt_w))]
         match = Signal(S)
         for k in range(S):
-            m.d.comb += match[k].eq(active[k] & src_in[k] & ~drop_all & (waddr >= win_a[k])
-                                    & (waddr < win_e[k]))
+            m.d.comb += match[k].eq(active[k] & src_in[k] & ~drop_all & ge[k] & lt[k])
+        # (for tests: the registers the flags summarise)
+        self.dbg = {"ge": ge, "lt": lt, "waddr": waddr, "win_a": win_a, "win_e": win_e,
+                    "in_body": in_body}
         owner = Signal(S)               # one-hot of match
         for k in range(S):
             m.d.comb += owner[k].eq(match[k] & ~match[:k].any() if k else match[0])
         keep = Signal()
         m.d.comb += keep.eq(match.any())
 
-        m.d.sync += self.cr_en.eq(0)
+        m.d.sync += [self.cr_en.eq(0), self.cr_g_en.eq(0)]
+        gbits = (CR_GROUP - 1).bit_length()
+        cons = Signal(max((cfg.consumers - 1).bit_length(), gbits + 1))   # consumer index
+        m.d.comb += cons.eq(const_mul(cidx, cfg.nodes) + nidx)
+        cr_val = Signal(8)
+        m.d.comb += cr_val.eq(Mux(hdr_cr.count > cr_clip(cfg), cr_clip(cfg), hdr_cr.count))
         with m.If(~in_body):
             m.d.comb += self.net_in.ready.eq(1)
             with m.If(self.net_in.valid):
@@ -161,14 +215,18 @@ class RecvUnit(wiring.Component):
                 with m.Elif(~src_ok):
                     m.d.sync += [self.bad_flit.eq(1), in_body.eq(~f.tail), drop_all.eq(1)]
                 with m.Elif(hdr_cr.kind == KIND_CREDIT):
-                    m.d.sync += [self.cr_en.eq(1),
-                                 self.cr_consumer.eq(const_mul(cidx, cfg.nodes) + nidx),
-                                 self.cr_count.eq(Mux(hdr_cr.count > cr_clip(cfg),
-                                                      cr_clip(cfg), hdr_cr.count))]
+                    m.d.sync += [self.cr_en.eq(1), self.cr_consumer.eq(cons),
+                                 self.cr_count.eq(cr_val)]
+                    for g in range(cr_groups(cfg)):
+                        with m.If(cons[gbits:] == g):
+                            m.d.sync += [self.cr_g_en[g].eq(1),
+                                         self.cr_g_local[g].eq(cons[:gbits]),
+                                         self.cr_g_count[g].eq(cr_val)]
                     with m.If(~f.tail):
                         m.d.sync += [self.bad_flit.eq(1), in_body.eq(1), drop_all.eq(1)]
                 with m.Elif(hdr_out.kind == KIND_OUT):
-                    m.d.sync += [waddr.eq(hdr_out.addr), in_body.eq(~f.tail), drop_all.eq(0)]
+                    m.d.comb += ld.eq(1)
+                    m.d.sync += [in_body.eq(~f.tail), drop_all.eq(0)]
                     for k in range(S):
                         m.d.sync += src_in[k].eq((pmask[k].chiplets >> cidx)[0]
                                                  & (pmask[k].nodes >> nidx)[0])
@@ -186,7 +244,7 @@ class RecvUnit(wiring.Component):
                     with m.If(~drop_all):
                         m.d.sync += self.stray_word.eq(1)
                 with m.If(self.net_in.ready):
-                    m.d.sync += waddr.eq(waddr + 1)
+                    m.d.comb += inc.eq(1)
                     with m.If(f.tail):
                         m.d.sync += in_body.eq(0)
 

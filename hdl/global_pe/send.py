@@ -45,7 +45,8 @@ an earlier SEND has yet to read.
 Pipeline: issue stage (head flit, or one buffer read per cycle) -> one
 cycle SRAM latency -> flit FIFO (depth 4) -> ``out``.  With read latency 2
 (``GpeConfig.read_latency=2``; the default is 1) the issue stage is the same
-(the read is issued in the same cycle, from the ``raddr`` register), the word
+(the read is issued in the same cycle; its address is the current lane's ``addr``
+register selected by the one-hot current lane ``cur_oh``, stop 32), the word
 passes the bank's output register, and the flit is built one register stage
 later (``s2``: head / tail / completion mark and the head flit's fields as
 selected in s1), so every SEND flit and completion leaves exactly one cycle
@@ -60,6 +61,20 @@ FIFO room test counts s2 too (``inflight``; depth 4 still covers the pop ->
 issue -> FIFO loop).  The issue stage only issues when the FIFO has room for everything in flight, so the read data
 always has a place (no loss, no replay); with the network ready and credit
 available the engine emits one flit per cycle, head flits included.
+
+Read latency 2, stop 32 (issue 20; cycle-identical): nothing selected by the lane pick's
+grants reaches a wide register in the pick cycle.  The pick loads only ``cur_oh``, the
+per-lane ``rowleft`` (enabled by the lane's grant), the round-robin pointer and the 1-bit
+state / ``first`` / ``dcur`` registers; the tile's size is taken in the DATA cycle right
+after the pick (``first``: ``nw_next`` of the current lane, which still holds the picked
+size in that cycle, and its registered ``== 1`` copy ``nw_one`` for the tail test); each
+lane's address generator steps on its own registered enable ``dcur[i] & space``
+(``dcur[i]`` = DATA and lane i current) instead of ``state``, ``space`` and ``cur_oh``
+combined (stop 31's ``send.state`` -> every lane's generator path); SEND's read request
+and ``rd_hold`` are one register, ``rdh`` (= DATA and FIFO room, computed from the next
+state and the next ``inflight``), so the EWISE operand arbitration and the bank address
+multiplexers start at a flip-flop.  At read latency 1 the stop-29 logic is unchanged
+(``raddr`` loaded by the pick; ``rd.valid`` = DATA and room).
 
 Left out: cut-through of a tile to several lanes from a single read (each
 lane re-reads the buffer); starting part of a SEND's lanes while others are
@@ -231,7 +246,19 @@ class SendEngine(wiring.Component):
         # s1 cycle, so the lane pick ends in registers.
         cur_oh = Signal(L)
         left = Signal(TILE_BITS)        # words of the current tile still to issue
-        raddr = Signal(self.addr_bits)  # == addr[current lane] while in DATA
+        lat2 = cfg.read_latency == 2
+        if lat2:
+            # read latency 2 (stop 32): the read address is the current lane's ``addr``
+            # selected by ``cur_oh`` (registers -> AND-OR -> bank), no ``raddr`` loaded by
+            # the pick; the tile size is taken in its first read (``first``); each lane's
+            # generator steps on ``dcur[i] & space`` (``dcur``: registered DATA and current)
+            first = Signal()
+            dcur = [Signal(name=f"l{i}_dcur") for i in range(L)]
+            nw_one = [Signal(name=f"l{i}_nw_one") for i in range(L)]
+            for i in range(L):
+                m.d.sync += nw_one[i].eq(Mux(rowleft[i] < l_tile[i], rowleft[i], l_tile[i]) == 1)
+        else:
+            raddr = Signal(self.addr_bits)  # == addr[current lane] while in DATA
 
         s1_valid = Signal()
         s1_head = Signal()
@@ -242,7 +269,9 @@ class SendEngine(wiring.Component):
         space = Signal()
         m.d.comb += space.eq(inflight < FIFO_DEPTH)
         issue = Signal()                # a head flit or a read enters s1 this cycle
-        m.d.sync += inflight.eq(inflight + issue - (fifo.r_rdy & fifo.r_en))
+        inflight_nx = Signal.like(inflight)
+        m.d.comb += inflight_nx.eq(inflight + issue - (fifo.r_rdy & fifo.r_en))
+        m.d.sync += inflight.eq(inflight_nx)
 
         lane_dest = [Signal(flit_l["dest"].shape, name=f"l{i}_dest") for i in range(L)]
         for g in range(G):
@@ -263,7 +292,6 @@ class SendEngine(wiring.Component):
         # the stage that meets the read data: s1 at read latency 1; at read latency 2 one
         # more register stage, s2, carries s1's fields (the head flit's fields as selected
         # in s1) while the word passes the bank's output register
-        lat2 = cfg.read_latency == 2
         if lat2:
             w_valid, w_head, w_tail, w_mark = (Signal(name=f"s2_{n}")
                                                for n in ("valid", "head", "tail", "mark"))
@@ -290,11 +318,14 @@ class SendEngine(wiring.Component):
         # read request, granted by the bank's round robin.  Read latency 2: SEND is first on
         # the read port (``rd_hold``), so its request is its grant, from registers.
         rd_now = Signal()
-        m.d.comb += self.rd.addr.eq(raddr)
         if lat2:
-            m.d.comb += [rd_now.eq(self.rd.valid), self.rd_hold.eq(self.rd.valid)]
+            # ``rdh`` == DATA and FIFO room, as a register (computed from the next state and
+            # the next ``inflight``): SEND's read request / ``rd_hold`` from one flip-flop
+            rdh = Signal()
+            m.d.comb += [self.rd.valid.eq(rdh), rd_now.eq(rdh), self.rd_hold.eq(rdh),
+                         self.rd.addr.eq(onehot_mux(cur_oh, addr)[:self.addr_bits])]
         else:
-            m.d.comb += rd_now.eq(self.rd.grant)
+            m.d.comb += [rd_now.eq(self.rd.grant), self.rd.addr.eq(raddr)]
 
         # next address of every lane's generator (from registers; a grant only selects)
         nxt_addr = [Signal(FIELD, name=f"l{i}_addr_next") for i in range(L)]
@@ -303,8 +334,21 @@ class SendEngine(wiring.Component):
                                            Mux(~kz[1][i], base1[i] + l_str[1][i],
                                                base2[i] + l_str[2][i])))
 
-        cur_next = Signal(self.addr_bits)     # the current lane's address after this one
-        m.d.comb += cur_next.eq(onehot_mux(cur_oh, nxt_addr)[:self.addr_bits])
+        if not lat2:
+            cur_next = Signal(self.addr_bits)     # the current lane's address after this one
+            m.d.comb += cur_next.eq(onehot_mux(cur_oh, nxt_addr)[:self.addr_bits])
+        # words left in the tile, this read included; ``last``: this read is the tile's last
+        last = Signal()
+        if lat2:
+            # ``first``: the DATA cycle right after the pick, in which the tile's size is
+            # the picked lane's ``nw_next`` (unchanged since the pick cycle: a lane's
+            # ``rowleft`` moves at its picks only, >= 2 cycles apart; from the next cycle on
+            # it counts this pick) and ``nw_one`` its (size == 1)
+            left_now = Signal(TILE_BITS)
+            m.d.comb += [left_now.eq(Mux(first, onehot_mux(cur_oh, nw_next), left)),
+                         last.eq(Mux(first, onehot_mux(cur_oh, nw_one).any(), left == 1))]
+        else:
+            m.d.comb += last.eq(left == 1)
         # lanes that may be picked
         ready = [act[i] & act_d[i] & self.lane_ready[i] for i in range(L)]
 
@@ -323,53 +367,79 @@ class SendEngine(wiring.Component):
             # ``lane_ready`` and ``nw_next`` always include the previous pick.  The round
             # robin runs on registers; the FIFO room gates its result.
             grants, any_g = round_robin(m, ready, "lane", en=space)
-            pick_addr = onehot_mux(grants, addr)[:self.addr_bits]
             with m.If(any_g):
-                nw = Signal(TILE_BITS)
-                m.d.comb += nw.eq(onehot_mux(grants, nw_next))
                 for i in range(L):
                     with m.If(grants[i]):
                         m.d.sync += rowleft[i].eq(Mux(rowleft[i] == nw_next[i], l_cnt[0][i],
                                                       rowleft[i] - nw_next[i]))
                 m.d.comb += [self.cons_en.eq(1), self.cons_sel.eq(Cat(*grants)), issue.eq(1)]
-                m.d.sync += [cur_oh.eq(Cat(*grants)), left.eq(nw),
-                             raddr.eq(pick_addr),
+                m.d.sync += [cur_oh.eq(Cat(*grants)),
                              s1_head.eq(1), s1_tail.eq(0), s1_mark.eq(0)]
+                if lat2:
+                    # the tile's size and first address are read from the lane's registers
+                    # in the DATA cycles (``first``), not selected by the grants here
+                    m.d.sync += first.eq(1)
+                else:
+                    nw = Signal(TILE_BITS)
+                    m.d.comb += nw.eq(onehot_mux(grants, nw_next))
+                    m.d.sync += [left.eq(nw),
+                                 raddr.eq(onehot_mux(grants, addr)[:self.addr_bits])]
                 m.d.sync += state.eq(DATA)
+                if lat2:
+                    for i in range(L):
+                        m.d.sync += dcur[i].eq(grants[i])
+        def advance(i):
+            # advance the 3-level address generator of lane i (the current lane, reading)
+            cnt = [l_cnt[k][i] for k in range(3)]
+            w0, w1 = kz[0][i], kz[1][i]
+            m.d.sync += addr[i].eq(nxt_addr[i])
+            with m.If(~w0):
+                m.d.sync += [k0[i].eq(k0[i] - 1), kz[0][i].eq(k0[i] == 1)]
+            with m.Elif(~w1):
+                m.d.sync += [k0[i].eq(cnt[0] - 1), k1[i].eq(k1[i] - 1),
+                             kz[0][i].eq(cnt[0] == 1), kz[1][i].eq(k1[i] == 1),
+                             base1[i].eq(nxt_addr[i])]
+            with m.Else():
+                m.d.sync += [k0[i].eq(cnt[0] - 1), k1[i].eq(cnt[1] - 1),
+                             k2[i].eq(k2[i] - 1),
+                             kz[0][i].eq(cnt[0] == 1), kz[1][i].eq(cnt[1] == 1),
+                             kz[2][i].eq(k2[i] == 1),
+                             base1[i].eq(nxt_addr[i]), base2[i].eq(nxt_addr[i])]
+            with m.If(last):
+                m.d.sync += seq[i].eq(seq[i] + 1)
+                with m.If(r_done[i]):   # region done
+                    m.d.sync += act[i].eq(0)
+
         with m.Else():   # DATA
-            m.d.comb += self.rd.valid.eq(space)
+            if not lat2:
+                m.d.comb += self.rd.valid.eq(space)
+            if lat2:
+                # the first DATA cycle takes the tile size whether or not it reads (a later
+                # cycle's ``nw_next`` already counts this pick)
+                m.d.sync += [first.eq(0), left.eq(left_now - rd_now)]
             with m.If(rd_now):
-                last = left == 1
                 m.d.comb += issue.eq(1)
-                m.d.sync += [s1_head.eq(0), s1_tail.eq(last), s1_mark.eq(0),
-                             left.eq(left - 1),
-                             raddr.eq(cur_next)]
-                # advance the 3-level address generator of the current lane
-                for i in range(L):
-                    with m.If(cur_oh[i]):
-                        cnt = [l_cnt[k][i] for k in range(3)]
-                        w0, w1 = kz[0][i], kz[1][i]
-                        m.d.sync += addr[i].eq(nxt_addr[i])
-                        with m.If(~w0):
-                            m.d.sync += [k0[i].eq(k0[i] - 1), kz[0][i].eq(k0[i] == 1)]
-                        with m.Elif(~w1):
-                            m.d.sync += [k0[i].eq(cnt[0] - 1), k1[i].eq(k1[i] - 1),
-                                         kz[0][i].eq(cnt[0] == 1), kz[1][i].eq(k1[i] == 1),
-                                         base1[i].eq(nxt_addr[i])]
-                        with m.Else():
-                            m.d.sync += [k0[i].eq(cnt[0] - 1), k1[i].eq(cnt[1] - 1),
-                                         k2[i].eq(k2[i] - 1),
-                                         kz[0][i].eq(cnt[0] == 1), kz[1][i].eq(cnt[1] == 1),
-                                         kz[2][i].eq(k2[i] == 1),
-                                         base1[i].eq(nxt_addr[i]), base2[i].eq(nxt_addr[i])]
-                        with m.If(last):
-                            m.d.sync += seq[i].eq(seq[i] + 1)
-                            with m.If(r_done[i]):   # region done
-                                m.d.sync += act[i].eq(0)
+                m.d.sync += [s1_head.eq(0), s1_tail.eq(last), s1_mark.eq(0)]
+                if lat2:
+                    with m.If(last):
+                        m.d.sync += [dcur[i].eq(0) for i in range(L)]
+                else:
+                    m.d.sync += [left.eq(left - 1), raddr.eq(cur_next)]
+                    for i in range(L):
+                        with m.If(cur_oh[i]):
+                            advance(i)
                 with m.If(last & cur_done):
                     m.d.sync += [s1_mark.eq(~onehot_mux(cur_oh, others)),
                                  s1_slot.eq(onehot_mux(cur_oh, l_slot))]
                 with m.If(last):
                     m.d.sync += state.eq(PICK)
+        if lat2:
+            # each lane's generator steps on its own registered enable (``dcur``: DATA and
+            # current; the same cycles as ``cur_oh`` in DATA with the read issued)
+            for i in range(L):
+                with m.If(dcur[i] & space):
+                    advance(i)
+            data_nx = Mux(state == PICK, any_g, ~(rd_now & last))
+            m.d.sync += rdh.eq(data_nx & (inflight_nx < FIFO_DEPTH))
 
         return m
