@@ -39,7 +39,7 @@ from tessera.sim_models.simba.layers import load_network
 from tessera.sim_models.simba.mapper import search
 from tessera.sim_models.simba.model import evaluate
 from tessera.sim_models.simba.network import run_network
-from tessera.sim_models.simba.optim import nonuniform, placement
+from tessera.sim_models.simba.optim import BINDINGS, nonuniform, placement
 
 OUT = Path("build/bench")
 COUNTS = [1, 2, 4, 8, 16, 32]
@@ -80,7 +80,7 @@ def _best_placement(layer, arch, base, homes):
     """Sec. 5.2 placement search over every binding x ``homes`` (placement names), keeping the
     baseline's mapping; the baseline itself when nothing is faster."""
     best = base
-    for b in ("row-major", "snake", "centre"):
+    for b in BINDINGS:
         for p in homes:
             try:
                 r = evaluate(layer, arch, base.mapping, b, p)

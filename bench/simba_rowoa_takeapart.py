@@ -40,25 +40,17 @@ import numpy as np
 from tessera.sim_models.simba.arch import load_arch
 from tessera.sim_models.simba.layers import load_network
 from tessera.sim_models.simba.mapper import chiplet_counts, search
-from tessera.sim_models.simba.model import MappingError, build_structure, evaluate, evaluate_batch
-from tessera.sim_models.simba.optim import BINDINGS, nonuniform, placement
+from tessera.sim_models.simba.model import build_structure, evaluate_batch
+from tessera.sim_models.simba.optim import nonuniform, placement
+
+from simba_rowoa import _best_placement     # (bench/ is on sys.path when a bench script runs)
 
 OUT = Path("build/bench")
 
 
 def _homes_placement(homes):
     def opt(layer, arch, base):
-        best = base
-        for b in BINDINGS:
-            for p in homes(base):
-                try:
-                    r = evaluate(layer, arch, base.mapping, b, p)
-                except MappingError:
-                    continue
-                if r.latency_cycles < best.latency_cycles - 1e-9:
-                    best = r
-        best.samples = base.samples
-        return best
+        return _best_placement(layer, arch, base, homes(base))
     return opt
 
 

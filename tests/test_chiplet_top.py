@@ -75,13 +75,28 @@ def test_gpe_round_trip_through_gateway(results, seed):
 
 
 # ---------------------------------------------------------------------------- cocotb
-COCOTB_PARAMS = dict(nx=2, ny=2, words=256, banks=2, max_tile=8, out_words=8, psum_beats=2,
-                     prog_depth=64, timeout_bits=16, wbuf_bytes=1024, ibuf_bytes=512,
-                     abuf_entries=32, ppu_depth=4)
+# make test: the scenarios on the suite's one verilated chiplet (tb/chiplet/run_layer.py
+# SUITE_CFG, shared with tests/test_run_layer_rtl.py: one ~60 CPU-s build instead of two).  It
+# acknowledges every DATA packet (credit_batch=1); the chiplet default, CREDITs coalesced per 4
+# DATA packets, runs the same scenarios in make soak (test_cocotb_verilator_chiplet_2x2_coalesced).
+DEFAULT_CREDITS_PARAMS = dict(nx=2, ny=2, words=256, banks=2, max_tile=8, out_words=8, psum_beats=2,
+                              prog_depth=64, timeout_bits=16, wbuf_bytes=1024, ibuf_bytes=512,
+                              abuf_entries=32, ppu_depth=4)
+
+
+def _cocotb_chiplet(params, tmp_path):
+    from tessera.tb.runner import run
+    run("chiplet", params, "tessera.tb.chiplet.test_chiplet_top", seed=3, opt="-O0",
+        public="top", result_file=tmp_path / "res.jsonl")
 
 
 @pytest.mark.cocotb
 def test_cocotb_verilator_chiplet_2x2(tmp_path):
-    from tessera.tb.runner import run
-    run("chiplet", COCOTB_PARAMS, "tessera.tb.chiplet.test_chiplet_top", seed=3, opt="-O0",
-        public="top", result_file=tmp_path / "res.jsonl")
+    from tessera.tb.chiplet.run_layer import SUITE_CFG, chiplet_params
+    _cocotb_chiplet(chiplet_params(SUITE_CFG), tmp_path)
+
+
+@SOAK
+@pytest.mark.cocotb
+def test_cocotb_verilator_chiplet_2x2_coalesced(tmp_path):
+    _cocotb_chiplet(DEFAULT_CREDITS_PARAMS, tmp_path)

@@ -69,12 +69,7 @@ def closed_loop_trace(params, seed, n_cmds, span, drop=None, io_only=False):
     ncpl = [0]
 
     def flit(head, tail, ci, payload):
-        c, n = divmod(ci, cfg.nodes)
-        return lay.const({"head": head, "tail": tail, "mclass": 1, "mcast": 0,
-                          "src": {"node": {"x": n % cfg.node_mesh_x, "y": n // cfg.node_mesh_x},
-                                  "chiplet": {"x": c % cfg.chiplet_mesh_x,
-                                              "y": c // cfg.chiplet_mesh_x}},
-                          "payload": payload})
+        return sc.sim_flit(lay, cfg, head, tail, ci, payload)
 
     async def bench(ctx):
         q = list(cmds)

@@ -20,6 +20,7 @@ from tessera.hdl.global_pe.mcast import MulticastManager
 from tessera.hdl.global_pe.packets import (KIND_CREDIT, KIND_OUT, GpeConfig, credit_layout,
                                            out_header_layout, pack_fields)
 from tessera.hdl.global_pe.recv import CR_GROUP, RecvUnit, cr_clip
+from tessera.tb.global_pe import scenarios as sc
 
 CFG = GpeConfig()
 
@@ -34,12 +35,7 @@ def test_recv_window_flags_equal_the_compares():
     seen = {"hdr": 0, "inc": 0, "start_in_body": 0, "in_win": 0, "credits": 0}
 
     def flit(head, tail, ci, payload):
-        c, n = divmod(ci, cfg.nodes)
-        return lay.const({"head": head, "tail": tail, "mclass": 1, "mcast": 0,
-                          "src": {"node": {"x": n % cfg.node_mesh_x, "y": n // cfg.node_mesh_x},
-                                  "chiplet": {"x": c % cfg.chiplet_mesh_x,
-                                              "y": c // cfg.chiplet_mesh_x}},
-                          "payload": payload})
+        return sc.sim_flit(lay, cfg, head, tail, ci, payload)
 
     async def bench(ctx):
         d = dut.dbg

@@ -8,12 +8,9 @@ import pytest
 
 from tessera.golden import chiplet as gc
 from tessera.hdl.chiplet.compiler import ConvLayer, PEMapping, compile_layer
-from tessera.hdl.chiplet.config import ChipletConfig
-from tessera.hdl.pe.config import PEParams
+from tessera.tb.chiplet.run_layer import SUITE_CFG
 
-CFG = ChipletConfig(nx=2, ny=2, words=512, banks=2, max_tile=8, out_words=8, psum_beats=2,
-                    prog_depth=512, timeout_bits=16, credit_batch=1,
-                    pe=PEParams(wbuf_bytes=1024, ibuf_bytes=512, abuf_entries=32, ppu_depth=4))
+CFG = SUITE_CFG     # shared with tests/test_chiplet_top.py's cocotb test: one chiplet build
 CASES = [  # chain + multicast + padding; stride 2 with spatial split
     ("chain_mcast", ConvLayer("t", C=16, K=16, R=3, S=3, H=8, W=8, stride=1, pad=1),
      PEMapping(2, 2, 1, 1, 2, 4), 0.0, 1.0),

@@ -17,7 +17,19 @@ from __future__ import annotations
 import numpy as np
 
 from tessera.hdl.chiplet.compiler import BAR_PRELOAD
+from tessera.hdl.chiplet.config import ChipletConfig
 from tessera.hdl.global_pe.packets import DATA_CLASS
+from tessera.hdl.pe.config import PEParams
+
+# The one small chiplet that make test verilates (a chiplet build is ~60 CPU-s at -O0): the
+# compiled passes (tests/test_run_layer_rtl.py) and the chiplet scenarios (tests/test_chiplet_top.py)
+# both run on it.  2x2 PEs, small buffers; one CREDIT per DATA packet (``credit_batch=1``, as in
+# a package) so a pass's NoC flit count is exact.  The chiplet default (coalesced credits, 4 per
+# CREDIT) runs the chiplet scenarios in make soak; pe_node's coalescing is in make test
+# (tests/test_pe_node.py).
+SUITE_CFG = ChipletConfig(nx=2, ny=2, words=512, banks=2, max_tile=8, out_words=8, psum_beats=2,
+                          prog_depth=512, timeout_bits=16, credit_batch=1,
+                          pe=PEParams(wbuf_bytes=1024, ibuf_bytes=512, abuf_entries=32, ppu_depth=4))
 
 
 def pass_payload(ps, in_gap: float = 0.0, out_ready: float = 1.0) -> dict:

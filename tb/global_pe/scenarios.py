@@ -15,6 +15,17 @@ from tessera.hdl.global_pe.packets import (EW_ADD, EW_MAX, EW_MUL, OP_EWISE, OP_
 HOST = 1            # consumer index of the read-back node (chiplet 0, node (1, 0))
 
 
+def sim_flit(lay, cfg: GpeConfig, head, tail, ci, payload):
+    """A data-class (mclass 1), unicast flit constant of the Global PE's ``net_in`` layout ``lay``
+    from consumer ``ci`` (chiplet-major index), for amaranth.sim benches."""
+    c, n = divmod(ci, cfg.nodes)
+    return lay.const({"head": head, "tail": tail, "mclass": 1, "mcast": 0,
+                      "src": {"node": {"x": n % cfg.node_mesh_x, "y": n // cfg.node_mesh_x},
+                              "chiplet": {"x": c % cfg.chiplet_mesh_x,
+                                          "y": c // cfg.chiplet_mesh_x}},
+                      "payload": payload})
+
+
 def random_word(rng: random.Random, cfg: GpeConfig, extreme=0.3) -> int:
     """A buffer word of int8 lanes; with probability ``extreme`` a lane is -128/127/-1/0."""
     out = 0
