@@ -28,6 +28,7 @@ from amaranth.lib.wiring import In, Out
 from tessera.hdl.sram import SRAM
 
 from .config import PEParams
+from .mult import ecp5_mult
 from .layouts import BIAS_WIDTH, act_layout, bits_for, pload_layout, psum_layout
 
 
@@ -74,6 +75,7 @@ class PPU(wiring.Component):
         YW = TW + 16
         # stage 1: t = v + bias, scale
         t1_valid = Signal()
+        ecp5 = p.mult_impl == "ecp5"
         t1 = Signal(data.ArrayLayout(signed(TW), K0))
         s1 = Signal(data.ArrayLayout(signed(16), K0))
         prm = data.ArrayLayout(data.StructLayout({"bias": signed(BIAS_WIDTH),
@@ -81,7 +83,8 @@ class PPU(wiring.Component):
         with m.If(adv):
             m.d.sync += [v0_valid.eq(self.i.valid), v0.eq(self.i.payload.v), t1_valid.eq(v0_valid)]
             for k in range(K0):
-                m.d.sync += [t1[k].eq(v0[k] + prm[k].bias), s1[k].eq(prm[k].scale)]
+                if not ecp5:        # (ecp5: t1/s1 are the DSPs' input registers, below)
+                    m.d.sync += [t1[k].eq(v0[k] + prm[k].bias), s1[k].eq(prm[k].scale)]
 
         # stages 2..: y = t * scale (exact), mul_stages cycles: t split at bit
         # LO into an unsigned low part and a signed high part, each product fits
@@ -90,9 +93,22 @@ class PPU(wiring.Component):
         LO = 17
         ys = []
         for k in range(K0):
-            lo = t1[k].as_unsigned()[:LO] * s1[k]
-            hi = t1[k][LO:].as_signed() * s1[k]
-            if self.mul_stages >= 2:
+            if ecp5:
+                # MULT18X18D primitives with their input registers (= t1, s1) and, with
+                # mul_stages >= 2, their output registers (= ylo, yhi), enable adv: the
+                # same registers inside the DSP (timing: with fabric registers the
+                # DSP sat between ~3.3-3.7 ns routes, pe_node's 87.5 MHz path)
+                tn = Signal(signed(TW), name=f"t1n{k}")
+                m.d.comb += tn.eq(v0[k] + prm[k].bias)
+                r2 = self.mul_stages >= 2
+                lo = ecp5_mult(m, tn.as_unsigned()[:LO], prm[k].scale, adv, f"ylo{k}_dsp",
+                               r2)[:LO + 17].as_signed()
+                hi = ecp5_mult(m, tn[LO:].as_signed(), prm[k].scale, adv, f"yhi{k}_dsp",
+                               r2)[:TW - LO + 16].as_signed()
+            else:
+                lo = t1[k].as_unsigned()[:LO] * s1[k]
+                hi = t1[k][LO:].as_signed() * s1[k]
+            if self.mul_stages >= 2 and not ecp5:
                 lo_r = Signal(signed(LO + 17), name=f"ylo{k}")
                 hi_r = Signal(signed(TW - LO + 16), name=f"yhi{k}")
                 with m.If(adv):
