@@ -17,6 +17,13 @@ of t unsigned and the rest signed, then their sum: ``mul_stages`` register
 levels) | add half | arithmetic shift | ReLU, saturate | pool -> output
 register (6 + ``mul_stages``: round and saturate/pool are two stages each for
 100 MHz, issue 20).
+With ``mult_impl=ecp5`` (the ECP5 flow's choice, tessera.synth) the 2*K0 scale
+products are MULT18X18D primitives (``mult.ecp5_mult``) whose own input and
+output registers are ``t1``/``s1`` and ``ylo``/``yhi``, clock enable = the
+stall: the same registers and cycles as the fabric ones (Verilator,
+tests/test_pe_ecp5.py).  With fabric registers ``synth_ecp5`` used the DSP
+combinationally between two long routes (pe_node, stop 32: 87.5 MHz, path
+``t1`` -> 3.7 ns -> MULT18X18D 3.9 ns -> 3.3 ns -> ``ylo``).
 Left out: per-channel shifts, average pooling, non-2x2 windows.
 """
 from __future__ import annotations
