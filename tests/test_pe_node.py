@@ -522,3 +522,13 @@ def test_tile_size_ready_when_start_follows_cfg_at_once():
     assert len(last) == 3
     run["ctrl"] = [x for x in ctrl[:-1] if x not in last] + last + [start]
     run_and_check([run], in_gap=0.0, out_stall=0.0)
+
+
+def test_one_word_tiles_fill_last_from_prep():
+    """One-word input tiles (C1*H_in*W_in = 1, tw_last = 0): the registered
+    ``fill == tw_last`` (``fill_last``) must already be true after prep, from
+    ``tile_words``; outputs as the golden model's."""
+    rng = np.random.default_rng(21)
+    cfg = PEConfig(R=1, S=1, C1=1, K1=1, P1=1, Q1=1, H_in=1, W_in=1, role=Role.ONLY)
+    run = E.build_run(C, rng, role=Role.ONLY, ntiles=3, cfg=cfg)
+    run_and_check([run], in_gap=0.0, out_stall=0.0)

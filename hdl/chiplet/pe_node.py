@@ -265,7 +265,14 @@ class _CreditedRx(wiring.Component):
     on stop 31): 87.4 MHz, 11,027 LUT4, 8,505 FF; the path is no longer on the receive
     side: the ``cfg_word`` register -> the H_in*W_in LUT product's 4 adder levels (shared
     by Yosys with the PE's own check product) -> ``n_hw``, 11.4 ns.  ``n_hw`` now has two
-    register stages (not measured)."""
+    register stages: 87.5 MHz (stop 32, seed 1), 10,926 LUT4, 8,476 FF; that path is gone
+    and the critical path left the node's own logic: the PE's PPU, ``t1`` -> 3.7 ns route
+    -> a MULT18X18D used combinationally (3.9 ns) -> 3.3 ns route -> ``ylo``; with
+    ``mult_impl=ecp5`` those registers are now the DSP's own (ppu.py).  Then (stop 32, seed
+    1): 82.1 MHz, 10,939 LUT4, 7,692 FF, the PPU path gone; the path: the fill region
+    ``fs`` -> the PE's ``i_load.ready`` (``il_ok``) -> the ``fill == tw_last`` compare ->
+    ``fill``, 12.2 ns, 10.0 of it routing; the compare and ``fill + 1`` are now registers
+    (``fill_last``, ``fill_p1``; not measured)."""
 
     def __init__(self, width: int, depth: int, window: int, src_layout, cnt_bits: int):
         self.window = window
@@ -690,13 +697,21 @@ class PeNode(wiring.Component):
         clr_full = Signal(slots)
         set_busy = Signal(slots)
         clr_busy = Signal(slots)
+        # (timing: fill == tw_last and fill + 1 are registers, fill_last / fill_p1, so the
+        # PE's late i_load.ready only selects; stop 32 P&R 82.1 MHz: fs -> the PE's il_ok
+        # -> the fill == tw_last compare -> fill, 12.2 ns.  tw_last is stable while running;
+        # prep == 1 sets them from tile_words, which is valid then)
+        fill_last = Signal()
+        fill_p1 = Signal(len(fill), init=1)
         with m.If(il.valid & il.ready):
-            with m.If(fill == tw_last):
-                m.d.sync += [fill.eq(0), filled_tiles.eq(filled_tiles + 1)]
+            with m.If(fill_last):
+                m.d.sync += [fill.eq(0), filled_tiles.eq(filled_tiles + 1),
+                             fill_p1.eq(1), fill_last.eq(tw_last == 0)]
                 m.d.comb += set_full.eq(1 << fs)
                 m.d.sync += fs.eq(fs ^ dbl)
             with m.Else():
-                m.d.sync += fill.eq(fill + 1)
+                m.d.sync += [fill.eq(fill_p1), fill_p1.eq(fill_p1 + 1),
+                             fill_last.eq(fill_p1 == tw_last)]
         # start the PE on the oldest full region as soon as it takes a start: when
         # idle, or (double-buffered, same cfg but ibuf_half) while the previous
         # tile drains -- the PE's back-to-back start (``start_ready``)
@@ -865,6 +880,7 @@ class PeNode(wiring.Component):
         with m.If(prep != 0):
             m.d.sync += prep.eq(prep - 1)
             with m.If(prep == 1):
+                m.d.sync += [fill_p1.eq(1), fill_last.eq((tile_words - 1)[:len(tw_last)] == 0)]
                 m.d.sync += [fill.eq(0), filled_tiles.eq(0), started.eq(0), done_tiles.eq(0),
                              full.eq(0), fs.eq(0), ss.eq(0), rs.eq(0), t_out.eq(0),
                              left.eq(tile_beats), dbl.eq(tile_words <= p.ibuf_words // 2),

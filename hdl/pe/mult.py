@@ -30,6 +30,11 @@ model (only a black box in ``cells_bb.v``), so :data:`SIM_MODELS` lists a
 behavioural one, ``ecp5_mult18x18d_sim.v`` in this folder; add it to the
 Verilator/simulator sources (never to synthesis, where the primitive is the
 vendor's).  amaranth.sim cannot simulate the ``Instance``.
+``ecp5_mult``: the same primitive as a function for multipliers that stall
+(the PPU's scale products, ``ppu.py``): input registers and, optionally, the
+output register, all loading on ``en`` (``CE0``), reset as above; operands
+of up to 18 bits, each signed or unsigned by its own shape.
+
 Left out: the DSP's pipeline register, cascade/ALU54B, clock enables and
 other vendors' primitives (add an ``impl`` and its model here).
 """
@@ -51,6 +56,33 @@ LATENCY = 2                                   # operand register + product regis
 def check_impl(impl: str) -> None:
     if impl not in MULT_IMPLS:
         raise ValueError(f"mult_impl must be one of {', '.join(MULT_IMPLS)}, got {impl!r}")
+
+
+def ecp5_mult(m: Module, a, b, en, name: str, reg_out: bool = True) -> Signal:
+    """One ECP5 ``MULT18X18D`` computing ``a * b`` (exact, 36 bits, two's complement)
+    with its input registers and (``reg_out``) its output register, clock enable
+    ``en``: latency 1 + ``reg_out``, like fabric registers loaded under ``en``.
+    ``a``/``b``: at most 18 bits each (an unsigned operand of 18 bits cannot be
+    represented: at most 17)."""
+    for v, n in ((a, "a"), (b, "b")):
+        w = len(v) + (0 if v.shape().signed else 1)
+        if w > 18:
+            raise ValueError(f"ecp5_mult {name}: operand {n} needs {w} signed bits, at most 18")
+    a18, b18 = Signal(signed(18), name=f"{name}_a"), Signal(signed(18), name=f"{name}_b")
+    p36 = Signal(signed(36), name=f"{name}_p")
+    m.d.comb += [a18.eq(a), b18.eq(b)]
+    ports = {"p_REG_INPUTA_CLK": "CLK0", "p_REG_INPUTB_CLK": "CLK0",
+             "p_REG_OUTPUT_CLK": "CLK0" if reg_out else "NONE", "p_RESETMODE": "SYNC",
+             "i_CLK0": ClockSignal(), "i_CE0": en, "i_RST0": ResetSignal(),
+             "i_SIGNEDA": 1, "i_SIGNEDB": 1, "i_SOURCEA": 0, "i_SOURCEB": 0}
+    for i in range(18):
+        ports[f"i_A{i}"] = a18[i]
+        ports[f"i_B{i}"] = b18[i]
+        ports[f"i_C{i}"] = 0
+    for i in range(36):
+        ports[f"o_P{i}"] = p36[i]
+    m.submodules[name] = Instance("MULT18X18D", **ports)
+    return p36
 
 
 class RegMult(wiring.Component):

@@ -17,6 +17,13 @@ of t unsigned and the rest signed, then their sum: ``mul_stages`` register
 levels) | add half | arithmetic shift | ReLU, saturate | pool -> output
 register (6 + ``mul_stages``: round and saturate/pool are two stages each for
 100 MHz, issue 20).
+With ``mult_impl=ecp5`` (the ECP5 flow's choice, tessera.synth) the 2*K0 scale
+products are MULT18X18D primitives (``mult.ecp5_mult``) whose own input and
+output registers are ``t1``/``s1`` and ``ylo``/``yhi``, clock enable = the
+stall: the same registers and cycles as the fabric ones (Verilator,
+tests/test_pe_ecp5.py).  With fabric registers ``synth_ecp5`` used the DSP
+combinationally between two long routes (pe_node, stop 32: 87.5 MHz, path
+``t1`` -> 3.7 ns -> MULT18X18D 3.9 ns -> 3.3 ns -> ``ylo``).
 Left out: per-channel shifts, average pooling, non-2x2 windows.
 """
 from __future__ import annotations
@@ -28,6 +35,7 @@ from amaranth.lib.wiring import In, Out
 from tessera.hdl.sram import SRAM
 
 from .config import PEParams
+from .mult import ecp5_mult
 from .layouts import BIAS_WIDTH, act_layout, bits_for, pload_layout, psum_layout
 
 
@@ -74,6 +82,7 @@ class PPU(wiring.Component):
         YW = TW + 16
         # stage 1: t = v + bias, scale
         t1_valid = Signal()
+        ecp5 = p.mult_impl == "ecp5"
         t1 = Signal(data.ArrayLayout(signed(TW), K0))
         s1 = Signal(data.ArrayLayout(signed(16), K0))
         prm = data.ArrayLayout(data.StructLayout({"bias": signed(BIAS_WIDTH),
@@ -81,7 +90,8 @@ class PPU(wiring.Component):
         with m.If(adv):
             m.d.sync += [v0_valid.eq(self.i.valid), v0.eq(self.i.payload.v), t1_valid.eq(v0_valid)]
             for k in range(K0):
-                m.d.sync += [t1[k].eq(v0[k] + prm[k].bias), s1[k].eq(prm[k].scale)]
+                if not ecp5:        # (ecp5: t1/s1 are the DSPs' input registers, below)
+                    m.d.sync += [t1[k].eq(v0[k] + prm[k].bias), s1[k].eq(prm[k].scale)]
 
         # stages 2..: y = t * scale (exact), mul_stages cycles: t split at bit
         # LO into an unsigned low part and a signed high part, each product fits
@@ -90,9 +100,22 @@ class PPU(wiring.Component):
         LO = 17
         ys = []
         for k in range(K0):
-            lo = t1[k].as_unsigned()[:LO] * s1[k]
-            hi = t1[k][LO:].as_signed() * s1[k]
-            if self.mul_stages >= 2:
+            if ecp5:
+                # MULT18X18D primitives with their input registers (= t1, s1) and, with
+                # mul_stages >= 2, their output registers (= ylo, yhi), enable adv: the
+                # same registers inside the DSP (timing: with fabric registers the
+                # DSP sat between ~3.3-3.7 ns routes, pe_node's 87.5 MHz path)
+                tn = Signal(signed(TW), name=f"t1n{k}")
+                m.d.comb += tn.eq(v0[k] + prm[k].bias)
+                r2 = self.mul_stages >= 2
+                lo = ecp5_mult(m, tn.as_unsigned()[:LO], prm[k].scale, adv, f"ylo{k}_dsp",
+                               r2)[:LO + 17].as_signed()
+                hi = ecp5_mult(m, tn[LO:].as_signed(), prm[k].scale, adv, f"yhi{k}_dsp",
+                               r2)[:TW - LO + 16].as_signed()
+            else:
+                lo = t1[k].as_unsigned()[:LO] * s1[k]
+                hi = t1[k][LO:].as_signed() * s1[k]
+            if self.mul_stages >= 2 and not ecp5:
                 lo_r = Signal(signed(LO + 17), name=f"ylo{k}")
                 hi_r = Signal(signed(TW - LO + 16), name=f"yhi{k}")
                 with m.If(adv):
