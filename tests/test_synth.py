@@ -51,8 +51,9 @@ def test_synth_tech_params_select_ecp5_dsp(tmp_path):
     """The ECP5 flow's technology choice (``TECH_PARAMS``, one place): blocks with a
     ``mult_impl`` parameter (pe, pe_chain, pe_node, chiplet, global_pe) are synthesised with
     ``mult_impl=ecp5`` unless the run sets it, others are untouched; a small PE's MAC
-    multipliers come out of synth_ecp5 as MULT18X18D with their own input and output
-    registers (the fabric registers of ``generic`` are never packed into the DSP)."""
+    multipliers and its PPU's scale products come out of synth_ecp5 as MULT18X18D with their
+    own input and output registers (the fabric registers of ``generic`` are never packed
+    into the DSP)."""
     import json
 
     from tessera.registry import get
@@ -64,11 +65,14 @@ def test_synth_tech_params_select_ecp5_dsp(tmp_path):
     small = ["K0=2", "C0=2", "wbuf_bytes=256", "ibuf_bytes=64", "abuf_entries=16", "ppu_depth=2"]
     r = synth_block("pe", tmp_path, grades=(), assignments=small, row="pe_small")
     assert r["status"] == "ok" and r["tech_params"] == ["mult_impl=ecp5"], r
-    cells = [c for mod in json.loads((tmp_path / "pe_small" / "pe.json").read_text())["modules"]
-             .values() for c in mod.get("cells", {}).values() if c["type"] == "MULT18X18D"]
-    regs = [c for c in cells if all(c["parameters"].get(f"REG_{x}_CLK") == "CLK0"
-                                    for x in ("INPUTA", "INPUTB", "OUTPUT"))]
-    assert len(regs) == 4, [c["parameters"] for c in cells]        # the K0*C0 MACs
+    cells = {n: c for mod in json.loads((tmp_path / "pe_small" / "pe.json").read_text())["modules"]
+             .values() for n, c in mod.get("cells", {}).items() if c["type"] == "MULT18X18D"}
+    regs = [n for n, c in cells.items() if all(c["parameters"].get(f"REG_{x}_CLK") == "CLK0"
+                                               for x in ("INPUTA", "INPUTB", "OUTPUT"))]
+    # the K0*C0 MAC multipliers and the PPU's 2*K0 scale products (stop 32), all registered
+    assert sorted(n.split(".")[0] for n in regs) == ["mac"] * 4 + ["ppu"] * 4, \
+        {n: c["parameters"] for n, c in cells.items()}
+    assert len(cells) == 8, sorted(cells)
 
 
 def test_synth_flow_opts_reach_the_tools(tmp_path, monkeypatch):

@@ -104,17 +104,6 @@ class RegMult(wiring.Component):
             m.d.comb += self.p.eq(pq)
             return m
         # ecp5: MULT18X18D, inputs sign-extended to 18 bits, P[0:2W] is the exact product
-        a18, b18, p36 = Signal(signed(18)), Signal(signed(18)), Signal(36)
-        m.d.comb += [a18.eq(self.a), b18.eq(self.b), self.p.eq(p36[:2 * W])]
-        ports = {"p_REG_INPUTA_CLK": "CLK0", "p_REG_INPUTB_CLK": "CLK0",
-                 "p_REG_OUTPUT_CLK": "CLK0", "p_RESETMODE": "SYNC",
-                 "i_CLK0": ClockSignal(), "i_CE0": 1, "i_RST0": ResetSignal(),
-                 "i_SIGNEDA": 1, "i_SIGNEDB": 1, "i_SOURCEA": 0, "i_SOURCEB": 0}
-        for i in range(18):
-            ports[f"i_A{i}"] = a18[i]
-            ports[f"i_B{i}"] = b18[i]
-            ports[f"i_C{i}"] = 0
-        for i in range(36):
-            ports[f"o_P{i}"] = p36[i]
-        m.submodules.dsp = Instance("MULT18X18D", **ports)
+        p36 = ecp5_mult(m, self.a, self.b, 1, "dsp")
+        m.d.comb += self.p.eq(p36[:2 * W])
         return m
