@@ -908,17 +908,24 @@ def test_l2_dram_fifo_takes_grants_while_the_mc_queue_is_full():
         config.system(16).scaled(l2_dram_fifo_entries=-1)
 
 
+def _mega_op_tp16_fused(switch, values):
+    """Mega-GPT-2 OP at TP16, fused GEMM-RS (round robin) once per value of system field ``switch``:
+    ({value: result}, the last value's system, its plan)."""
+    d = gemm.sublayer_dims(config.model("mega-gpt-2"), 16, "OP")
+    r = {}
+    for v in values:
+        s = config.system(16).scaled(**{switch: v})
+        p = gemm.plan(s, d, cached_output=False)
+        r[v] = overlap.simulate(s, p, comm=True, policy="rr")
+    return r, s, p
+
+
 def test_rs_not_paced_by_the_link_delivers_updates_early_but_the_link_still_bounds():
     """``rs_pacing='dma'`` (§5.1.1: the RS traffic is injected through Accel-Sim's front end): the neighbour's
     updates reach the MC as its DMA engine reads them (slot 0: as its GEMM stores), so the last slots are reduced
     well before the link could have delivered them; the sends still go through the link, so the run ends no
     earlier than the link time of the sent bytes."""
-    d = gemm.sublayer_dims(config.model("mega-gpt-2"), 16, "OP")
-    r = {}
-    for rp in ("link", "dma"):
-        s = config.system(16).scaled(rs_pacing=rp)
-        p = gemm.plan(s, d, cached_output=False)
-        r[rp] = overlap.simulate(s, p, comm=True, policy="rr")
+    r, s, p = _mega_op_tp16_fused("rs_pacing", ("link", "dma"))
     link_time = p.slot_bytes.sum(axis=0)[:-1].sum() / s.link_bw
     assert r["dma"].slot_ready[-1] < r["link"].slot_ready[-1] - 50e-6
     assert r["dma"].time >= link_time and r["link"].time >= link_time
@@ -931,12 +938,7 @@ def test_rs_dram_free_takes_only_the_gemm_through_the_dram():
     """``rs_dram='free'`` (take-apart of the RS traffic's DRAM share, bench ``t3_fc_takeapart``): the DRAM serves
     exactly the GEMM's reads and its local NMC stores (slot 0 goes to the neighbour), no DMA read and no incoming
     update; every slot is still reduced and the link still bounds the run; the default queues the RS traffic."""
-    d = gemm.sublayer_dims(config.model("mega-gpt-2"), 16, "OP")
-    r = {}
-    for rd in ("queued", "free"):
-        s = config.system(16).scaled(rs_dram=rd)
-        p = gemm.plan(s, d, cached_output=False)
-        r[rd] = overlap.simulate(s, p, comm=True, policy="rr")
+    r, s, p = _mega_op_tp16_fused("rs_dram", ("queued", "free"))
     U, fc = s.unit_bytes, s.dram_clock
     R = int(np.round(p.read_bytes / U).astype(np.int64).sum())
     SB = np.round(p.slot_bytes / U).astype(np.int64)
